@@ -51,8 +51,8 @@ class Settings(BaseSettings):
 
     # Retrieval. Thresholds depend on the embedder (DESIGN §6), hence configurable.
     top_k: int = Field(5, ge=1, le=20)
-    score_threshold: float = Field(0.3, ge=0.0, le=1.0)
-    hybrid_alpha: float = Field(0.6, ge=0.0, le=1.0, description="1 = vector only, 0 = BM25 only.")
+    score_threshold: float = Field(0.17, ge=0.0, le=1.0, description="On relevance (ranking.py); use-m3 calibration.")
+    hybrid_alpha: float = Field(0.8, ge=0.0, le=1.0, description="1 = vector only, 0 = BM25 only.")
     merge_similarity: float = Field(0.9, ge=0.0, le=1.0, description="Cosine at which a new insight merges.")
     recency_half_life_days: float = Field(90.0, gt=0)
     standing_rule_budget: int = Field(5, ge=0, le=20)

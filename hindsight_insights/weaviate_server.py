@@ -73,11 +73,16 @@ def ensure_binary(settings: Settings) -> Path:
 
 @dataclass
 class LocalWeaviate:
-    """A weaviate-server process we started. Bound to loopback only, telemetry off."""
+    """A weaviate-server process we started, telemetry off.
+
+    HTTP, gossip and Raft listen on 127.0.0.1. Weaviate v1.39 hard-codes ":<port>" for its gRPC listener and its
+    cluster data API, so those two accept on every interface; no setting narrows them.
+    """
 
     process: subprocess.Popen[bytes]
     http_port: int
     grpc_port: int
+    data_bind_port: int
     data_dir: Path
     log_path: Path
 
@@ -134,7 +139,7 @@ def start_local(
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
         )
-    server = LocalWeaviate(process, http_port, grpc_port, data_dir, log_path)
+    server = LocalWeaviate(process, http_port, grpc_port, data_port, data_dir, log_path)
     try:
         _wait_ready(server, ready_timeout_s)
     except BaseException:
@@ -164,24 +169,26 @@ def connect_url(settings: Settings, url: str) -> weaviate.WeaviateClient:
         raise WeaviateUnavailable(f"Weaviate URL {url!r} is not an http(s) URL such as http://weaviate:8080")
     secure = parts.scheme == "https"
     api_key = settings.weaviate_api_key.get_secret_value() if settings.weaviate_api_key else None
-    client = weaviate.connect_to_custom(
-        http_host=parts.hostname,
-        http_port=parts.port or (443 if secure else 80),
-        http_secure=secure,
-        grpc_host=settings.weaviate_grpc_host or parts.hostname,
-        grpc_port=settings.weaviate_grpc_port,
-        grpc_secure=secure,
-        auth_credentials=Auth.api_key(api_key) if api_key else None,
-        skip_init_checks=True,  # avoids the client's PyPI version probe
-        additional_config=AdditionalConfig(
-            timeout=Timeout(init=settings.weaviate_timeout_s, query=30, insert=60)
-        ),
-    )
     try:
-        client.connect()
+        client = weaviate.connect_to_custom(
+            http_host=parts.hostname,
+            http_port=parts.port or (443 if secure else 80),
+            http_secure=secure,
+            grpc_host=settings.weaviate_grpc_host or parts.hostname,
+            grpc_port=settings.weaviate_grpc_port,
+            grpc_secure=secure,
+            auth_credentials=Auth.api_key(api_key) if api_key else None,
+            skip_init_checks=True,  # avoids the client's PyPI version probe
+            additional_config=AdditionalConfig(
+                timeout=Timeout(init=settings.weaviate_timeout_s, query=30, insert=60)
+            ),
+        )
         ready = client.is_ready()
+    except weaviate.exceptions.AuthenticationFailedError:
+        raise WeaviateUnavailable(
+            f"Weaviate at {url} refused the API key; set the key of that server (Dify: WEAVIATE_API_KEY in its .env)"
+        ) from None
     except Exception as error:
-        client.close()
         raise WeaviateUnavailable(
             f"cannot reach Weaviate at {url} ({type(error).__name__}: {error}). Check the URL and that the server "
             "is running; inside Dify's network it is http://weaviate:8080 with gRPC on weaviate:50051."

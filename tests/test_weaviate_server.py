@@ -1,0 +1,93 @@
+"""Starting, reaching and failing to reach Weaviate."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from hindsight_insights.config import Settings
+from hindsight_insights.errors import WeaviateUnavailable
+from hindsight_insights.weaviate_server import (
+    LocalWeaviate,
+    connect_url,
+    free_port,
+    start_local,
+    weaviate_client,
+)
+
+
+def test_unreachable_url_gives_a_clear_error(settings: Settings) -> None:
+    port = free_port()  # nothing listens there
+    with pytest.raises(WeaviateUnavailable, match=rf"cannot reach Weaviate at http://127\.0\.0\.1:{port}.*Check the URL"):
+        connect_url(settings, f"http://127.0.0.1:{port}")
+
+
+def test_configured_url_wins_and_fails_loudly(settings: Settings) -> None:
+    configured = settings.model_copy(update={"weaviate_url": f"http://127.0.0.1:{free_port()}"})
+    with pytest.raises(WeaviateUnavailable, match="cannot reach Weaviate"), weaviate_client(configured):
+        pass
+
+
+def test_not_a_url_is_rejected(settings: Settings) -> None:
+    with pytest.raises(WeaviateUnavailable, match="is not an http"):
+        connect_url(settings, "weaviate:8080")
+
+
+def test_server_runs_on_loopback_with_telemetry_off(weaviate_server: LocalWeaviate) -> None:
+    environ = Path(f"/proc/{weaviate_server.process.pid}/environ").read_bytes().split(b"\0")
+    assert b"DISABLE_TELEMETRY=true" in environ
+    assert b"CLUSTER_BIND_ADDR=127.0.0.1" in environ
+    listening = _listening_addresses(weaviate_server.process.pid)
+    assert ("127.0.0.1", weaviate_server.http_port) in listening
+    # Weaviate hard-codes ":<port>" for exactly these two listeners (see LocalWeaviate); everything else is loopback.
+    unavoidable = {weaviate_server.grpc_port, weaviate_server.data_bind_port}
+    assert {port for address, port in listening if address != "127.0.0.1"} == unavoidable, listening
+
+
+def test_a_server_that_dies_at_start_says_why(tmp_path: Path) -> None:
+    broken = tmp_path / "weaviate-server"
+    broken.write_text("#!/bin/sh\necho 'panic: data dir is locked'\nexit 3\n")
+    broken.chmod(0o755)
+    with pytest.raises(WeaviateUnavailable, match="exited with code 3: panic: data dir is locked"):
+        start_local(broken, tmp_path / "data")
+
+
+def test_local_fallback_starts_and_stops_a_server(settings: Settings, tmp_path: Path) -> None:
+    with weaviate_client(settings, tmp_path) as client:
+        assert client.get_meta()["version"] == settings.weaviate_version
+    assert (tmp_path / "weaviate.log").exists()
+
+
+def test_no_binary_and_no_go_says_what_to_set(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")  # no `go` to build with
+    isolated = settings.model_copy(update={"cache_dir": tmp_path / "empty-cache"})
+    with pytest.raises(WeaviateUnavailable, match="set HINDSIGHT_WEAVIATE_URL") as caught, weaviate_client(isolated, tmp_path):
+        pass
+    assert "no `go` to build one" in str(caught.value)
+
+
+def _listening_addresses(pid: int) -> set[tuple[str, int]]:
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except FileNotFoundError:  # closed while we looked
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A = LISTEN
+                host_hex, port_hex = fields[1].split(":")
+                found.add((_decode_host(host_hex), int(port_hex, 16)))
+    return found
+
+
+def _decode_host(host_hex: str) -> str:
+    if len(host_hex) == 8:
+        return ".".join(str(int(host_hex[i : i + 2], 16)) for i in (6, 4, 2, 0))
+    return "::" if set(host_hex) == {"0"} else host_hex
