@@ -50,10 +50,16 @@ def load(store: InsightStore, insights: list[dict[str, Any]]) -> dict[uuid.UUID,
     for item in insights:
         draft = InsightDraft.parse(
             {
-                "topic": item["topic"], "kind": item["kind"], "scene": item["scene"],
-                "observation": item["observation"], "action": item["action"],
-                "evidence": item["evidence_quote"], "tags": item["tags"], "confidence": item["confidence"],
-                "scope": item["scope"], "user_id": item["user_id"],
+                "topic": item["topic"],
+                "kind": item["kind"],
+                "scene": item["scene"],
+                "observation": item["observation"],
+                "action": item["action"],
+                "evidence": item["evidence_quote"],
+                "tags": item["tags"],
+                "confidence": item["confidence"],
+                "scope": item["scope"],
+                "user_id": item["user_id"],
                 "expire_at": soon if item["state"] == "expired_time" else None,
             }
         )
@@ -69,15 +75,27 @@ def load(store: InsightStore, insights: list[dict[str, Any]]) -> dict[uuid.UUID,
     return key_of
 
 
-def evaluate(store: InsightStore, data: dict[str, Any], negatives: list[dict[str, Any]], key_of: dict[uuid.UUID, str],
-             mode: SearchMode, threshold: float) -> dict[str, Any]:
+def evaluate(
+    store: InsightStore,
+    data: dict[str, Any],
+    negatives: list[dict[str, Any]],
+    key_of: dict[uuid.UUID, str],
+    mode: SearchMode,
+    threshold: float,
+) -> dict[str, Any]:
     by_key = {i["key"]: i for i in data["insights"]}
     per_lang: dict[str, list[float]] = {}
     returned = forbidden = relevant_returned = 0
     queries_with_forbidden = 0
     for query in data["queries"]:
-        hits = store.search(query["turns"], scene=query["scene"], user_id=query["user_id"], top_k=5,
-                            score_threshold=threshold, mode=mode)
+        hits = store.search(
+            query["turns"],
+            scene=query["scene"],
+            user_id=query["user_id"],
+            top_k=5,
+            score_threshold=threshold,
+            mode=mode,
+        )
         keys = [key_of[hit.insight.id] for hit in hits]
         recall = len(set(keys) & set(query["relevant"])) / len(query["relevant"])
         per_lang.setdefault(query["lang"], []).append(recall)
@@ -87,7 +105,11 @@ def evaluate(store: InsightStore, data: dict[str, Any], negatives: list[dict[str
         forbidden += len(bad)
         queries_with_forbidden += bool(bad)
     false_alarms = sum(
-        bool(store.search(q["turns"], scene=q["scene"], user_id=q["user_id"], top_k=5, score_threshold=threshold, mode=mode))
+        bool(
+            store.search(
+                q["turns"], scene=q["scene"], user_id=q["user_id"], top_k=5, score_threshold=threshold, mode=mode
+            )
+        )
         for q in negatives
     )
     all_recalls = [r for values in per_lang.values() for r in values]
@@ -111,7 +133,9 @@ def main() -> None:
     data = json.loads((DATA / "retrieval_set.json").read_text())
     negatives = json.loads((DATA / "negative_queries.json").read_text())["queries"]
     settings = Settings(project=f"eval-{uuid.uuid4().hex[:8]}")  # type: ignore[call-arg]
-    print(f"{len(data['insights'])} insights, {len(data['queries'])} labelled queries, {len(negatives)} negative queries")
+    print(
+        f"{len(data['insights'])} insights, {len(data['queries'])} labelled queries, {len(negatives)} negative queries"
+    )
     with tempfile.TemporaryDirectory() as data_dir, weaviate_client(settings, Path(data_dir)) as client:
         store = InsightStore.open(client, settings, load_embedder(settings))
         key_of = load(store, data["insights"])

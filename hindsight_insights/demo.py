@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any
 
@@ -47,19 +46,37 @@ DEMO_INSIGHTS: list[dict[str, Any]] = [
         "topic": "nginx 502 troubleshooting",
         "kind": "lesson",
         "scene": "troubleshooting",
-        "observation": "The assistant suggested restarting nginx; the user said the upstream app had crashed, so the restart "
-        "did nothing.",
-        "action": "When a user reports an nginx 502, first ask them to check that the upstream service is running and "
-        "look at its logs before suggesting an nginx restart.",
-        "evidence": {"quote": "restarting nginx did nothing, the upstream app was down", "session_id": "demo-4", "turn": 3},
+        "observation": (
+            "The assistant suggested restarting nginx; the user said the upstream app had crashed, so the restart "
+            "did nothing."
+        ),
+        "action": (
+            "When a user reports an nginx 502, first ask them to check that the upstream service is running and "
+            "look at its logs before suggesting an nginx restart."
+        ),
+        "evidence": {
+            "quote": "restarting nginx did nothing, the upstream app was down",
+            "session_id": "demo-4",
+            "turn": 3,
+        },
         "confidence": 0.6,
     },
 ]
 
 DEMO_QUERIES: list[dict[str, Any]] = [
-    {"query": ["我的耳机有杂音，想退掉", "好的，可以为您办理退货", "那我寄到哪里？"], "scene": "售后服务", "user_id": None, "language": "zh"},
+    {
+        "query": ["我的耳机有杂音，想退掉", "好的，可以为您办理退货", "那我寄到哪里？"],
+        "scene": "售后服务",
+        "user_id": None,
+        "language": "zh",
+    },
     {"query": "Redis 还是 Memcached，你怎么看？", "scene": "方案对比", "user_id": "lao-wang", "language": "zh"},
-    {"query": "Our site shows 502 Bad Gateway since this morning", "scene": "troubleshooting", "user_id": None, "language": "en"},
+    {
+        "query": "Our site shows 502 Bad Gateway since this morning",
+        "scene": "troubleshooting",
+        "user_id": None,
+        "language": "en",
+    },
     {"query": "Where should I ship the parcel for my refund?", "scene": "售后服务", "user_id": None, "language": "en"},
 ]
 
@@ -78,11 +95,13 @@ def run(settings: Settings) -> None:
             standing = store.standing_rules(scene=query["scene"], user_id=query["user_id"])
             insights = [*standing, *(hit.insight for hit in situational)]
             rules = render_rules(
-                insights, language=query["language"], must_confidence=settings.must_confidence,
+                insights,
+                language=query["language"],
+                must_confidence=settings.must_confidence,
                 prompts_dir=settings.prompts_dir,
             )
             print(f"\n=== query ({query['scene']}, user {query['user_id']}): {query['query']}")
             for hit in situational:
-                print(f"  hit {hit.insight.topic!r}: score {hit.score:.3f} (similarity {hit.similarity:.2f}, keyword {hit.keyword:.2f})")
+                parts = f"similarity {hit.similarity:.2f}, keyword {hit.keyword:.2f}"
+                print(f"  hit {hit.insight.topic!r}: score {hit.score:.3f} ({parts})")
             print(rules or "(no rules apply)")
-

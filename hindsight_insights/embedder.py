@@ -38,11 +38,11 @@ class Embedder(Protocol):
 
 
 def _normalized(matrix: Any) -> Vectors:
-    vectors = np.asarray(matrix, dtype=np.float32)
+    vectors: Vectors = np.asarray(matrix, dtype=np.float32)
     if vectors.ndim == 1:
         vectors = vectors[None, :]
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.maximum(norms, 1e-12)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
 class UseM3Embedder:

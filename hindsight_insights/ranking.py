@@ -41,17 +41,21 @@ def relevance(similarity: float, keyword: float, alpha: float) -> float:
     return alpha * max(similarity, 0.0) + (1.0 - alpha) * keyword
 
 
-def rank_score(relevance_value: float, confidence: float, updated_at: datetime, now: datetime, half_life_days: float) -> float:
+def rank_score(
+    relevance_value: float, confidence: float, updated_at: datetime, now: datetime, half_life_days: float
+) -> float:
     age_days = max((now - updated_at).total_seconds(), 0.0) / 86400.0
     recency = 0.5 ** (age_days / half_life_days)
-    return relevance_value * (0.8 + 0.2 * confidence) * (0.85 + 0.15 * recency)
+    return float(relevance_value * (0.8 + 0.2 * confidence) * (0.85 + 0.15 * recency))
 
 
 def _digits(tokens: Iterable[str]) -> set[str]:
     return {token for token in tokens if any(ch.isdigit() for ch in token)}
 
 
-def near_duplicate_actions(similarity: float, tokens_a: Sequence[str], tokens_b: Sequence[str], threshold: float) -> bool:
+def near_duplicate_actions(
+    similarity: float, tokens_a: Sequence[str], tokens_b: Sequence[str], threshold: float
+) -> bool:
     """Two actions say the same thing: similar meaning, and the same specifics.
 
     Embeddings cannot tell "88 Zhangjiang Road" from "1 Wensan Road" (USE scores such a pair ~0.9), and merging those

@@ -139,7 +139,9 @@ def _check_binding(collection: Collection, name: str, expected: dict[str, object
     except json.JSONDecodeError:
         found = None
     if not isinstance(found, dict) or "embedder" not in found:
-        raise HindsightError(f"collection {name} exists but was not created by Hindsight Insights; choose another project")
+        raise HindsightError(
+            f"collection {name} exists but was not created by Hindsight Insights; choose another project"
+        )
     if (found["embedder"], found.get("dimension")) != (expected["embedder"], expected["dimension"]):
         raise EmbedderMismatch(
             f"collection {name} holds vectors of {found['embedder']} ({found.get('dimension')} dims), but the "

@@ -13,12 +13,16 @@ import rjieba
 
 # Function words that would otherwise make every Chinese text match every other one lexically.
 _ZH_STOPWORDS = frozenset(
-    "的 了 是 在 我 你 他 她 它 们 我们 你们 吗 呢 吧 啊 呀 哦 把 被 和 与 及 或 就 都 也 还 又 要 给 请 这 那 这个 那个 "
-    "一个 有 没有 不 很 么 什么 怎么 为什么 会 能 可以 让 对 从 到 上 下 里 中 之 而 但 所以 因为 如果 就是 一下 一些".split()
+    """
+    的 了 是 在 我 你 他 她 它 们 我们 你们 吗 呢 吧 啊 呀 哦 把 被 和 与 及 或 就 都 也 还 又 要 给 请 这 那 这个 那个
+    一个 有 没有 不 很 么 什么 怎么 为什么 会 能 可以 让 对 从 到 上 下 里 中 之 而 但 所以 因为 如果 就是 一下 一些
+    """.split()
 )
 _EN_STOPWORDS = frozenset(
-    "a an the and or but if then of to in on at for from by with as is are was were be been it its this that these "
-    "those i you he she we they me my your our their do does did not no so can could would should will".split()
+    """
+    a an the and or but if then of to in on at for from by with as is are was were be been it its this that these
+    those i you he she we they me my your our their do does did not no so can could would should will
+    """.split()
 )
 
 

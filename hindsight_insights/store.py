@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import numpy as np
 import weaviate
+from weaviate.classes.data import DataObject
 from weaviate.classes.query import Filter, HybridFusion, MetadataQuery, Sort
 from weaviate.collections.classes.internal import Object
 from weaviate.util import generate_uuid5
@@ -39,6 +40,7 @@ from hindsight_insights.models import (
     InsightKind,
     InsightStatus,
     SaveResult,
+    SaveStatus,
     Scope,
     ScoredInsight,
     Turn,
@@ -106,7 +108,9 @@ def content_uuid(draft: InsightDraft) -> uuid.UUID:
 
 
 def _embedding_text(topic: str, scene: str, observation: str, action: str) -> str:
-    return "\n".join(part for part in (topic, action, observation) if part) + ("" if scene == GENERAL_SCENE else f"\n{scene}")
+    return "\n".join(part for part in (topic, action, observation) if part) + (
+        "" if scene == GENERAL_SCENE else f"\n{scene}"
+    )
 
 
 def _search_text(topic: str, scene: str, observation: str, action: str, tags: Sequence[str]) -> str:
@@ -208,7 +212,9 @@ class InsightStore:
             existing = self._insights.query.fetch_object_by_id(new_id)
             if existing is not None:
                 return self._save_exact_duplicate(_insight_from(existing), now)
-            vector = self._embedder.embed([_embedding_text(draft.topic, draft.scene, draft.observation, draft.action)])[0]
+            vector = self._embedder.embed([_embedding_text(draft.topic, draft.scene, draft.observation, draft.action)])[
+                0
+            ]
             if draft.status is InsightStatus.PENDING_REVIEW:  # decided on approval, not now
                 self._insert(new_id, draft, vector, now, supersedes=[])
                 return SaveResult(id=new_id, status="created", insight_status=InsightStatus.PENDING_REVIEW)
@@ -224,12 +230,101 @@ class InsightStore:
             except BaseException:
                 undo.run()
                 raise
-        status = "superseded" if old else "created"
+        status: SaveStatus = "superseded" if old else "created"
         return SaveResult(
             id=new_id, status=status, insight_status=InsightStatus.ACTIVE, supersedes=[insight.id for insight in old]
         )
 
-    def _insert(self, object_id: uuid.UUID, draft: InsightDraft, vector: Vectors, now: datetime, supersedes: list[uuid.UUID]) -> None:
+    def import_many(self, drafts: Sequence[InsightDraft], batch_size: int = 256, now: datetime | None = None) -> int:
+        """Bulk load (migrations, seeding, benchmarks). Returns how many insights were written.
+
+        Exact duplicates collapse and the same topic + scene + scope supersedes, within the batch and against the
+        store, as in `save`; near-duplicates are not merged (use `save` for one-by-one learning). All or nothing:
+        if any write fails, everything this call wrote is undone.
+        """
+        now = now or datetime.now(UTC)
+        undo = _Undo()
+        written = 0
+        try:
+            for start in range(0, len(drafts), batch_size):
+                written += self._import_batch(drafts[start : start + batch_size], now, undo)
+        except BaseException:
+            undo.run()
+            raise
+        return written
+
+    def _import_batch(self, drafts: Sequence[InsightDraft], now: datetime, undo: _Undo) -> int:
+        unique = {content_uuid(draft): draft for draft in drafts}
+        with weaviate_errors("importing insights"):
+            stored = self._insights.query.fetch_objects(
+                filters=Filter.by_id().contains_any(list(unique)), limit=len(unique)
+            )
+            for obj in stored.objects:
+                unique.pop(uuid.UUID(str(obj.uuid)), None)
+            if not unique:
+                return 0
+            ids, batch = list(unique), list(unique.values())
+            vectors = self._embedder.embed([_embedding_text(d.topic, d.scene, d.observation, d.action) for d in batch])
+            # Newest wins per slot: later drafts in the batch supersede earlier ones and the stored active ones.
+            slot_of = {
+                i: (_topic_key(d.topic), d.scene, d.resolved_scope, d.user_id or "")
+                for i, d in zip(ids, batch, strict=True)
+            }
+            latest: dict[tuple[str, str, Scope, str], uuid.UUID] = {}
+            for object_id in ids:
+                latest[slot_of[object_id]] = object_id
+            stored_active = self._insights.query.fetch_objects(
+                filters=Filter.by_property("status").equal(InsightStatus.ACTIVE.value)
+                & Filter.by_property("topic_key").contains_any(sorted({slot[0] for slot in latest})),
+                limit=10_000,
+            )
+            replaced = [
+                insight
+                for insight in map(_insight_from, stored_active.objects)
+                if (_topic_key(insight.topic), insight.scene, insight.scope, insight.user_id or "") in latest
+            ]
+            supersedes: dict[uuid.UUID, list[uuid.UUID]] = {object_id: [] for object_id in ids}
+            for insight in replaced:
+                supersedes[
+                    latest[(_topic_key(insight.topic), insight.scene, insight.scope, insight.user_id or "")]
+                ].append(insight.id)
+            statuses = {}
+            for object_id, draft in zip(ids, batch, strict=True):
+                winner = latest[slot_of[object_id]]
+                if draft.status is InsightStatus.ACTIVE and winner != object_id:
+                    supersedes[winner].append(object_id)
+                    statuses[object_id] = InsightStatus.SUPERSEDED
+                else:
+                    statuses[object_id] = draft.status
+            objects = [
+                DataObject(
+                    uuid=object_id,
+                    properties=self._properties(draft, now, supersedes[object_id], statuses[object_id]),
+                    vector={_VECTOR: vector.tolist()},
+                )
+                for object_id, draft, vector in zip(ids, batch, vectors, strict=True)
+            ]
+            undo.add(lambda: self._insights.data.delete_many(where=Filter.by_id().contains_any(ids)))
+            result = self._insights.data.insert_many(objects)
+            if result.has_errors:
+                first = next(iter(result.errors.values()))
+                raise WeaviateUnavailable(
+                    f"Weaviate rejected {len(result.errors)} of {len(objects)} insights: {first.message}"
+                )
+            self._mark_superseded(replaced, now, undo)
+        return len(objects)
+
+    def _insert(
+        self, object_id: uuid.UUID, draft: InsightDraft, vector: Vectors, now: datetime, supersedes: list[uuid.UUID]
+    ) -> None:
+        self._insights.data.insert(
+            self._properties(draft, now, supersedes, draft.status), uuid=object_id, vector={_VECTOR: vector.tolist()}
+        )
+
+    @staticmethod
+    def _properties(
+        draft: InsightDraft, now: datetime, supersedes: list[uuid.UUID], status: InsightStatus
+    ) -> dict[str, Any]:
         properties = {
             "topic": draft.topic,
             "topic_key": _topic_key(draft.topic),
@@ -245,7 +340,7 @@ class InsightStore:
             "expire_at": draft.expire_at,
             "user_id": draft.user_id,
             "scope": draft.resolved_scope.value,
-            "status": draft.status.value,
+            "status": status.value,
             "source": draft.source,
             "support_count": 1,
             "supersedes": supersedes,
@@ -253,11 +348,7 @@ class InsightStore:
             "updated_at": now,
             "search_text": _search_text(draft.topic, draft.scene, draft.observation, draft.action, draft.tags),
         }
-        self._insights.data.insert(
-            {key: value for key, value in properties.items() if value is not None},
-            uuid=object_id,
-            vector={_VECTOR: vector.tolist()},
-        )
+        return {key: value for key, value in properties.items() if value is not None}
 
     def _mark_superseded(self, old: Sequence[Insight], now: datetime, undo: _Undo) -> None:
         for insight in old:
@@ -276,7 +367,9 @@ class InsightStore:
         if stored.expire_at is not None and stored.expire_at <= now:
             raise InvalidInput([("expire_at", "this insight already expired; save it with a new expire_at")])
         # Saying an older rule again makes it the newest one.
-        old = [i for i in self._same_slot(stored.topic, stored.scene, stored.scope, stored.user_id) if i.id != stored.id]
+        old = [
+            i for i in self._same_slot(stored.topic, stored.scene, stored.scope, stored.user_id) if i.id != stored.id
+        ]
         undo = _Undo()
         try:
             self._insights.data.update(
@@ -345,7 +438,9 @@ class InsightStore:
         return [_insight_from(obj) for obj in result.objects]
 
     def _merge(self, stored: Insight, draft: InsightDraft, now: datetime) -> SaveResult:
-        expire_at = None if stored.expire_at is None or draft.expire_at is None else max(stored.expire_at, draft.expire_at)
+        expire_at = (
+            None if stored.expire_at is None or draft.expire_at is None else max(stored.expire_at, draft.expire_at)
+        )
         tags = list(dict.fromkeys([*stored.tags, *draft.tags]))[:10]
         properties: dict[str, Any] = {
             "support_count": stored.support_count + 1,
@@ -372,7 +467,7 @@ class InsightStore:
             raise NotFound(f"no insight {insight_id} in project {self._settings.project!r}")
         return _insight_from(obj)
 
-    def list(
+    def list_insights(
         self,
         *,
         status: InsightStatus | None = None,
@@ -494,7 +589,10 @@ class InsightStore:
                 )
             elif alpha == 0.0:
                 result = self._insights.query.bm25(
-                    query=" ".join(query_tokens), query_properties=["search_text"], filters=where, limit=limit,
+                    query=" ".join(query_tokens),
+                    query_properties=["search_text"],
+                    filters=where,
+                    limit=limit,
                     include_vector=True,
                 )
             else:
@@ -548,9 +646,11 @@ class InsightStore:
         limit = self._settings.standing_rule_budget if limit is None else limit
         if limit == 0:
             return []
-        where = eligible_filter(scene, user_id, now or datetime.now(UTC)) & Filter.by_property("kind").equal(
-            InsightKind.PREFERENCE.value
-        ) & Filter.by_property("scope").equal(Scope.USER.value)
+        where = (
+            eligible_filter(scene, user_id, now or datetime.now(UTC))
+            & Filter.by_property("kind").equal(InsightKind.PREFERENCE.value)
+            & Filter.by_property("scope").equal(Scope.USER.value)
+        )
         with weaviate_errors("reading standing rules"):
             result = self._insights.query.fetch_objects(
                 filters=where, limit=limit, sort=Sort.by_property("updated_at", ascending=False)

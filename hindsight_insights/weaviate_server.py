@@ -102,7 +102,11 @@ class LocalWeaviate:
 
 
 def start_local(
-    binary: Path, data_dir: Path, http_port: int | None = None, grpc_port: int | None = None, ready_timeout_s: float = 60
+    binary: Path,
+    data_dir: Path,
+    http_port: int | None = None,
+    grpc_port: int | None = None,
+    ready_timeout_s: float = 60,
 ) -> LocalWeaviate:
     http_port = http_port or free_port()
     grpc_port = grpc_port or free_port()
@@ -154,10 +158,12 @@ def _wait_ready(server: LocalWeaviate, timeout_s: float) -> None:
         if server.process.poll() is not None:
             tail = server.log_path.read_text(errors="replace")[-2000:]
             raise WeaviateUnavailable(f"weaviate-server exited with code {server.process.returncode}: {tail}")
-        with contextlib.suppress(OSError, urllib.error.URLError):
-            with urllib.request.urlopen(f"{server.url}/v1/.well-known/ready", timeout=1) as response:
-                if response.status == 200:
-                    return
+        with (
+            contextlib.suppress(OSError, urllib.error.URLError),
+            urllib.request.urlopen(f"{server.url}/v1/.well-known/ready", timeout=1) as response,
+        ):
+            if response.status == 200:
+                return
         time.sleep(0.2)
     raise WeaviateUnavailable(f"weaviate-server was not ready within {timeout_s:.0f}s; see {server.log_path}")
 
@@ -179,9 +185,7 @@ def connect_url(settings: Settings, url: str) -> weaviate.WeaviateClient:
             grpc_secure=secure,
             auth_credentials=Auth.api_key(api_key) if api_key else None,
             skip_init_checks=True,  # avoids the client's PyPI version probe
-            additional_config=AdditionalConfig(
-                timeout=Timeout(init=settings.weaviate_timeout_s, query=30, insert=60)
-            ),
+            additional_config=AdditionalConfig(timeout=Timeout(init=settings.weaviate_timeout_s, query=30, insert=60)),
         )
         ready = client.is_ready()
     except weaviate.exceptions.AuthenticationFailedError:

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import warnings
-
-# weaviate-client's authlib dependency warns when imported, before pytest's own filters apply.
-warnings.filterwarnings("ignore", message="The httpx module is deprecated")
-
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import weaviate  # noqa: E402
+import weaviate
 
 from hindsight_insights.config import Settings
 from hindsight_insights.embedder import Embedder, load_embedder
@@ -34,7 +29,9 @@ def weaviate_server(settings: Settings, tmp_path_factory: pytest.TempPathFactory
 
 @pytest.fixture(scope="session")
 def client(settings: Settings, weaviate_server: LocalWeaviate) -> Iterator[weaviate.WeaviateClient]:
-    client = connect_url(settings.model_copy(update={"weaviate_grpc_port": weaviate_server.grpc_port}), weaviate_server.url)
+    client = connect_url(
+        settings.model_copy(update={"weaviate_grpc_port": weaviate_server.grpc_port}), weaviate_server.url
+    )
     yield client
     client.close()
 

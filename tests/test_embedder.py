@@ -82,7 +82,7 @@ def test_openai_compatible_endpoint(embeddings_server: str) -> None:
 
 def test_openai_compatible_endpoint_down_says_what_to_check() -> None:
     embedder = OpenAICompatibleEmbedder(f"http://127.0.0.1:{free_port()}/v1", model="m", api_key=None)
-    with pytest.raises(HindsightError, match="embeddings endpoint .* failed .*HINDSIGHT_OPENAI_BASE_URL"):
+    with pytest.raises(HindsightError, match=r"embeddings endpoint .* failed .*HINDSIGHT_OPENAI_BASE_URL"):
         embedder.embed(["x"])
 
 

@@ -85,9 +85,7 @@ def test_expire_at_rejects_garbage() -> None:
     assert "expire_at" in problems(valid(expire_at="next tuesday"))
 
 
-@pytest.mark.parametrize(
-    ("field", "cap"), [("topic", 120), ("scene", 60), ("observation", 2000), ("action", 500)]
-)
+@pytest.mark.parametrize(("field", "cap"), [("topic", 120), ("scene", 60), ("observation", 2000), ("action", 500)])
 def test_text_length_caps(field: str, cap: int) -> None:
     InsightDraft.parse(valid(**{field: "字" * cap}))
     assert f"at most {cap} characters" in problems(valid(**{field: "字" * (cap + 1)}))[field]
@@ -151,7 +149,13 @@ def test_turn_needs_session_user_and_some_text() -> None:
 def test_turn_signals_and_injected_ids_are_validated() -> None:
     with pytest.raises(InvalidInput) as caught:
         TurnDraft.parse(
-            {"session_id": "s", "user_id": "u", "user_message": "hi", "signals": {"feedback": "meh"}, "injected_insight_ids": ["x"]}
+            {
+                "session_id": "s",
+                "user_id": "u",
+                "user_message": "hi",
+                "signals": {"feedback": "meh"},
+                "injected_insight_ids": ["x"],
+            }
         )
     found = dict(caught.value.problems)
     assert "signals.feedback" in found

@@ -51,5 +51,7 @@ def test_query_vector_weighs_the_newest_turn_most() -> None:
         ([], ["x"], 1.0, False),
     ],
 )
-def test_near_duplicate_needs_meaning_and_specifics(a: list[str], b: list[str], similarity: float, expected: bool) -> None:
+def test_near_duplicate_needs_meaning_and_specifics(
+    a: list[str], b: list[str], similarity: float, expected: bool
+) -> None:
     assert ranking.near_duplicate_actions(similarity, a, b, threshold=0.9) is expected

@@ -14,9 +14,24 @@ from hindsight_insights.rules import render_rules
 def insight(scene: str, action: str, confidence: float, day: int, topic: str = "t") -> Insight:
     stamp = datetime(2026, 11, day, 8, 0, tzinfo=UTC)
     return Insight(
-        id=uuid.uuid5(uuid.NAMESPACE_URL, action), topic=topic, kind="preference", scene=scene, observation="",
-        action=action, evidence=Evidence(quote="q"), tags=[], confidence=confidence, expire_at=None, user_id="u",
-        scope="user", status="active", source="test", support_count=1, supersedes=[], created_at=stamp, updated_at=stamp,
+        id=uuid.uuid5(uuid.NAMESPACE_URL, action),
+        topic=topic,
+        kind="preference",
+        scene=scene,
+        observation="",
+        action=action,
+        evidence=Evidence(quote="q"),
+        tags=[],
+        confidence=confidence,
+        expire_at=None,
+        user_id="u",
+        scope="user",
+        status="active",
+        source="test",
+        support_count=1,
+        supersedes=[],
+        created_at=stamp,
+        updated_at=stamp,
     )
 
 

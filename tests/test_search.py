@@ -17,7 +17,10 @@ RETURN_ADDRESS = {
     "kind": "fact",
     "scene": "售后服务",
     "observation": "客服在对话中给错了地址，用户纠正说仓库已经搬迁。",
-    "action": "当顾客要求办理退货、退款寄回或者询问包裹应该寄到哪里的时候，请告知最新的退货地址为上海市浦东新区张江路88号华东仓，并提醒在包裹上写明订单号。",
+    "action": (
+        "当顾客要求办理退货、退款寄回或者询问包裹应该寄到哪里的时候，"
+        "请告知最新的退货地址为上海市浦东新区张江路88号华东仓，并提醒在包裹上写明订单号。"
+    ),
     "evidence": "你们的退货地址早就换了，现在是张江路88号",
     "confidence": 0.9,
 }
@@ -25,7 +28,9 @@ TABLE_PREFERENCE = {
     "topic": "方案对比格式",
     "kind": "preference",
     "scene": "方案对比",
-    "action": "Whenever the user weighs two or more options, lay the comparison out as a table with one row per criterion.",
+    "action": (
+        "Whenever the user weighs two or more options, lay the comparison out as a table with one row per criterion."
+    ),
     "evidence": "please, tables for comparisons",
     "user_id": "u-wang",
     "confidence": 0.9,
@@ -42,7 +47,14 @@ def hit_ids(store: InsightStore, query: Any, **kwargs: Any) -> list[Any]:
 
 def test_chinese_lexical_match_inside_a_long_sentence(store: InsightStore) -> None:
     target = save(store, RETURN_ADDRESS)
-    save(store, RETURN_ADDRESS, topic="发货时间", observation="", action="当顾客问什么时候发货时，告诉他下单后48小时内发货。", evidence="48小时发货")
+    save(
+        store,
+        RETURN_ADDRESS,
+        topic="发货时间",
+        observation="",
+        action="当顾客问什么时候发货时，告诉他下单后48小时内发货。",
+        evidence="48小时发货",
+    )
     hits = store.search("退货地址是哪个", scene="售后服务", mode="bm25")
     assert [h.insight.id for h in hits] == [target]  # the shipping-time insight shares no word with the query
     assert hits[0].keyword == pytest.approx(4 / 6)  # 退货 and 地址 found, 哪个 not (length-weighted)
@@ -57,9 +69,22 @@ def test_cross_lingual_vector_match(store: InsightStore) -> None:
 
 
 def test_a_more_similar_insight_in_another_scene_is_excluded(store: InsightStore) -> None:
-    same_scene = save(store, RETURN_ADDRESS, topic="退货运费", action="如果顾客问退货运费谁出，告诉他七天内质量问题由我们承担。", evidence="运费谁出")
+    same_scene = save(
+        store,
+        RETURN_ADDRESS,
+        topic="退货运费",
+        action="如果顾客问退货运费谁出，告诉他七天内质量问题由我们承担。",
+        evidence="运费谁出",
+    )
     other_scene = save(store, RETURN_ADDRESS, scene="物流合作")  # the exact text, another scene
-    general = save(store, RETURN_ADDRESS, scene="general", topic="营业时间", action="当顾客问客服营业时间时，回答每天九点到二十一点。", evidence="几点上班")
+    general = save(
+        store,
+        RETURN_ADDRESS,
+        scene="general",
+        topic="营业时间",
+        action="当顾客问客服营业时间时，回答每天九点到二十一点。",
+        evidence="几点上班",
+    )
     found = hit_ids(store, "退货地址在哪里？包裹寄回哪里？", scene="售后服务", score_threshold=0.0, top_k=20)
     assert other_scene not in found
     assert same_scene in found and general in found
@@ -68,14 +93,33 @@ def test_a_more_similar_insight_in_another_scene_is_excluded(store: InsightStore
 def test_other_users_excluded_project_wide_included(store: InsightStore) -> None:
     mine = save(store, TABLE_PREFERENCE)
     theirs = save(store, TABLE_PREFERENCE, user_id="u-lee")
-    project = save(store, TABLE_PREFERENCE, topic="option comparisons", kind="process", user_id=None, action="Compare options as a table.", evidence="tables")
-    found = hit_ids(store, "Redis or Memcached, which one?", scene="方案对比", user_id="u-wang", score_threshold=0.0, top_k=20)
+    project = save(
+        store,
+        TABLE_PREFERENCE,
+        topic="option comparisons",
+        kind="process",
+        user_id=None,
+        action="Compare options as a table.",
+        evidence="tables",
+    )
+    found = hit_ids(
+        store, "Redis or Memcached, which one?", scene="方案对比", user_id="u-wang", score_threshold=0.0, top_k=20
+    )
     assert mine in found and project in found and theirs not in found
     anonymous = hit_ids(store, "Redis or Memcached, which one?", scene="方案对比", score_threshold=0.0, top_k=20)
     assert anonymous == [project]
 
 
-@pytest.mark.parametrize("status", [InsightStatus.SUPERSEDED, InsightStatus.PENDING_REVIEW, InsightStatus.REJECTED, InsightStatus.EXPIRED, InsightStatus.SUSPECT])
+@pytest.mark.parametrize(
+    "status",
+    [
+        InsightStatus.SUPERSEDED,
+        InsightStatus.PENDING_REVIEW,
+        InsightStatus.REJECTED,
+        InsightStatus.EXPIRED,
+        InsightStatus.SUSPECT,
+    ],
+)
 def test_ineligible_statuses_are_never_returned(store: InsightStore, status: InsightStatus) -> None:
     hidden = save(store, RETURN_ADDRESS)
     store.set_status(hidden, status)
@@ -97,14 +141,25 @@ def test_expired_by_time_is_excluded_before_any_sweep(store: InsightStore) -> No
 
 def test_superseded_version_is_not_returned(store: InsightStore) -> None:
     old = save(store, RETURN_ADDRESS)
-    new = save(store, RETURN_ADDRESS, action="当顾客要退货时，告诉他新的退货地址：杭州市西湖区文三路1号。", evidence="仓库搬到杭州了")
+    new = save(
+        store,
+        RETURN_ADDRESS,
+        action="当顾客要退货时，告诉他新的退货地址：杭州市西湖区文三路1号。",
+        evidence="仓库搬到杭州了",
+    )
     assert hit_ids(store, "退货地址是什么", scene="售后服务", score_threshold=0.0, top_k=20) == [new]
     assert store.get(old).status is InsightStatus.SUPERSEDED
 
 
 def test_query_may_be_several_turns(store: InsightStore) -> None:
     target = save(store, RETURN_ADDRESS)
-    save(store, RETURN_ADDRESS, topic="发票", action="当顾客需要发票时，引导他在订单详情页申请电子发票。", evidence="发票怎么开")
+    save(
+        store,
+        RETURN_ADDRESS,
+        topic="发票",
+        action="当顾客需要发票时，引导他在订单详情页申请电子发票。",
+        evidence="发票怎么开",
+    )
     turns = ["我上周买的耳机有杂音", "您好，很抱歉给您带来不便，可以为您办理退货", "好的，那我寄到哪里？"]
     assert hit_ids(store, turns, scene="售后服务")[:1] == [target]
 
@@ -116,7 +171,14 @@ def test_threshold_drops_unrelated_insights(store: InsightStore) -> None:
 
 def test_top_k_limits_and_ordering_uses_confidence(store: InsightStore) -> None:
     for index in range(8):
-        save(store, RETURN_ADDRESS, topic=f"退货规则 {index}", action=f"退货第{index}条规则：退货地址相关的说明{index}。", evidence=f"e{index}", confidence=0.1 * index + 0.1)
+        save(
+            store,
+            RETURN_ADDRESS,
+            topic=f"退货规则 {index}",
+            action=f"退货第{index}条规则：退货地址相关的说明{index}。",
+            evidence=f"e{index}",
+            confidence=0.1 * index + 0.1,
+        )
     hits = store.search("退货地址", scene="售后服务", top_k=3, score_threshold=0.0)
     assert len(hits) == 3
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
@@ -124,13 +186,26 @@ def test_top_k_limits_and_ordering_uses_confidence(store: InsightStore) -> None:
 
 def test_kinds_filter(store: InsightStore) -> None:
     fact = save(store, RETURN_ADDRESS)
-    save(store, RETURN_ADDRESS, kind="lesson", topic="退货教训", action="退货地址要先核对系统里的最新值再回答。", evidence="又错了")
+    save(
+        store,
+        RETURN_ADDRESS,
+        kind="lesson",
+        topic="退货教训",
+        action="退货地址要先核对系统里的最新值再回答。",
+        evidence="又错了",
+    )
     assert hit_ids(store, "退货地址", scene="售后服务", kinds=[InsightKind.FACT], score_threshold=0.0) == [fact]
 
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
-    [({"query": "  "}, "query"), ({"query": []}, "query"), ({"query": "x", "top_k": 0}, "top_k"), ({"query": "x", "top_k": 21}, "top_k"), ({"query": "x", "score_threshold": 1.5}, "score_threshold")],
+    [
+        ({"query": "  "}, "query"),
+        ({"query": []}, "query"),
+        ({"query": "x", "top_k": 0}, "top_k"),
+        ({"query": "x", "top_k": 21}, "top_k"),
+        ({"query": "x", "score_threshold": 1.5}, "score_threshold"),
+    ],
 )
 def test_search_rejects_bad_parameters(store: InsightStore, kwargs: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidInput) as caught:
@@ -140,9 +215,31 @@ def test_search_rejects_bad_parameters(store: InsightStore, kwargs: dict[str, An
 
 def test_standing_rules_apply_without_similarity(store: InsightStore) -> None:
     older = save(store, TABLE_PREFERENCE)
-    newer = save(store, TABLE_PREFERENCE, topic="称呼", action="称呼用户为老王，不要叫王老师。", evidence="叫我老王就行", scene="general")
-    save(store, TABLE_PREFERENCE, topic="称呼", action="称呼用户为李总。", evidence="叫我李总", user_id="u-lee", scene="general")
-    save(store, TABLE_PREFERENCE, topic="depth", action="Go deep into internals.", evidence="more depth", scene="故障排查")
+    newer = save(
+        store,
+        TABLE_PREFERENCE,
+        topic="称呼",
+        action="称呼用户为老王，不要叫王老师。",
+        evidence="叫我老王就行",
+        scene="general",
+    )
+    save(
+        store,
+        TABLE_PREFERENCE,
+        topic="称呼",
+        action="称呼用户为李总。",
+        evidence="叫我李总",
+        user_id="u-lee",
+        scene="general",
+    )
+    save(
+        store,
+        TABLE_PREFERENCE,
+        topic="depth",
+        action="Go deep into internals.",
+        evidence="more depth",
+        scene="故障排查",
+    )
     rules = store.standing_rules(scene="方案对比", user_id="u-wang")
     assert [r.id for r in rules] == [newer, older]
     assert store.standing_rules(scene="方案对比", user_id="u-wang", limit=1)[0].id == newer

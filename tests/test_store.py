@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -10,8 +9,6 @@ from typing import Any
 import pytest
 import weaviate
 
-from hindsight_insights.config import Settings
-from hindsight_insights.embedder import Embedder
 from hindsight_insights.errors import InvalidInput, NotFound, WeaviateUnavailable
 from hindsight_insights.models import InsightDraft, InsightKind, InsightStatus, TurnDraft
 from hindsight_insights.store import InsightStore
@@ -45,7 +42,11 @@ def test_save_then_get_round_trips_every_field(store: InsightStore) -> None:
     assert saved.status == "created"
     got = store.get(saved.id)
     assert (got.topic, got.kind, got.scene, got.scope, got.status) == (
-        "return address", InsightKind.FACT, "after-sales", "project", InsightStatus.ACTIVE
+        "return address",
+        InsightKind.FACT,
+        "after-sales",
+        "project",
+        InsightStatus.ACTIVE,
     )
     assert got.tags == ["address", "returns"]
     assert got.evidence.session_id == "s9" and got.evidence.turn == 2
@@ -64,7 +65,10 @@ def test_exact_duplicates_collapse(store: InsightStore) -> None:
 def test_same_topic_scene_scope_supersedes_and_keeps_history(store: InsightStore) -> None:
     old = store.save(draft())
     new = store.save(
-        draft(action="When a customer asks where to send a return, give 1 Wensan Road, Hangzhou.", evidence="We moved to Hangzhou.")
+        draft(
+            action="When a customer asks where to send a return, give 1 Wensan Road, Hangzhou.",
+            evidence="We moved to Hangzhou.",
+        )
     )
     assert new.status == "superseded" and new.supersedes == [old.id]
     assert store.get(old.id).status is InsightStatus.SUPERSEDED
@@ -85,14 +89,34 @@ def test_resaving_a_superseded_insight_revives_it_as_newest(store: InsightStore)
 def test_different_scene_or_user_does_not_supersede(store: InsightStore) -> None:
     a = store.save(draft(kind="preference", topic="称呼", user_id="u1", action="称呼用户为老王。", evidence="叫我老王"))
     b = store.save(draft(kind="preference", topic="称呼", user_id="u2", action="称呼用户为李总。", evidence="叫我李总"))
-    c = store.save(draft(kind="preference", topic="称呼", user_id="u1", scene="闲聊", action="叫他王哥。", evidence="叫我王哥"))
+    c = store.save(
+        draft(kind="preference", topic="称呼", user_id="u1", scene="闲聊", action="叫他王哥。", evidence="叫我王哥")
+    )
     assert [r.status for r in (a, b, c)] == ["created", "created", "created"]
     assert all(store.get(r.id).status is InsightStatus.ACTIVE for r in (a, b, c))
 
 
 def test_near_duplicate_merges_and_raises_support_count(store: InsightStore) -> None:
-    first = store.save(draft(topic="reply style", kind="preference", user_id="u1", action="Give the conclusion first, then the steps.", evidence="answer first"))
-    second = store.save(draft(topic="answer format", kind="preference", user_id="u1", action="Give the conclusion first and then the steps.", evidence="conclusion first please", tags=["format"], confidence=0.95))
+    first = store.save(
+        draft(
+            topic="reply style",
+            kind="preference",
+            user_id="u1",
+            action="Give the conclusion first, then the steps.",
+            evidence="answer first",
+        )
+    )
+    second = store.save(
+        draft(
+            topic="answer format",
+            kind="preference",
+            user_id="u1",
+            action="Give the conclusion first and then the steps.",
+            evidence="conclusion first please",
+            tags=["format"],
+            confidence=0.95,
+        )
+    )
     assert second.status == "merged" and second.id == first.id
     merged = store.get(first.id)
     assert merged.support_count == 2 and merged.confidence == 0.95 and merged.tags == ["format"]
@@ -146,16 +170,23 @@ def test_set_status_delete_and_not_found(store: InsightStore) -> None:
 def test_list_filters(store: InsightStore) -> None:
     store.save(draft())
     store.save(draft(kind="preference", topic="tone", user_id="u1", action="Be brief.", evidence="short please"))
-    assert len(store.list()) == 2
-    assert [i.topic for i in store.list(user_id="u1")] == ["tone"]
-    assert [i.topic for i in store.list(kind=InsightKind.FACT)] == ["return address"]
-    assert store.list(status=InsightStatus.REJECTED) == []
-    assert len(store.list(scene="after-sales")) == 2
+    assert len(store.list_insights()) == 2
+    assert [i.topic for i in store.list_insights(user_id="u1")] == ["tone"]
+    assert [i.topic for i in store.list_insights(kind=InsightKind.FACT)] == ["return address"]
+    assert store.list_insights(status=InsightStatus.REJECTED) == []
+    assert len(store.list_insights(scene="after-sales")) == 2
 
 
 def test_expire_sweep_marks_only_due_insights(store: InsightStore) -> None:
     due = store.save(draft(expire_at=datetime.now(UTC) + timedelta(seconds=1)))
-    later = store.save(draft(topic="SLA", action="Promise replies within 24 hours.", evidence="24h", expire_at=datetime.now(UTC) + timedelta(days=9)))
+    later = store.save(
+        draft(
+            topic="SLA",
+            action="Promise replies within 24 hours.",
+            evidence="24h",
+            expire_at=datetime.now(UTC) + timedelta(days=9),
+        )
+    )
     forever = store.save(draft(topic="tone", action="Be polite.", evidence="polite"))
     assert store.expire_sweep(now=datetime.now(UTC) + timedelta(seconds=2)) == 1
     assert store.get(due.id).status is InsightStatus.EXPIRED
@@ -194,7 +225,13 @@ def test_turns_append_in_order_per_session(store: InsightStore) -> None:
     store.append_turn(turn("s2", "u1", "other session"))
     second = store.append_turn(
         TurnDraft.parse(
-            {"session_id": "s1", "user_id": "u1", "user_message": "不对，是 504", "signals": {"feedback": "dislike", "correction": True}, "injected_insight_ids": [str(injected)]}
+            {
+                "session_id": "s1",
+                "user_id": "u1",
+                "user_message": "不对，是 504",
+                "signals": {"feedback": "dislike", "correction": True},
+                "injected_insight_ids": [str(injected)],
+            }
         )
     )
     assert (first.turn_index, second.turn_index) == (0, 1)
@@ -204,3 +241,38 @@ def test_turns_append_in_order_per_session(store: InsightStore) -> None:
     assert turns[1].signals.feedback == "dislike" and turns[1].signals.correction and turns[1].signals.any
     assert turns[1].injected_insight_ids == [injected]
     assert store.session_turns("nope") == []
+
+
+# ---- bulk import -------------------------------------------------------------------------------------------------
+
+
+def test_import_many_applies_duplicate_and_supersede_rules(store: InsightStore) -> None:
+    stored = store.save(draft())
+    newer = draft(action="Give 1 Wensan Road, Hangzhou, as the return address.", evidence="hz")
+    newest = draft(action="Give 9 Binjiang Road, Hangzhou, as the return address.", evidence="bj")
+    other = draft(topic="SLA", action="Promise a reply within 24 hours.", evidence="24h")
+    assert store.import_many([draft(), newer, other, newest, other], batch_size=2) == 3
+    assert store.count() == (4, 0)
+    active = store.list_insights(status=InsightStatus.ACTIVE)
+    assert sorted(i.action for i in active) == sorted([newest.action, other.action])
+    assert store.get(stored.id).status is InsightStatus.SUPERSEDED
+    assert store.import_many([draft(), other]) == 0  # idempotent
+
+
+def test_a_failed_import_writes_nothing(store: InsightStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    store.save(draft(topic="kept", action="Keep me.", evidence="k"))
+    batches = []
+    real_insert_many = store._insights.data.insert_many
+
+    def second_batch_fails(objects: Any) -> Any:
+        batches.append(len(objects))
+        if len(batches) == 2:
+            raise weaviate.exceptions.WeaviateConnectionError("connection reset by peer")
+        return real_insert_many(objects)
+
+    monkeypatch.setattr(store._insights.data, "insert_many", second_batch_fails)
+    drafts = [draft(topic=f"t{i}", action=f"Rule number {i}.", evidence=f"e{i}") for i in range(5)]
+    with pytest.raises(WeaviateUnavailable):
+        store.import_many(drafts, batch_size=3)
+    assert batches == [3, 2]
+    assert store.count() == (1, 0)

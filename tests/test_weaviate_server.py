@@ -20,7 +20,9 @@ from hindsight_insights.weaviate_server import (
 
 def test_unreachable_url_gives_a_clear_error(settings: Settings) -> None:
     port = free_port()  # nothing listens there
-    with pytest.raises(WeaviateUnavailable, match=rf"cannot reach Weaviate at http://127\.0\.0\.1:{port}.*Check the URL"):
+    with pytest.raises(
+        WeaviateUnavailable, match=rf"cannot reach Weaviate at http://127\.0\.0\.1:{port}.*Check the URL"
+    ):
         connect_url(settings, f"http://127.0.0.1:{port}")
 
 
@@ -60,10 +62,15 @@ def test_local_fallback_starts_and_stops_a_server(settings: Settings, tmp_path: 
     assert (tmp_path / "weaviate.log").exists()
 
 
-def test_no_binary_and_no_go_says_what_to_set(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_binary_and_no_go_says_what_to_set(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")  # no `go` to build with
     isolated = settings.model_copy(update={"cache_dir": tmp_path / "empty-cache"})
-    with pytest.raises(WeaviateUnavailable, match="set HINDSIGHT_WEAVIATE_URL") as caught, weaviate_client(isolated, tmp_path):
+    with (
+        pytest.raises(WeaviateUnavailable, match="set HINDSIGHT_WEAVIATE_URL") as caught,
+        weaviate_client(isolated, tmp_path),
+    ):
         pass
     assert "no `go` to build one" in str(caught.value)
 

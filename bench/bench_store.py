@@ -1,0 +1,231 @@
+"""Import and search speed at 10,000 insights, measured side by side in one run.
+
+1. import N insights with embedding (InsightStore.import_many)            -> insights/s
+2. 500 searches, interleaved query by query so that machine noise hits all three alike:
+     store    InsightStore.search (embed, segment, hybrid query, filters, re-rank)
+     direct   the same embedding + the same hybrid query and filters sent with weaviate-client
+     numpy    exact cosine over the same vectors in memory, with the same eligibility as boolean masks
+   -> p50/p95 of each and the ratios.
+
+  .venv/bin/python bench/bench_store.py [--insights 10000] [--searches 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import tempfile
+import time
+import uuid
+import warnings
+from datetime import UTC, datetime
+from pathlib import Path
+
+warnings.filterwarnings("ignore", message="The httpx module is deprecated")
+
+import numpy as np  # noqa: E402
+from weaviate.classes.query import HybridFusion, MetadataQuery  # noqa: E402
+
+from hindsight_insights import ranking  # noqa: E402
+from hindsight_insights.config import Settings  # noqa: E402
+from hindsight_insights.embedder import load_embedder  # noqa: E402
+from hindsight_insights.models import InsightDraft  # noqa: E402
+from hindsight_insights.segment import tokens  # noqa: E402
+from hindsight_insights.store import InsightStore, eligible_filter  # noqa: E402
+from hindsight_insights.weaviate_server import weaviate_client  # noqa: E402
+
+SCENES = ["general", "故障排查", "售后服务", "方案对比", "billing", "onboarding", "数据分析", "code_review"]
+ZH_SUBJECTS = [
+    "退货地址",
+    "发票",
+    "物流",
+    "Redis 缓存",
+    "Nginx 502",
+    "数据库备份",
+    "报表格式",
+    "称呼",
+    "退款时效",
+    "账号登录",
+    "优惠券",
+    "会员续费",
+    "API 限流",
+    "日志排查",
+    "部署流程",
+    "图表颜色",
+    "百分比",
+    "代码风格",
+    "单元测试",
+    "告警",
+]
+EN_SUBJECTS = [
+    "return address",
+    "invoice",
+    "shipping",
+    "Redis cache",
+    "nginx 502",
+    "database backup",
+    "report format",
+    "greeting",
+    "refund time",
+    "login",
+    "coupon",
+    "renewal",
+    "rate limit",
+    "log search",
+    "deploy",
+    "chart colours",
+    "percentages",
+    "code style",
+    "unit tests",
+    "alerts",
+]
+ZH_ACTIONS = [
+    "当用户问到{s}时，先给结论再给步骤。",
+    "涉及{s}的问题，回答前先核对系统里的最新数据。",
+    "用户提到{s}时，用表格列出选项。",
+    "遇到{s}相关的投诉，先道歉再给解决方案。",
+    "解释{s}时不要使用专业术语。",
+    "{s}出错两次以上就转人工处理。",
+]
+EN_ACTIONS = [
+    "When the user asks about {s}, give the conclusion first, then the steps.",
+    "Before answering about {s}, check the latest value in the system.",
+    "When {s} comes up, list the options as a table.",
+    "If a complaint concerns {s}, apologise, then offer a fix.",
+    "Explain {s} without jargon.",
+    "Hand {s} issues to a human after two failed attempts.",
+]
+QUERIES = [
+    "我的包裹应该寄到哪里退货？",
+    "nginx 报 502 怎么办",
+    "How do I get an invoice for last month?",
+    "Redis 还是 Memcached？",
+    "Why is my login failing again?",
+    "报表里的比例用什么格式",
+    "When will my refund arrive?",
+    "部署到生产环境要注意什么",
+    "The chart colours are hard to read",
+    "API 调用被限流了",
+    "Can you review this Python function?",
+    "优惠券为什么用不了",
+]
+
+
+def synthetic_insights(count: int, rng: random.Random) -> list[InsightDraft]:
+    drafts = []
+    for index in range(count):
+        chinese = index % 2 == 0
+        subject = rng.choice(ZH_SUBJECTS if chinese else EN_SUBJECTS)
+        action = rng.choice(ZH_ACTIONS if chinese else EN_ACTIONS).format(s=subject)
+        kind = rng.choice(["preference", "fact", "process", "lesson"])
+        user = f"user-{rng.randrange(200)}" if kind == "preference" else None
+        drafts.append(
+            InsightDraft.parse(
+                {
+                    "topic": f"{subject} #{index}",
+                    "kind": kind,
+                    "scene": rng.choice(SCENES),
+                    "action": action,
+                    "observation": f"{'会话' if chinese else 'session'} {index}: {subject}",
+                    "evidence": f"quote {index} about {subject}",
+                    "confidence": round(rng.uniform(0.3, 1.0), 2),
+                    "user_id": user,
+                    "tags": [subject[:40]],
+                }
+            )
+        )
+    return drafts
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--insights", type=int, default=10_000)
+    parser.add_argument("--searches", type=int, default=500)
+    args = parser.parse_args()
+    rng = random.Random(7)
+    settings = Settings(project=f"bench-{uuid.uuid4().hex[:8]}")  # type: ignore[call-arg]
+    embedder = load_embedder(settings)
+    drafts = synthetic_insights(args.insights, rng)
+
+    with tempfile.TemporaryDirectory() as data_dir, weaviate_client(settings, Path(data_dir)) as client:
+        store = InsightStore.open(client, settings, embedder)
+        started = time.perf_counter()
+        written = store.import_many(drafts)
+        import_s = time.perf_counter() - started
+        print(f"import: {written} insights in {import_s:.1f}s = {written / import_s:.0f} insights/s (with embedding)")
+
+        # The same vectors and eligibility, in memory, for the exact numpy baseline.
+        collection = client.collections.use(store._insights.name)
+        ids, matrix, scene_of, scope_of, user_of = [], [], [], [], []
+        for obj in collection.iterator(include_vector=True, return_properties=["scene", "scope", "user_id"]):
+            ids.append(obj.uuid)
+            matrix.append(obj.vector["default"])
+            scene_of.append(obj.properties["scene"])
+            scope_of.append(obj.properties["scope"])
+            user_of.append(obj.properties.get("user_id") or "")
+        vectors = np.asarray(matrix, dtype=np.float32)
+        scenes, scopes, users = np.asarray(scene_of), np.asarray(scope_of), np.asarray(user_of)
+
+        timings: dict[str, list[float]] = {"store": [], "direct": [], "numpy": []}
+        for index in range(args.searches + 20):
+            query = rng.choice(QUERIES)
+            scene = rng.choice(SCENES)
+            user = f"user-{rng.randrange(200)}"
+            now = datetime.now(UTC)
+            order = ["store", "direct", "numpy"]
+            rng.shuffle(order)  # no position in the loop is favoured
+            for name in order:
+                started = time.perf_counter()
+                if name == "store":
+                    store.search(query, scene=scene, user_id=user)
+                elif name == "direct":
+                    vector = embedder.embed([query], query=True)[0]
+                    collection.query.hybrid(
+                        query=" ".join(tokens(query)),
+                        vector=vector.tolist(),
+                        target_vector="default",
+                        alpha=settings.hybrid_alpha,
+                        query_properties=["search_text"],
+                        fusion_type=HybridFusion.RELATIVE_SCORE,
+                        filters=eligible_filter(scene, user, now),
+                        limit=20,
+                        include_vector=True,
+                        return_metadata=MetadataQuery(score=True),
+                    )
+                else:
+                    vector = ranking.query_vector(embedder.embed([query], query=True))
+                    mask = np.isin(scenes, [scene, "general"]) & ((scopes == "project") | (users == user))
+                    scores = np.where(mask, vectors @ vector, -np.inf)
+                    top = np.argpartition(-scores, 20)[:20]
+                    _ = [ids[i] for i in top[np.argsort(-scores[top])]]
+                elapsed_ms = (time.perf_counter() - started) * 1000
+                if index >= 20:  # warm-up excluded
+                    timings[name].append(elapsed_ms)
+
+    embed_ms = []
+    for _ in range(200):
+        started = time.perf_counter()
+        embedder.embed([rng.choice(QUERIES)], query=True)
+        embed_ms.append((time.perf_counter() - started) * 1000)
+    print(
+        f"searches: {args.searches} per method at {written} insights (each includes embedding the query; "
+        f"embedding alone p50 {statistics.median(embed_ms):.2f} ms)"
+    )
+    print(f"{'method':>8} | {'p50 ms':>8} | {'p95 ms':>8} | {'p95 / direct':>12} | {'p95 / numpy':>11}")
+    direct95, numpy95 = percentile(timings["direct"], 95), percentile(timings["numpy"], 95)
+    for name, values in timings.items():
+        p95 = percentile(values, 95)
+        print(
+            f"{name:>8} | {percentile(values, 50):8.2f} | {p95:8.2f} | {p95 / direct95:12.2f} | {p95 / numpy95:11.2f}"
+        )
+    overhead = percentile(timings["store"], 50) / percentile(timings["direct"], 50)
+    print(f"store overhead over the direct query at p50: {overhead:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
