@@ -217,6 +217,19 @@ class Turn(BaseModel):
     created_at: datetime
 
 
+class Recall(BaseModel):
+    """What to inject: standing rules (no similarity needed) and situational hits, kept apart."""
+
+    model_config = ConfigDict(frozen=True)
+
+    standing: list[Insight]
+    situational: list[ScoredInsight]
+
+    @property
+    def insights(self) -> list[Insight]:
+        return [*self.standing, *(hit.insight for hit in self.situational)]
+
+
 SaveStatus = Literal["created", "merged", "superseded", "unchanged"]
 
 

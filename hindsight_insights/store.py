@@ -39,6 +39,7 @@ from hindsight_insights.models import (
     InsightDraft,
     InsightKind,
     InsightStatus,
+    Recall,
     SaveResult,
     SaveStatus,
     Scope,
@@ -640,22 +641,42 @@ class InsightStore:
     def standing_rules(
         self, *, scene: str, user_id: str | None, limit: int | None = None, now: datetime | None = None
     ) -> list[Insight]:
-        """A user's preferences for this scene: they apply whatever the question is, so no similarity threshold."""
-        if not user_id:
-            return []
+        """Preferences for this scene (this user's and project-wide ones): they hold whatever the question is, so no
+        similarity threshold; newest first, within a budget."""
         limit = self._settings.standing_rule_budget if limit is None else limit
         if limit == 0:
             return []
-        where = (
-            eligible_filter(scene, user_id, now or datetime.now(UTC))
-            & Filter.by_property("kind").equal(InsightKind.PREFERENCE.value)
-            & Filter.by_property("scope").equal(Scope.USER.value)
+        where = eligible_filter(scene, user_id, now or datetime.now(UTC)) & Filter.by_property("kind").equal(
+            InsightKind.PREFERENCE.value
         )
         with weaviate_errors("reading standing rules"):
             result = self._insights.query.fetch_objects(
                 filters=where, limit=limit, sort=Sort.by_property("updated_at", ascending=False)
             )
         return [_insight_from(obj) for obj in result.objects]
+
+    def recall(
+        self,
+        query: str | Sequence[str],
+        *,
+        scene: str = GENERAL_SCENE,
+        user_id: str | None = None,
+        top_k: int | None = None,
+        score_threshold: float | None = None,
+        now: datetime | None = None,
+    ) -> Recall:
+        """Both retrieval channels (DESIGN §3): standing preferences, and situational facts, processes and lessons."""
+        now = now or datetime.now(UTC)
+        situational = self.search(
+            query,
+            scene=scene,
+            user_id=user_id,
+            top_k=top_k,
+            score_threshold=score_threshold,
+            now=now,
+            kinds=[InsightKind.FACT, InsightKind.PROCESS, InsightKind.LESSON],
+        )
+        return Recall(standing=self.standing_rules(scene=scene, user_id=user_id, now=now), situational=situational)
 
     # ---- turns ----------------------------------------------------------------------------------------------
 

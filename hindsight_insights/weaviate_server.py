@@ -107,7 +107,9 @@ def start_local(
     http_port: int | None = None,
     grpc_port: int | None = None,
     ready_timeout_s: float = 60,
+    extra_env: dict[str, str] | None = None,
 ) -> LocalWeaviate:
+    """Start weaviate-server; `extra_env` adds or overrides variables (e.g. API-key authentication)."""
     http_port = http_port or free_port()
     grpc_port = grpc_port or free_port()
     gossip_port, data_port, raft_port, raft_rpc_port = (free_port() for _ in range(4))
@@ -133,6 +135,7 @@ def start_local(
         "GRPC_PORT": str(grpc_port),
         "QUERY_DEFAULTS_LIMIT": "25",
         "LOG_LEVEL": "warning",
+        **(extra_env or {}),
     }
     log_path = data_dir / "weaviate.log"
     with open(log_path, "ab") as log_file:
@@ -188,11 +191,12 @@ def connect_url(settings: Settings, url: str) -> weaviate.WeaviateClient:
             additional_config=AdditionalConfig(timeout=Timeout(init=settings.weaviate_timeout_s, query=30, insert=60)),
         )
         ready = client.is_ready()
-    except weaviate.exceptions.AuthenticationFailedError:
-        raise WeaviateUnavailable(
-            f"Weaviate at {url} refused the API key; set the key of that server (Dify: WEAVIATE_API_KEY in its .env)"
-        ) from None
     except Exception as error:
+        if _is_auth_failure(error):
+            raise WeaviateUnavailable(
+                f"Weaviate at {url} refused the API key: set the key of that server "
+                "(for Dify's bundled Weaviate, WEAVIATE_API_KEY in Dify's docker/.env)"
+            ) from None
         raise WeaviateUnavailable(
             f"cannot reach Weaviate at {url} ({type(error).__name__}: {error}). Check the URL and that the server "
             "is running; inside Dify's network it is http://weaviate:8080 with gRPC on weaviate:50051."
@@ -201,6 +205,16 @@ def connect_url(settings: Settings, url: str) -> weaviate.WeaviateClient:
         client.close()
         raise WeaviateUnavailable(f"Weaviate at {url} answered but is not ready; retry when it has started")
     return client
+
+
+def _is_auth_failure(error: BaseException | None) -> bool:
+    while error is not None:
+        if isinstance(error, weaviate.exceptions.AuthenticationFailedError):
+            return True
+        if isinstance(error, weaviate.exceptions.UnexpectedStatusCodeError) and error.status_code in (401, 403):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 @contextlib.contextmanager

@@ -244,3 +244,15 @@ def test_standing_rules_apply_without_similarity(store: InsightStore) -> None:
     assert [r.id for r in rules] == [newer, older]
     assert store.standing_rules(scene="方案对比", user_id="u-wang", limit=1)[0].id == newer
     assert store.standing_rules(scene="方案对比", user_id=None) == []
+    project_wide = save(store, TABLE_PREFERENCE, topic="语言", user_id=None, action="用中文回答。", evidence="中文")
+    assert [r.id for r in store.standing_rules(scene="方案对比", user_id=None)] == [project_wide]
+    assert project_wide in [r.id for r in store.standing_rules(scene="方案对比", user_id="u-wang")]
+
+
+def test_recall_keeps_the_two_channels_apart(store: InsightStore) -> None:
+    preference = save(store, TABLE_PREFERENCE)
+    fact = save(store, RETURN_ADDRESS, scene="方案对比")
+    recall = store.recall("退货地址在哪？", scene="方案对比", user_id="u-wang")
+    assert [r.id for r in recall.standing] == [preference]
+    assert [h.insight.id for h in recall.situational] == [fact]
+    assert [i.id for i in recall.insights] == [preference, fact]
