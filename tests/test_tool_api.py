@@ -1,0 +1,124 @@
+"""The plugin-facing core without the plugin: version check, parameter parsing, the connection cache."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import SecretStr
+
+from hindsight_insights.config import Settings
+from hindsight_insights.errors import InvalidInput, WeaviateUnavailable
+from hindsight_insights.tool_api import (
+    ProviderCredentials,
+    _bool,
+    _cache_key,
+    _insight_json,
+    _list,
+    _split_turns,
+    error_result,
+    require_server_version,
+)
+
+
+@pytest.mark.parametrize("version", ["1.27.0", "1.27.10", "1.39.0", "2.0.0", "1.30.0-rc.1"])
+def test_supported_server_versions(version: str) -> None:
+    require_server_version(version)
+
+
+@pytest.mark.parametrize("version", ["1.26.9", "1.19.0", "0.22.0", "", "unknown"])
+def test_too_old_server_is_refused_with_what_to_do(version: str) -> None:
+    with pytest.raises(WeaviateUnavailable, match=r"too old: Hindsight Insights needs 1\.27 or newer\. Upgrade"):
+        require_server_version(version)
+
+
+def test_credentials_blanks_take_defaults_and_map_to_settings() -> None:
+    credentials = ProviderCredentials.parse_credentials(
+        {
+            "weaviate_url": "http://weaviate:8080/",
+            "weaviate_api_key": "",
+            "weaviate_grpc_port": "",
+            "project": "售后",
+            "top_k": "7",
+            "score_threshold": "0.2",
+            "language": "en",
+            "embedder": "use-m3",
+        }
+    )
+    settings = credentials.settings(Settings(_env_file=None))  # type: ignore[call-arg]
+    assert (settings.weaviate_url, settings.weaviate_grpc_port, settings.weaviate_api_key) == (
+        "http://weaviate:8080",
+        50051,
+        None,
+    )
+    assert (settings.project, settings.top_k, settings.score_threshold, settings.language) == ("售后", 7, 0.2, "en")
+
+
+def test_openai_credentials_reach_the_settings() -> None:
+    credentials = ProviderCredentials.parse_credentials(
+        {
+            "weaviate_url": "http://w:8080",
+            "embedder": "openai",
+            "embedding_base_url": "http://e/v1",
+            "embedding_api_key": "k",
+            "embedding_model": "m",
+        }
+    )
+    settings = credentials.settings(Settings(_env_file=None))  # type: ignore[call-arg]
+    assert (settings.embedder, settings.openai_base_url, settings.openai_model) == ("openai", "http://e/v1", "m")
+    assert settings.openai_api_key is not None and settings.openai_api_key.get_secret_value() == "k"
+
+
+def test_cache_key_tells_secrets_apart() -> None:
+    base = Settings(_env_file=None, weaviate_url="http://w:8080")  # type: ignore[call-arg]
+    right = base.model_copy(update={"weaviate_api_key": SecretStr("right")})
+    wrong = base.model_copy(update={"weaviate_api_key": SecretStr("wrong")})
+    assert right.model_dump_json() == wrong.model_dump_json()  # why the key cannot be the dump alone
+    assert _cache_key(right) != _cache_key(wrong)
+    assert "right" not in _cache_key(right)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("a, b，c、d\ne", ["a", "b", "c", "d", "e"]),
+        ('["x", " y "]', ["x", "y"]),
+        (["p", ""], ["p"]),
+        ("", []),
+        (None, []),
+    ],
+)
+def test_list_parameters(value: object, expected: list[str]) -> None:
+    assert _list({"tags": value}, "tags") == expected
+
+
+def test_list_parameter_that_is_broken_json() -> None:
+    with pytest.raises(InvalidInput, match="tags: looks like a JSON array but is not valid JSON"):
+        _list({"tags": "[1, "}, "tags")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [(True, True), ("true", True), ("是", True), ("0", False), (None, False), ("", False)]
+)
+def test_boolean_parameters(value: object, expected: bool) -> None:
+    assert _bool({"flag": value}, "flag") is expected
+
+
+def test_split_turns() -> None:
+    assert _split_turns('["第一轮", "第二轮"]') == ["第一轮", "第二轮"]
+    assert _split_turns("line one\n\nline two") == ["line one", "line two"]
+    assert _split_turns("[not json") == ["[not json"]
+
+
+def test_insight_json_fence_and_errors() -> None:
+    assert _insight_json('```json\n{"a": 1}\n```') == {"a": 1}
+    assert _insight_json("```\n{}\n```") == {}
+    with pytest.raises(InvalidInput, match="insight_json: is not valid JSON"):
+        _insight_json("{'single': 'quotes'}")
+
+
+def test_error_result_is_text_and_structured() -> None:
+    result = error_result(InvalidInput([("topic", "must not be empty"), ("confidence", "too big")]))
+    assert result.text == "Error (invalid_input): topic: must not be empty; confidence: too big"
+    assert result.json["error"]["problems"] == [
+        {"field": "topic", "rule": "must not be empty"},
+        {"field": "confidence", "rule": "too big"},
+    ]
