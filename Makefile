@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both set everything up first (cached).
-.PHONY: setup demo test lint eval bench
+.PHONY: setup demo test lint eval bench bench-plugin package
 
 setup:
 	@scripts/bootstrap.sh
@@ -20,3 +20,9 @@ eval: setup
 
 bench: setup
 	.venv/bin/python bench/bench_store.py
+
+bench-plugin: setup
+	.venv/bin/python bench/bench_plugin.py
+
+package: setup
+	.venv/bin/python scripts/package_plugin.py

@@ -91,17 +91,15 @@ def run(settings: Settings) -> None:
             result = store.save(InsightDraft.parse(data))
             print(f"save  {data['topic']!r:<30} -> {result.status}")
         for query in DEMO_QUERIES:
-            situational = store.search(query["query"], scene=query["scene"], user_id=query["user_id"])
-            standing = store.standing_rules(scene=query["scene"], user_id=query["user_id"])
-            insights = [*standing, *(hit.insight for hit in situational)]
+            recall = store.recall(query["query"], scene=query["scene"], user_id=query["user_id"])
             rules = render_rules(
-                insights,
+                recall.insights,
                 language=query["language"],
                 must_confidence=settings.must_confidence,
                 prompts_dir=settings.prompts_dir,
             )
             print(f"\n=== query ({query['scene']}, user {query['user_id']}): {query['query']}")
-            for hit in situational:
+            for hit in recall.situational:
                 parts = f"similarity {hit.similarity:.2f}, keyword {hit.keyword:.2f}"
                 print(f"  hit {hit.insight.topic!r}: score {hit.score:.3f} ({parts})")
             print(rules or "(no rules apply)")

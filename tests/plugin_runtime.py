@@ -164,3 +164,6 @@ class PluginProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()
