@@ -56,7 +56,9 @@ NonEmpty = Annotated[str, Field(min_length=1)]
 Identifier = Annotated[str, Field(min_length=1, max_length=128)]
 
 
-class _Strict(BaseModel):
+class StrictModel(BaseModel):
+    """Unknown fields rejected, strings trimmed, immutable; `parse` raises InvalidInput naming each field and rule."""
+
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, frozen=True)
 
     @classmethod
@@ -68,7 +70,7 @@ class _Strict(BaseModel):
             raise InvalidInput.from_validation_error(error) from None
 
 
-class Evidence(_Strict):
+class Evidence(StrictModel):
     """A verbatim quote of the conversation, checkable against the stored transcript."""
 
     quote: Annotated[str, Field(min_length=1, max_length=1000)]
@@ -76,7 +78,7 @@ class Evidence(_Strict):
     turn: Annotated[int, Field(ge=0)] | None = None
 
 
-class InsightDraft(_Strict):
+class InsightDraft(StrictModel):
     """An insight as submitted for saving. The store adds id, status history and timestamps."""
 
     topic: Annotated[str, Field(min_length=1, max_length=120)]
@@ -168,7 +170,7 @@ class ScoredInsight(BaseModel):
     keyword: float
 
 
-class TurnSignals(_Strict):
+class TurnSignals(StrictModel):
     feedback: Literal["like", "dislike"] | None = None
     tool_error: bool = False
     stopped_generation: bool = False
@@ -179,7 +181,7 @@ class TurnSignals(_Strict):
         return self.feedback == "dislike" or self.tool_error or self.stopped_generation or self.correction
 
 
-class TurnDraft(_Strict):
+class TurnDraft(StrictModel):
     """A conversation turn as logged by record_turn."""
 
     session_id: Identifier

@@ -16,15 +16,14 @@ import contextlib
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, cast
 
 import numpy as np
 import weaviate
 from weaviate.classes.data import DataObject
 from weaviate.classes.query import Filter, HybridFusion, MetadataQuery, Sort
-from weaviate.collections.classes.internal import Object
 from weaviate.util import generate_uuid5
 
 from hindsight_insights import ranking
@@ -49,7 +48,7 @@ from hindsight_insights.models import (
     TurnSignals,
     normalize_scene,
 )
-from hindsight_insights.schema import ensure_collections
+from hindsight_insights.schema import ProjectCollections, ensure_collections
 from hindsight_insights.segment import segment, tokens
 
 log = logging.getLogger(__name__)
@@ -76,9 +75,9 @@ class _Undo:
     """Compensating actions for the writes of one call, run in reverse when a later write fails."""
 
     def __init__(self) -> None:
-        self._steps: list[Callable[[], None]] = []
+        self._steps: list[Callable[[], object]] = []
 
-    def add(self, step: Callable[[], None]) -> None:
+    def add(self, step: Callable[[], object]) -> None:
         self._steps.append(step)
 
     def run(self) -> None:
@@ -87,6 +86,19 @@ class _Undo:
                 step()
             except Exception:  # keep undoing the rest; the original error is re-raised by the caller
                 log.exception("undo step failed")
+
+
+class StoredObject(Protocol):
+    """What the store reads of an object weaviate-client returns (its several return types all have these)."""
+
+    @property
+    def uuid(self) -> uuid.UUID: ...
+
+    @property
+    def properties(self) -> Mapping[str, Any]: ...
+
+    @property
+    def vector(self) -> Mapping[str, Any]: ...
 
 
 def _topic_key(topic: str) -> str:
@@ -118,7 +130,7 @@ def _search_text(topic: str, scene: str, observation: str, action: str, tags: Se
     return segment(" ".join([topic, scene, observation, action, *tags]))
 
 
-def _insight_from(obj: Object[Any, Any]) -> Insight:
+def _insight_from(obj: StoredObject) -> Insight:
     p = obj.properties
     return Insight(
         id=uuid.UUID(str(obj.uuid)),
@@ -144,7 +156,7 @@ def _insight_from(obj: Object[Any, Any]) -> Insight:
     )
 
 
-def _turn_from(obj: Object[Any, Any]) -> Turn:
+def _turn_from(obj: StoredObject) -> Turn:
     p = obj.properties
     return Turn(
         id=uuid.UUID(str(obj.uuid)),
@@ -165,7 +177,7 @@ def _turn_from(obj: Object[Any, Any]) -> Turn:
     )
 
 
-def _vector_of(obj: Object[Any, Any]) -> Vectors:
+def _vector_of(obj: StoredObject) -> Vectors:
     vector = obj.vector[_VECTOR] if isinstance(obj.vector, dict) else obj.vector
     return np.asarray(vector, dtype=np.float32)
 
@@ -192,7 +204,7 @@ def eligible_filter(scene: str, user_id: str | None, now: datetime) -> Any:
 class InsightStore:
     """Insights and turns of one project. Create with `InsightStore.open(client, settings, embedder)`."""
 
-    def __init__(self, collections: Any, embedder: Embedder, settings: Settings) -> None:
+    def __init__(self, collections: ProjectCollections, embedder: Embedder, settings: Settings) -> None:
         self._insights = collections.insights
         self._turns = collections.turns
         self._embedder = embedder
@@ -450,15 +462,20 @@ class InsightStore:
             "updated_at": now,
             "search_text": _search_text(stored.topic, stored.scene, stored.observation, stored.action, tags),
         }
-        if expire_at is not None:
-            properties["expire_at"] = expire_at
-        self._insights.data.update(uuid=stored.id, properties=properties)
         if expire_at is None and stored.expire_at is not None:
-            # Weaviate's partial update cannot null a property, so the object is replaced whole (same id and vector).
+            # A partial update cannot null a property, so the object is replaced whole (same id and vector):
+            # still one write, so the merge is all or nothing.
             full = self._insights.query.fetch_object_by_id(stored.id, include_vector=True)
-            assert full is not None
+            if full is None:
+                raise NotFound(f"insight {stored.id} was deleted while merging; save again")
             kept = {key: value for key, value in full.properties.items() if key != "expire_at" and value is not None}
-            self._insights.data.replace(uuid=stored.id, properties=kept, vector={_VECTOR: _vector_of(full).tolist()})
+            self._insights.data.replace(
+                uuid=stored.id, properties=kept | properties, vector={_VECTOR: _vector_of(full).tolist()}
+            )
+        else:
+            if expire_at is not None:
+                properties["expire_at"] = expire_at
+            self._insights.data.update(uuid=stored.id, properties=properties)
         return SaveResult(id=stored.id, status="merged", insight_status=stored.status)
 
     def get(self, insight_id: uuid.UUID | str) -> Insight:
@@ -613,7 +630,7 @@ class InsightStore:
 
     def _rank(
         self,
-        objects: Sequence[Object[Any, Any]],
+        objects: Sequence[StoredObject],
         vector: Vectors,
         query_tokens: Sequence[str],
         alpha: float,
@@ -686,7 +703,7 @@ class InsightStore:
             for _attempt in range(5):
                 index = self._next_turn_index(draft.session_id)
                 turn_id = uuid.UUID(generate_uuid5(f"{draft.session_id}\n{index}"))
-                properties = {
+                properties: dict[str, Any] = {
                     "session_id": draft.session_id,
                     "user_id": draft.user_id,
                     "scene": draft.scene,
@@ -716,7 +733,7 @@ class InsightStore:
             limit=1,
             sort=Sort.by_property("turn_index", ascending=False),
         )
-        return int(result.objects[0].properties["turn_index"]) + 1 if result.objects else 0
+        return cast(int, result.objects[0].properties["turn_index"]) + 1 if result.objects else 0
 
     def session_turns(self, session_id: str) -> list[Turn]:
         with weaviate_errors("reading a session's turns"):

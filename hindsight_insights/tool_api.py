@@ -23,7 +23,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from hindsight_insights.config import Language, Settings
 from hindsight_insights.embedder import load_embedder
 from hindsight_insights.errors import HindsightError, InvalidInput, NotFound, WeaviateUnavailable
-from hindsight_insights.models import InsightDraft, InsightStatus, Recall, ScoredInsight, TurnDraft, _Strict
+from hindsight_insights.models import Insight, InsightDraft, InsightStatus, Recall, StrictModel, TurnDraft
 from hindsight_insights.rules import render_rules
 from hindsight_insights.store import InsightStore, weaviate_errors
 from hindsight_insights.weaviate_server import connect_url
@@ -40,7 +40,7 @@ def _blank_to_none(value: Any) -> Any:
     return None if value is None or (isinstance(value, str) and not value.strip()) else value
 
 
-class ProviderCredentials(_Strict):
+class ProviderCredentials(StrictModel):
     """The plugin's provider credentials as Dify sends them (strings; blank means unset)."""
 
     weaviate_url: str = Field(min_length=1)
@@ -294,8 +294,8 @@ def _number(params: Mapping[str, Any], name: str, kind: Callable[[str], float | 
         raise InvalidInput([(name, f"must be a number, not {value!r}")]) from None
 
 
-def _insight_summary(hit: ScoredInsight | None, insight: Any, channel: str) -> dict[str, Any]:
-    summary = {
+def _insight_summary(insight: Insight, channel: str, score: float | None = None) -> dict[str, Any]:
+    summary: dict[str, Any] = {
         "id": str(insight.id),
         "channel": channel,
         "topic": insight.topic,
@@ -305,8 +305,8 @@ def _insight_summary(hit: ScoredInsight | None, insight: Any, channel: str) -> d
         "confidence": insight.confidence,
         "updated_at": insight.updated_at.isoformat(),
     }
-    if hit is not None:
-        summary["score"] = round(hit.score, 4)
+    if score is not None:
+        summary["score"] = round(score, 4)
     return summary
 
 
@@ -330,8 +330,8 @@ def search_insight(store: InsightStore, settings: Settings, params: Mapping[str,
         must_confidence=settings.must_confidence,
         prompts_dir=settings.prompts_dir,
     )
-    insights = [_insight_summary(None, i, "standing") for i in recall.standing] + [
-        _insight_summary(hit, hit.insight, "situational") for hit in recall.situational
+    insights = [_insight_summary(i, "standing") for i in recall.standing] + [
+        _insight_summary(hit.insight, "situational", hit.score) for hit in recall.situational
     ]
     injected = [item["id"] for item in insights]
     body = {"insights": insights, "count": len(insights), "rules": rules, "injected_ids": injected}

@@ -117,8 +117,9 @@ class PluginProcess:
             "data": {"user_id": user_id, **data},
         }
         assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(envelope, ensure_ascii=False) + "\n")
-        self.process.stdin.flush()
+        with self._lock:  # one whole line per request, as the daemon writes them
+            self.process.stdin.write(json.dumps(envelope, ensure_ascii=False) + "\n")
+            self.process.stdin.flush()
         chunks = []
         try:
             while True:

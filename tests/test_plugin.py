@@ -384,6 +384,32 @@ def test_forget_user_needs_confirmation_and_isolates(
     assert store.count(user_id="alice") == (0, 0) and store.count(user_id="bob") == bob_before == (1, 1)
 
 
+def test_concurrent_calls(plugin: PluginProcess, credentials: dict[str, Any], store: InsightStore) -> None:
+    """Dify sends requests in parallel; the SDK runs them in a gevent-patched thread pool over one connection."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def save(index: int) -> str:
+        parameters = {
+            **RETURN_ADDRESS,
+            "topic": f"规则 {index}",
+            "action": f"第 {index} 条规则：按编号 {index} 处理。",
+            "evidence": f"证据 {index}",
+        }
+        return str(plugin.invoke_tool("save_insight", parameters, credentials).json["status"])
+
+    def search(index: int) -> int:
+        return int(
+            plugin.invoke_tool("search_insight", {"query": f"规则 {index}", "scene": "售后服务"}, credentials).json[
+                "count"
+            ]
+        )
+
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(save, range(16))) == ["created"] * 16
+        assert all(count >= 1 for count in pool.map(search, range(16)))
+    assert store.count() == (16, 0)
+
+
 # ---- failures of the environment -------------------------------------------------------------------------------
 
 
