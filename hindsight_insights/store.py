@@ -3,11 +3,12 @@
 Save rules (DESIGN §2), checked in this order:
   1. exact duplicate (same deterministic uuid5 of the content): nothing written, `unchanged`;
      a superseded or expired exact duplicate is revived as the newest rule and supersedes the current one;
-  2. near-duplicate (same kind, scene and scope, cosine >= merge_similarity): merged into the stored one,
-     support_count + 1;
+  2. near-duplicate (same kind, scene and scope; actions with cosine >= merge_similarity, the same numbers and most
+     words shared, see ranking.near_duplicate_actions): merged into the stored one, support_count + 1;
   3. same topic + scene + scope: the new one supersedes the old, which is kept with status `superseded`;
   4. otherwise created.
-Every call writes all or nothing: when a later write fails, the earlier writes of that call are undone.
+Every save and import writes all or nothing: when a later write fails, the earlier writes of that call are undone.
+forget_user and expire_sweep are idempotent instead: if interrupted, running them again finishes the job.
 """
 
 from __future__ import annotations
@@ -59,15 +60,18 @@ MAX_QUERY_TURNS = 5
 _VECTOR = "default"  # name of the self-provided vector
 
 
+_UNCHANGED = "Nothing was changed; check that Weaviate is running and reachable, then retry."
+_RUN_AGAIN = "Part of it may be done; it is safe to run again, which finishes it, once Weaviate is reachable."
+
+
 @contextlib.contextmanager
-def weaviate_errors(action: str) -> Iterator[None]:
-    """Turn client and server failures into one error that says what failed and what to check."""
+def weaviate_errors(action: str, outcome: str = _UNCHANGED) -> Iterator[None]:
+    """Turn client and server failures into one error that says what failed, what state it left, what to do."""
     try:
         yield
     except weaviate.exceptions.WeaviateBaseError as error:
         raise WeaviateUnavailable(
-            f"Weaviate failed while {action}: {type(error).__name__}: {str(error)[:500]}. Nothing was changed; "
-            "check that Weaviate is running and reachable, then retry."
+            f"Weaviate failed while {action}: {type(error).__name__}: {str(error)[:500]}. {outcome}"
         ) from None
 
 
@@ -532,7 +536,7 @@ class InsightStore:
             [InsightStatus.ACTIVE.value, InsightStatus.PENDING_REVIEW.value]
         )
         count = 0
-        with weaviate_errors("expiring insights"):
+        with weaviate_errors("expiring insights", _RUN_AGAIN):
             result = self._insights.query.fetch_objects(filters=due, limit=10_000)
             for obj in result.objects:
                 self._insights.data.update(
@@ -554,7 +558,7 @@ class InsightStore:
         if not user_id.strip():
             raise InvalidInput([("user_id", "must not be empty")])
         where = Filter.by_property("user_id").equal(user_id)
-        with weaviate_errors("forgetting a user"):
+        with weaviate_errors("forgetting a user", _RUN_AGAIN):
             insights = self._insights.data.delete_many(where=where)
             turns = self._turns.data.delete_many(where=where)
         return ForgetResult(insights_deleted=insights.successful, turns_deleted=turns.successful)

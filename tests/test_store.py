@@ -276,3 +276,18 @@ def test_a_failed_import_writes_nothing(store: InsightStore, monkeypatch: pytest
         store.import_many(drafts, batch_size=3)
     assert batches == [3, 2]
     assert store.count() == (1, 0)
+
+
+def test_an_interrupted_forget_says_to_run_it_again(store: InsightStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    store.save(draft(kind="preference", topic="name", user_id="u1", action="Call the user u1.", evidence="u1"))
+    store.append_turn(turn("s1", "u1"))
+
+    def lost_connection(*args: Any, **kwargs: Any) -> None:
+        raise weaviate.exceptions.WeaviateConnectionError("connection reset by peer")
+
+    monkeypatch.setattr(store._turns.data, "delete_many", lost_connection)
+    with pytest.raises(WeaviateUnavailable, match="safe to run again"):
+        store.forget_user("u1")
+    monkeypatch.undo()
+    assert store.forget_user("u1").turns_deleted == 1
+    assert store.count(user_id="u1") == (0, 0)
