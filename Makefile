@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both set everything up first (cached).
-.PHONY: setup demo test lint eval bench bench-plugin package
+.PHONY: setup demo test test-weaviate-1.27 lint eval bench bench-plugin package
 
 setup:
 	@scripts/bootstrap.sh
@@ -14,6 +14,10 @@ lint: setup
 
 test: lint
 	.venv/bin/python -m pytest
+
+# The same suite against Weaviate 1.27, the oldest version supported (Dify's docker-compose ships it).
+test-weaviate-1.27: setup
+	HINDSIGHT_WEAVIATE_VERSION=1.27.0 .venv/bin/python -m pytest
 
 eval: setup
 	.venv/bin/python bench/eval_retrieval.py

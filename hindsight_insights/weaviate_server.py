@@ -39,6 +39,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def consecutive_free_ports() -> tuple[int, int]:
+    """Two free neighbouring ports: Weaviate 1.27 requires the cluster data port to be the gossip port + 1."""
+    for _ in range(100):
+        first = free_port()
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", first + 1))
+            except OSError:
+                continue
+        return first, first + 1
+    raise WeaviateUnavailable("found no two neighbouring free ports on 127.0.0.1 for Weaviate's cluster")
+
+
 def cached_binary_path(settings: Settings) -> Path:
     return settings.cache_dir / "weaviate" / f"weaviate-server-v{settings.weaviate_version}"
 
@@ -75,13 +88,15 @@ def ensure_binary(settings: Settings) -> Path:
 class LocalWeaviate:
     """A weaviate-server process we started, telemetry off.
 
-    HTTP, gossip and Raft listen on 127.0.0.1. Weaviate v1.39 hard-codes ":<port>" for its gRPC listener and its
-    cluster data API, so those two accept on every interface; no setting narrows them.
+    HTTP and Raft listen on 127.0.0.1. Weaviate hard-codes ":<port>" for its gRPC listener and its cluster data API
+    (and before 1.39 ignores CLUSTER_BIND_ADDR for gossip too), so those accept on every interface; no setting
+    narrows them.
     """
 
     process: subprocess.Popen[bytes]
     http_port: int
     grpc_port: int
+    gossip_port: int
     data_bind_port: int
     data_dir: Path
     log_path: Path
@@ -112,7 +127,8 @@ def start_local(
     """Start weaviate-server; `extra_env` adds or overrides variables (e.g. API-key authentication)."""
     http_port = http_port or free_port()
     grpc_port = grpc_port or free_port()
-    gossip_port, data_port, raft_port, raft_rpc_port = (free_port() for _ in range(4))
+    gossip_port, data_port = consecutive_free_ports()
+    raft_port, raft_rpc_port = free_port(), free_port()
     data_dir.mkdir(parents=True, exist_ok=True)
     env = {
         "PATH": os.environ.get("PATH", ""),
@@ -146,7 +162,7 @@ def start_local(
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
         )
-    server = LocalWeaviate(process, http_port, grpc_port, data_port, data_dir, log_path)
+    server = LocalWeaviate(process, http_port, grpc_port, gossip_port, data_port, data_dir, log_path)
     try:
         _wait_ready(server, ready_timeout_s)
     except BaseException:

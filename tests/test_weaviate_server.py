@@ -37,14 +37,16 @@ def test_not_a_url_is_rejected(settings: Settings) -> None:
         connect_url(settings, "weaviate:8080")
 
 
-def test_server_runs_on_loopback_with_telemetry_off(weaviate_server: LocalWeaviate) -> None:
+def test_server_runs_on_loopback_with_telemetry_off(weaviate_server: LocalWeaviate, settings: Settings) -> None:
     environ = Path(f"/proc/{weaviate_server.process.pid}/environ").read_bytes().split(b"\0")
     assert b"DISABLE_TELEMETRY=true" in environ
     assert b"CLUSTER_BIND_ADDR=127.0.0.1" in environ
     listening = _listening_addresses(weaviate_server.process.pid)
     assert ("127.0.0.1", weaviate_server.http_port) in listening
-    # Weaviate hard-codes ":<port>" for exactly these two listeners (see LocalWeaviate); everything else is loopback.
+    # Weaviate hard-codes ":<port>" for exactly these listeners (see LocalWeaviate); everything else is loopback.
     unavoidable = {weaviate_server.grpc_port, weaviate_server.data_bind_port}
+    if tuple(int(part) for part in settings.weaviate_version.split(".")[:2]) < (1, 39):
+        unavoidable.add(weaviate_server.gossip_port)
     assert {port for address, port in listening if address != "127.0.0.1"} == unavoidable, listening
 
 
