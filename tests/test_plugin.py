@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import uuid
 import zipfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ import weaviate
 
 from hindsight_insights.config import Settings
 from hindsight_insights.embedder import Embedder
+from hindsight_insights.schema import collection_names
 from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, free_port, start_local
 from scripts.package_plugin import ROOT, package
@@ -97,8 +100,6 @@ RETURN_ADDRESS = {
 def test_good_credentials_validate_and_create_the_collections(
     plugin: PluginProcess, credentials: dict[str, Any], client: weaviate.WeaviateClient, project: str
 ) -> None:
-    from hindsight_insights.schema import collection_names
-
     assert plugin.validate_credentials(credentials) is True
     assert client.collections.exists(collection_names(project).insights)
 
@@ -297,8 +298,6 @@ def test_search_rejects_bad_input(
 def test_expired_insight_is_not_injected(plugin: PluginProcess, credentials: dict[str, Any]) -> None:
     soon = (datetime.now(UTC) + timedelta(seconds=1)).isoformat()
     plugin.invoke_tool("save_insight", {**RETURN_ADDRESS, "expire_at": soon}, credentials)
-    import time
-
     time.sleep(1.5)
     found = plugin.invoke_tool("search_insight", {"query": "退货寄到哪里", "scene": "售后服务"}, credentials)
     assert found.json["count"] == 0 and found.variables["rules"] == ""
@@ -386,7 +385,6 @@ def test_forget_user_needs_confirmation_and_isolates(
 
 def test_concurrent_calls(plugin: PluginProcess, credentials: dict[str, Any], store: InsightStore) -> None:
     """Dify sends requests in parallel; the SDK runs them in a gevent-patched thread pool over one connection."""
-    from concurrent.futures import ThreadPoolExecutor
 
     def save(index: int) -> str:
         parameters = {
