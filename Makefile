@@ -20,13 +20,13 @@ test-weaviate-1.27: setup
 	HINDSIGHT_WEAVIATE_VERSION=1.27.0 .venv/bin/python -m pytest
 
 eval: setup
-	.venv/bin/python bench/eval_retrieval.py
+	.venv/bin/python -m bench.eval_retrieval
 
 bench: setup
-	.venv/bin/python bench/bench_store.py
+	.venv/bin/python -m bench.bench_store
 
 bench-plugin: setup
-	.venv/bin/python bench/bench_plugin.py
+	.venv/bin/python -m bench.bench_plugin
 
 package: setup
-	.venv/bin/python scripts/package_plugin.py
+	.venv/bin/python -m scripts.package_plugin

@@ -7,7 +7,7 @@ runtime. The two paths alternate in blocks of 25 calls, so machine noise hits bo
 interference rather than the runtime). Also prints the bare protocol round trip (a call rejected before any work)
 and the plugin process's peak memory.
 
-    .venv/bin/python bench/bench_plugin.py [--insights 10000] [--searches 500]
+    make bench-plugin   (or: .venv/bin/python -m bench.bench_plugin [--insights 10000] [--searches 500])
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import zipfile
 from pathlib import Path
 
 warnings.filterwarnings("ignore", message="The httpx module is deprecated")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 

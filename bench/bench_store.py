@@ -7,7 +7,7 @@
      numpy    exact cosine over the same vectors in memory, with the same eligibility as boolean masks
    -> p50/p95 of each and the ratios.
 
-  .venv/bin/python bench/bench_store.py [--insights 10000] [--searches 500]
+    make bench   (or: .venv/bin/python -m bench.bench_store [--insights 10000] [--searches 500])
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Loads the insights into a fresh project on a real Weaviate (states set as labell
 InsightStore.search in each mode, and reports recall@5, the rate of forbidden (ineligible) insights returned, and the
 false-alarm rate on conversations no insight is about (bench/data/negative_queries.json).
 
-    .venv/bin/python bench/eval_retrieval.py [--grid]
+    make eval    (or: .venv/bin/python -m bench.eval_retrieval [--grid])
 """
 
 from __future__ import annotations
@@ -46,8 +46,11 @@ def eligible(insight: dict[str, Any], query: dict[str, Any]) -> bool:
 
 def load(store: InsightStore, insights: list[dict[str, Any]]) -> dict[uuid.UUID, str]:
     key_of: dict[uuid.UUID, str] = {}
-    soon = datetime.now(UTC) + timedelta(seconds=2)
+    last_expiry = datetime.now(UTC)
     for item in insights:
+        soon = datetime.now(UTC) + timedelta(seconds=2)  # per draft: saving takes time
+        if item["state"] == "expired_time":
+            last_expiry = soon
         draft = InsightDraft.parse(
             {
                 "topic": item["topic"],
@@ -71,7 +74,7 @@ def load(store: InsightStore, insights: list[dict[str, Any]]) -> dict[uuid.UUID,
     for insight_id, key in key_of.items():
         state = next(i["state"] for i in insights if i["key"] == key)
         store.set_status(insight_id, STATES.get(state, InsightStatus.ACTIVE))
-    time.sleep(max((soon - datetime.now(UTC)).total_seconds(), 0) + 0.5)  # let expired_time pass
+    time.sleep(max((last_expiry - datetime.now(UTC)).total_seconds(), 0) + 0.5)  # let expired_time pass
     return key_of
 
 

@@ -3,7 +3,7 @@
 The Dify CLI (`dify plugin package`) does the same, but it cannot be built where the Go module proxy refuses
 langgenius/dify-plugin-daemon; this keeps its rules: .difyignore in gitignore syntax, 50 MiB uncompressed at most.
 
-    .venv/bin/python scripts/package_plugin.py [-o dist/hindsight_insights.difypkg]
+    make package   (or: .venv/bin/python -m scripts.package_plugin [-o dist/hindsight_insights.difypkg])
 """
 
 from __future__ import annotations
