@@ -48,10 +48,6 @@ def normalize_scene(scene: str) -> str:
     return GENERAL_SCENE if scene.casefold() in _GENERAL_SCENE_ALIASES else scene
 
 
-def _strip(value: Any) -> Any:
-    return value.strip() if isinstance(value, str) else value
-
-
 NonEmpty = Annotated[str, Field(min_length=1)]
 Identifier = Annotated[str, Field(min_length=1, max_length=128)]
 

@@ -138,12 +138,6 @@ class StoreCache:
         insights, turns = store.count()
         return f"Connected to {settings.weaviate_url}, project {settings.project!r}: {insights} insights, {turns} turns"
 
-    def close(self) -> None:
-        with self._lock:
-            for client, _store in self._stores.values():
-                client.close()
-            self._stores.clear()
-
 
 def _cache_key(settings: Settings) -> str:
     """Settings with secrets included (model_dump masks SecretStr), hashed so they are not kept in clear."""
