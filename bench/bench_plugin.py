@@ -22,18 +22,20 @@ import warnings
 import zipfile
 from pathlib import Path
 
-warnings.filterwarnings("ignore", message="The httpx module is deprecated")
+from authlib.deprecate import AuthlibDeprecationWarning  # via weaviate-client; it forces "always" on import
 
-import numpy as np  # noqa: E402
+warnings.filterwarnings("ignore", category=AuthlibDeprecationWarning)
 
-from bench.bench_store import QUERIES, SCENES, synthetic_insights  # noqa: E402
-from hindsight_insights import tool_api  # noqa: E402
-from hindsight_insights.config import Settings  # noqa: E402
-from hindsight_insights.embedder import load_embedder  # noqa: E402
-from hindsight_insights.store import InsightStore  # noqa: E402
-from hindsight_insights.weaviate_server import connect_url, ensure_binary, start_local  # noqa: E402
-from scripts.package_plugin import ROOT, package  # noqa: E402
-from tests.plugin_runtime import PluginProcess  # noqa: E402
+import numpy as np
+
+from bench.bench_store import QUERIES, SCENES, synthetic_insights
+from hindsight_insights import tool_api
+from hindsight_insights.config import Settings
+from hindsight_insights.embedder import load_embedder
+from hindsight_insights.store import InsightStore
+from hindsight_insights.weaviate_server import connect_url, ensure_binary, start_local
+from scripts.package_plugin import ROOT, package
+from tests.plugin_runtime import PluginProcess
 
 
 def peak_rss_mib(pid: int) -> float:

@@ -22,18 +22,20 @@ import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 
-warnings.filterwarnings("ignore", message="The httpx module is deprecated")
+from authlib.deprecate import AuthlibDeprecationWarning  # via weaviate-client; it forces "always" on import
 
-import numpy as np  # noqa: E402
-from weaviate.classes.query import HybridFusion, MetadataQuery  # noqa: E402
+warnings.filterwarnings("ignore", category=AuthlibDeprecationWarning)
 
-from hindsight_insights import ranking  # noqa: E402
-from hindsight_insights.config import Settings  # noqa: E402
-from hindsight_insights.embedder import load_embedder  # noqa: E402
-from hindsight_insights.models import InsightDraft  # noqa: E402
-from hindsight_insights.segment import tokens  # noqa: E402
-from hindsight_insights.store import InsightStore, eligible_filter  # noqa: E402
-from hindsight_insights.weaviate_server import weaviate_client  # noqa: E402
+import numpy as np
+from weaviate.classes.query import HybridFusion, MetadataQuery
+
+from hindsight_insights import ranking
+from hindsight_insights.config import Settings
+from hindsight_insights.embedder import load_embedder
+from hindsight_insights.models import InsightDraft
+from hindsight_insights.segment import tokens
+from hindsight_insights.store import InsightStore, eligible_filter
+from hindsight_insights.weaviate_server import weaviate_client
 
 SCENES = ["general", "故障排查", "售后服务", "方案对比", "billing", "onboarding", "数据分析", "code_review"]
 ZH_SUBJECTS = [

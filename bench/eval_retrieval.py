@@ -19,13 +19,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-warnings.filterwarnings("ignore", message="The httpx module is deprecated")
+from authlib.deprecate import AuthlibDeprecationWarning  # via weaviate-client; it forces "always" on import
 
-from hindsight_insights.config import Settings  # noqa: E402
-from hindsight_insights.embedder import load_embedder  # noqa: E402
-from hindsight_insights.models import InsightDraft, InsightStatus  # noqa: E402
-from hindsight_insights.store import InsightStore, SearchMode  # noqa: E402
-from hindsight_insights.weaviate_server import weaviate_client  # noqa: E402
+warnings.filterwarnings("ignore", category=AuthlibDeprecationWarning)
+
+from hindsight_insights.config import Settings
+from hindsight_insights.embedder import load_embedder
+from hindsight_insights.models import InsightDraft, InsightStatus
+from hindsight_insights.store import InsightStore, SearchMode
+from hindsight_insights.weaviate_server import weaviate_client
 
 DATA = Path(__file__).parent / "data"
 STATES = {

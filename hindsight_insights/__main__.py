@@ -11,13 +11,24 @@ from hindsight_insights.config import Settings
 from hindsight_insights.errors import HindsightError
 
 
+def _quiet_dependency_warnings() -> None:
+    """weaviate-client imports authlib, which warns about httpx on every start and forces that warning on."""
+    import warnings
+
+    from authlib.deprecate import AuthlibDeprecationWarning
+
+    warnings.filterwarnings("ignore", category=AuthlibDeprecationWarning)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hindsight_insights")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("demo", help="start Weaviate, save and search insights in zh and en, print the rules")
     commands.add_parser("ensure-weaviate", help="build or find the local weaviate-server binary and print its path")
     args = parser.parse_args(argv)
+    _quiet_dependency_warnings()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per HTTP request otherwise
     try:
         if args.command == "demo":
             from hindsight_insights.demo import run

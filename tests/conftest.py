@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
+
+# weaviate-client imports authlib, which warns that httpx is deprecated and forces its warnings to "always" on import;
+# the filter must come after that import to win. Not ours to fix.
+from authlib.deprecate import AuthlibDeprecationWarning
+
+warnings.filterwarnings("ignore", category=AuthlibDeprecationWarning)
+
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
