@@ -109,6 +109,14 @@ def _topic_key(topic: str) -> str:
     return " ".join(topic.casefold().split())
 
 
+Slot = tuple[str, str, Scope, str]
+
+
+def _slot(topic: str, scene: str, scope: Scope, user_id: str | None) -> Slot:
+    """Where a newer insight supersedes an older one: same topic, scene and scope (and user, for user scope)."""
+    return _topic_key(topic), scene, scope, user_id or ""
+
+
 def content_uuid(draft: InsightDraft) -> uuid.UUID:
     """Deterministic id of an insight's content: the same insight saved twice is one object."""
     canonical = [
@@ -283,11 +291,8 @@ class InsightStore:
             ids, batch = list(unique), list(unique.values())
             vectors = self._embedder.embed([_embedding_text(d.topic, d.scene, d.observation, d.action) for d in batch])
             # Newest wins per slot: later drafts in the batch supersede earlier ones and the stored active ones.
-            slot_of = {
-                i: (_topic_key(d.topic), d.scene, d.resolved_scope, d.user_id or "")
-                for i, d in zip(ids, batch, strict=True)
-            }
-            latest: dict[tuple[str, str, Scope, str], uuid.UUID] = {}
+            slot_of = {i: _slot(d.topic, d.scene, d.resolved_scope, d.user_id) for i, d in zip(ids, batch, strict=True)}
+            latest: dict[Slot, uuid.UUID] = {}
             for object_id in ids:
                 latest[slot_of[object_id]] = object_id
             stored_active = self._insights.query.fetch_objects(
@@ -295,16 +300,13 @@ class InsightStore:
                 & Filter.by_property("topic_key").contains_any(sorted({slot[0] for slot in latest})),
                 limit=10_000,
             )
-            replaced = [
-                insight
-                for insight in map(_insight_from, stored_active.objects)
-                if (_topic_key(insight.topic), insight.scene, insight.scope, insight.user_id or "") in latest
-            ]
             supersedes: dict[uuid.UUID, list[uuid.UUID]] = {object_id: [] for object_id in ids}
-            for insight in replaced:
-                supersedes[
-                    latest[(_topic_key(insight.topic), insight.scene, insight.scope, insight.user_id or "")]
-                ].append(insight.id)
+            replaced = []
+            for insight in map(_insight_from, stored_active.objects):
+                winner = latest.get(_slot(insight.topic, insight.scene, insight.scope, insight.user_id))
+                if winner is not None:
+                    supersedes[winner].append(insight.id)
+                    replaced.append(insight)
             statuses = {}
             for object_id, draft in zip(ids, batch, strict=True):
                 winner = latest[slot_of[object_id]]

@@ -249,7 +249,7 @@ def save_insight(store: InsightStore, settings: Settings, params: Mapping[str, A
         data.setdefault("user_id", user_id)
         data.setdefault("source", "dify:insight_json")
     else:
-        data = {name: _text(params, name) for name in _FIELDS if _text(params, name) is not None}
+        data = {name: value for name in _FIELDS if (value := _text(params, name)) is not None}
         quote = _text(params, "evidence")
         data["evidence"] = {
             "quote": quote or "",
@@ -338,12 +338,12 @@ def search_insight(store: InsightStore, settings: Settings, params: Mapping[str,
 
 def record_turn(store: InsightStore, settings: Settings, params: Mapping[str, Any], context: Context) -> ToolResult:
     feedback = _text(params, "feedback")
-    ids = _list(params, "injected_insight_ids")
-    try:
-        injected = [uuid.UUID(value) for value in ids]
-    except ValueError:
-        bad = next(value for value in ids if not _is_uuid(value))
-        raise InvalidInput([("injected_insight_ids", f"{bad!r} is not an insight id")]) from None
+    injected = []
+    for value in _list(params, "injected_insight_ids"):
+        try:
+            injected.append(uuid.UUID(value))
+        except ValueError:
+            raise InvalidInput([("injected_insight_ids", f"{value!r} is not an insight id")]) from None
     draft = TurnDraft.parse(
         {
             "session_id": _text(params, "session_id") or context.conversation_id or "",
@@ -367,14 +367,6 @@ def record_turn(store: InsightStore, settings: Settings, params: Mapping[str, An
     body = {"id": str(turn.id), "session_id": turn.session_id, "turn_index": turn.turn_index, "signals": signals}
     flagged = f" with signals {', '.join(signals)}" if signals else ""
     return ToolResult(text=f"Recorded turn {turn.turn_index} of session {turn.session_id}{flagged}.", json=body)
-
-
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True
 
 
 def forget_user(store: InsightStore, settings: Settings, params: Mapping[str, Any], context: Context) -> ToolResult:
