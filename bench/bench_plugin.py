@@ -1,7 +1,7 @@
 """search_insight through the plugin runtime against the same operation called in-process, at 10,000 insights.
 
 The plugin is packaged, unpacked and run as the Dify daemon runs it; requests go over its stdio protocol. The direct
-call is tool_api.search_insight on an InsightStore in this process: the same code the tool runs, without the
+call is hindsight_dify.operations.search_insight on an InsightStore in this process: the code the tool runs, minus the
 runtime. The two paths alternate in blocks of 25 calls, so machine noise hits both alike while each runs warm
 (alternating single calls makes two processes on 2 cores disturb each other's warm state, which measures that
 interference rather than the runtime). Also prints the bare protocol round trip (a call rejected before any work)
@@ -28,12 +28,11 @@ warnings.filterwarnings("ignore", category=AuthlibDeprecationWarning)
 
 import numpy as np
 
+import hindsight_dify.operations
 from bench.bench_store import QUERIES, SCENES, synthetic_insights
-from hindsight_insights import tool_api
 from hindsight_insights.config import Settings
-from hindsight_insights.embedder import load_embedder
-from hindsight_insights.store import InsightStore
-from hindsight_insights.weaviate_server import connect_url, ensure_binary, start_local
+from hindsight_insights.store import open_store
+from hindsight_insights.weaviate_server import ensure_binary, start_local
 from scripts.package_plugin import ROOT, package
 from tests.plugin_runtime import PluginProcess
 
@@ -52,13 +51,12 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(11)
     with tempfile.TemporaryDirectory() as work:
-        base = Settings(project=f"bench-plugin-{uuid.uuid4().hex[:8]}")  # type: ignore[call-arg]
+        base = Settings(project=f"bench-plugin-{uuid.uuid4().hex[:8]}")
         server = start_local(ensure_binary(base), Path(work) / "weaviate")
         plugin = None
         try:
             settings = base.model_copy(update={"weaviate_url": server.url, "weaviate_grpc_port": server.grpc_port})
-            client = connect_url(settings, server.url)
-            store = InsightStore.open(client, settings, load_embedder(settings))
+            store = open_store(settings)
             written = store.import_many(synthetic_insights(args.insights, rng))
             print(f"{written} insights imported")
 
@@ -92,11 +90,11 @@ def main() -> None:
                             rejected = plugin.invoke_tool("search_insight", {**params, "top_k": 0}, credentials)
                             assert rejected.json["error"]["type"] == "invalid_input"
                         else:
-                            tool_api.search_insight(store, settings, params, tool_api.Context(user, None))
+                            hindsight_dify.operations.search_insight(store, params, hindsight_dify.Context(user, None))
                         if round_index > 0:
                             timings[name].append((time.perf_counter() - started) * 1000)
             rss = peak_rss_mib(plugin.process.pid)
-            client.close()
+            store.close()
         finally:
             if plugin is not None:
                 plugin.close()

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import statistics
 import tempfile
@@ -31,11 +32,14 @@ from weaviate.classes.query import HybridFusion, MetadataQuery
 
 from hindsight_insights import ranking
 from hindsight_insights.config import Settings
+from hindsight_insights.connection import connect_url
 from hindsight_insights.embedder import load_embedder
 from hindsight_insights.models import InsightDraft
 from hindsight_insights.segment import tokens
-from hindsight_insights.store import InsightStore, eligible_filter
-from hindsight_insights.weaviate_server import weaviate_client
+from hindsight_insights.store import open_store
+from hindsight_insights.store.filters import eligible
+from hindsight_insights.store.schema import collection_names
+from hindsight_insights.weaviate_server import running_weaviate
 
 SCENES = ["general", "故障排查", "售后服务", "方案对比", "billing", "onboarding", "数据分析", "code_review"]
 ZH_SUBJECTS = [
@@ -150,19 +154,23 @@ def main() -> None:
     parser.add_argument("--searches", type=int, default=500)
     args = parser.parse_args()
     rng = random.Random(7)
-    settings = Settings(project=f"bench-{uuid.uuid4().hex[:8]}")  # type: ignore[call-arg]
+    settings = Settings(project=f"bench-{uuid.uuid4().hex[:8]}")
     embedder = load_embedder(settings)
     drafts = synthetic_insights(args.insights, rng)
 
-    with tempfile.TemporaryDirectory() as data_dir, weaviate_client(settings, Path(data_dir)) as client:
-        store = InsightStore.open(client, settings, embedder)
+    with (
+        tempfile.TemporaryDirectory() as data_dir,
+        running_weaviate(settings, Path(data_dir)) as running,
+        contextlib.closing(open_store(running, embedder)) as store,
+        contextlib.closing(connect_url(running, running.weaviate_url or "")) as client,
+    ):
         started = time.perf_counter()
         written = store.import_many(drafts)
         import_s = time.perf_counter() - started
         print(f"import: {written} insights in {import_s:.1f}s = {written / import_s:.0f} insights/s (with embedding)")
 
         # The same vectors and eligibility, in memory, for the exact numpy baseline.
-        collection = client.collections.use(store._insights.name)
+        collection = client.collections.use(collection_names(settings.project).insights)
         ids, matrix, scene_of, scope_of, user_of = [], [], [], [], []
         for obj in collection.iterator(include_vector=True, return_properties=["scene", "scope", "user_id"]):
             ids.append(obj.uuid)
@@ -194,7 +202,7 @@ def main() -> None:
                         alpha=settings.hybrid_alpha,
                         query_properties=["search_text"],
                         fusion_type=HybridFusion.RELATIVE_SCORE,
-                        filters=eligible_filter(scene, user, now),
+                        filters=eligible(scene, user, now),
                         limit=20,
                         include_vector=True,
                         return_metadata=MetadataQuery(score=True),

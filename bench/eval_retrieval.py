@@ -10,6 +10,7 @@ false-alarm rate on conversations no insight is about (bench/data/negative_queri
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import tempfile
 import time
@@ -24,10 +25,9 @@ from authlib.deprecate import AuthlibDeprecationWarning  # via weaviate-client; 
 warnings.filterwarnings("ignore", category=AuthlibDeprecationWarning)
 
 from hindsight_insights.config import Settings
-from hindsight_insights.embedder import load_embedder
 from hindsight_insights.models import InsightDraft, InsightStatus
-from hindsight_insights.store import InsightStore, SearchMode
-from hindsight_insights.weaviate_server import weaviate_client
+from hindsight_insights.store import InsightStore, SearchMode, open_store
+from hindsight_insights.weaviate_server import running_weaviate
 
 DATA = Path(__file__).parent / "data"
 STATES = {
@@ -137,23 +137,27 @@ def main() -> None:
     args = parser.parse_args()
     data = json.loads((DATA / "retrieval_set.json").read_text())
     negatives = json.loads((DATA / "negative_queries.json").read_text())["queries"]
-    settings = Settings(project=f"eval-{uuid.uuid4().hex[:8]}")  # type: ignore[call-arg]
+    settings = Settings(project=f"eval-{uuid.uuid4().hex[:8]}")
     print(
         f"{len(data['insights'])} insights, {len(data['queries'])} labelled queries, {len(negatives)} negative queries"
     )
-    with tempfile.TemporaryDirectory() as data_dir, weaviate_client(settings, Path(data_dir)) as client:
-        store = InsightStore.open(client, settings, load_embedder(settings))
+    with (
+        tempfile.TemporaryDirectory() as data_dir,
+        running_weaviate(settings, Path(data_dir)) as running,
+        contextlib.closing(open_store(running)) as store,
+    ):
         key_of = load(store, data["insights"])
         rows = []
         for mode in ("hybrid", "vector", "bm25"):
             for threshold in (settings.score_threshold, 0.0):
-                rows.append(evaluate(store, data, negatives, key_of, mode, threshold))  # type: ignore[arg-type]
+                rows.append(evaluate(store, data, negatives, key_of, mode, threshold))
         if args.grid:
             for alpha in (0.5, 0.6, 0.7, 0.8, 0.9):
-                tuned = InsightStore.open(client, settings.model_copy(update={"hybrid_alpha": alpha}), store._embedder)
+                tuned = open_store(running.model_copy(update={"hybrid_alpha": alpha}))
                 for threshold in (0.15, 0.2, 0.25, 0.3, 0.35):
                     row = evaluate(tuned, data, negatives, key_of, "hybrid", threshold)
                     rows.append({**row, "mode": f"hybrid a={alpha}"})
+                tuned.close()
     columns = list(rows[0])
     print(" | ".join(f"{c:>14}" for c in columns))
     for row in rows:

@@ -49,7 +49,7 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = None
     openai_model: str = "text-embedding-3-small"
 
-    # Retrieval. Thresholds depend on the embedder (DESIGN §6), hence configurable.
+    # Retrieval. Thresholds depend on the embedder, hence configurable (docs/architecture.md, Retrieval).
     top_k: int = Field(5, ge=1, le=20)
     score_threshold: float = Field(0.17, ge=0.0, le=1.0, description="On relevance (ranking.py); use-m3 calibration.")
     hybrid_alpha: float = Field(0.8, ge=0.0, le=1.0, description="1 = vector only, 0 = BM25 only.")

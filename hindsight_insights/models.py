@@ -1,4 +1,4 @@
-"""The insight and the turn, with every rule of DESIGN §2 as validation.
+"""The insight and the turn, with every rule of docs/architecture.md ("The insight") as validation.
 
 Length caps (characters): topic 120, scene 60, observation 2,000, action 500, evidence quote 1,000,
 tag 40 (at most 10 tags), user id / session id / source 128, turn messages 20,000 each.
@@ -6,7 +6,10 @@ tag 40 (at most 10 tags), user id / session id / source 128, turn messages 20,00
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, Self
@@ -128,6 +131,33 @@ class InsightDraft(StrictModel):
         assert self.scope is not None  # set by the validator
         return self.scope
 
+    @classmethod
+    def from_llm_json(
+        cls, text: str, *, defaults: Mapping[str, Any] | None = None, field: str = "insight_json"
+    ) -> InsightDraft | None:
+        """The insight object an LLM emits, with or without a ```json fence; None for {} (nothing was learned).
+
+        `defaults` fill fields the object leaves out. Errors name `field` (the parameter the text came in).
+        """
+        data = json_object(text, field)
+        if not data:
+            return None
+        for key, value in (defaults or {}).items():
+            data.setdefault(key, value)
+        return cls.parse(data)
+
+
+def json_object(text: str, field: str) -> dict[str, Any]:
+    """One JSON object from LLM output, with or without a ```json fence."""
+    stripped = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip())
+    try:
+        loaded = json.loads(stripped)
+    except json.JSONDecodeError as error:
+        raise InvalidInput([(field, f"is not valid JSON ({error.msg} at line {error.lineno})")]) from None
+    if not isinstance(loaded, dict):
+        raise InvalidInput([(field, 'must be one JSON object, e.g. {"topic": ..., "action": ...}')])
+    return loaded
+
 
 class Insight(BaseModel):
     """A stored insight. Not frozen to the draft's save-time rules: a stored one may have expired."""
@@ -138,18 +168,18 @@ class Insight(BaseModel):
     topic: str
     kind: InsightKind
     scene: str
-    observation: str
+    observation: str = ""
     action: str
     evidence: Evidence
-    tags: list[str]
+    tags: list[str] = []
     confidence: float
-    expire_at: datetime | None
-    user_id: str | None
+    expire_at: datetime | None = None
+    user_id: str | None = None
     scope: Scope
     status: InsightStatus
     source: str
-    support_count: int
-    supersedes: list[uuid.UUID]
+    support_count: int = 1
+    supersedes: list[uuid.UUID] = []
     created_at: datetime
     updated_at: datetime
 
@@ -208,10 +238,10 @@ class Turn(BaseModel):
     user_id: str
     scene: str
     turn_index: int
-    user_message: str
-    assistant_message: str
-    signals: TurnSignals
-    injected_insight_ids: list[uuid.UUID]
+    user_message: str = ""
+    assistant_message: str = ""
+    signals: TurnSignals = TurnSignals()
+    injected_insight_ids: list[uuid.UUID] = []
     created_at: datetime
 
 

@@ -20,10 +20,8 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import weaviate
-from weaviate.classes.init import AdditionalConfig, Auth, Timeout
 
 from hindsight_insights.config import Settings
 from hindsight_insights.errors import WeaviateUnavailable
@@ -187,77 +185,25 @@ def _wait_ready(server: LocalWeaviate, timeout_s: float) -> None:
     raise WeaviateUnavailable(f"weaviate-server was not ready within {timeout_s:.0f}s; see {server.log_path}")
 
 
-def connect_url(settings: Settings, url: str) -> weaviate.WeaviateClient:
-    """A client for a running server at `url` (gRPC on the same host unless configured)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise WeaviateUnavailable(f"Weaviate URL {url!r} is not an http(s) URL such as http://weaviate:8080")
-    secure = parts.scheme == "https"
-    api_key = settings.weaviate_api_key.get_secret_value() if settings.weaviate_api_key else None
-    try:
-        client = weaviate.connect_to_custom(
-            http_host=parts.hostname,
-            http_port=parts.port or (443 if secure else 80),
-            http_secure=secure,
-            grpc_host=settings.weaviate_grpc_host or parts.hostname,
-            grpc_port=settings.weaviate_grpc_port,
-            grpc_secure=secure,
-            auth_credentials=Auth.api_key(api_key) if api_key else None,
-            skip_init_checks=True,  # avoids the client's PyPI version probe
-            additional_config=AdditionalConfig(timeout=Timeout(init=settings.weaviate_timeout_s, query=30, insert=60)),
-        )
-        ready = client.is_ready()
-    except Exception as error:
-        if _is_auth_failure(error):
-            raise WeaviateUnavailable(
-                f"Weaviate at {url} refused the API key: set the key of that server "
-                "(for Dify's bundled Weaviate, WEAVIATE_API_KEY in Dify's docker/.env)"
-            ) from None
-        raise WeaviateUnavailable(
-            f"cannot reach Weaviate at {url} ({type(error).__name__}: {error}). Check the URL and that the server "
-            "is running; inside Dify's network it is http://weaviate:8080 with gRPC on weaviate:50051."
-        ) from None
-    if not ready:
-        client.close()
-        raise WeaviateUnavailable(f"Weaviate at {url} answered but is not ready; retry when it has started")
-    return client
-
-
-def _is_auth_failure(error: BaseException | None) -> bool:
-    while error is not None:
-        if isinstance(error, weaviate.exceptions.AuthenticationFailedError):
-            return True
-        if isinstance(error, weaviate.exceptions.UnexpectedStatusCodeError) and error.status_code in (401, 403):
-            return True
-        error = error.__cause__ or error.__context__
-    return False
-
-
 @contextlib.contextmanager
-def weaviate_client(settings: Settings, data_dir: Path | None = None) -> Iterator[weaviate.WeaviateClient]:
-    """The configured Weaviate, or a local server on 127.0.0.1 for the duration of the block."""
+def running_weaviate(settings: Settings, data_dir: Path | None = None) -> Iterator[Settings]:
+    """The settings of a running Weaviate for the duration of the block: the configured URL as it is, else a local
+    server started on 127.0.0.1 (cached binary, Go build, or embedded download) and stopped afterwards."""
     if settings.weaviate_url:
-        client = connect_url(settings, settings.weaviate_url)
-        try:
-            yield client
-        finally:
-            client.close()
+        yield settings
         return
-
     data_dir = data_dir or settings.data_dir
     try:
         binary = ensure_binary(settings)
     except WeaviateUnavailable as local_error:
-        with _embedded_download(settings, data_dir, local_error) as client:
-            yield client
+        with _embedded_download(settings, data_dir, local_error) as (http_port, grpc_port):
+            yield settings.model_copy(
+                update={"weaviate_url": f"http://127.0.0.1:{http_port}", "weaviate_grpc_port": grpc_port}
+            )
         return
     server = start_local(binary, data_dir)
     try:
-        client = connect_url(settings.model_copy(update={"weaviate_grpc_port": server.grpc_port}), server.url)
-        try:
-            yield client
-        finally:
-            client.close()
+        yield settings.model_copy(update={"weaviate_url": server.url, "weaviate_grpc_port": server.grpc_port})
     finally:
         server.stop()
 
@@ -265,16 +211,17 @@ def weaviate_client(settings: Settings, data_dir: Path | None = None) -> Iterato
 @contextlib.contextmanager
 def _embedded_download(
     settings: Settings, data_dir: Path, local_error: WeaviateUnavailable
-) -> Iterator[weaviate.WeaviateClient]:
-    """Last resort: weaviate-client downloads the pinned release (a machine with internet)."""
+) -> Iterator[tuple[int, int]]:
+    """Last resort: weaviate-client downloads the pinned release (a machine with internet). Yields its ports."""
+    http_port, grpc_port = free_port(), free_port()
     try:
         client = weaviate.connect_to_embedded(
             version=settings.weaviate_version,  # pinned: never "latest"
             binary_path=str(settings.cache_dir / "weaviate-embedded"),
             persistence_data_path=str(data_dir),
             hostname="127.0.0.1",
-            port=free_port(),
-            grpc_port=free_port(),
+            port=http_port,
+            grpc_port=grpc_port,
             environment_variables={"DISABLE_TELEMETRY": "true", "CLUSTER_BIND_ADDR": "127.0.0.1"},
         )
     except Exception as error:
@@ -285,6 +232,6 @@ def _embedded_download(
             f"Download: {type(error).__name__}: {error}"
         ) from None
     try:
-        yield client
+        yield http_port, grpc_port  # the embedded server lives as long as this client
     finally:
         client.close()

@@ -5,13 +5,13 @@ from typing import Any
 from dify_plugin import ToolProvider
 from dify_plugin.errors.tool import ToolProviderCredentialValidationError
 
-from hindsight_insights import tool_api
+import hindsight_dify
 from hindsight_insights.errors import HindsightError
 
 
 class HindsightInsightsProvider(ToolProvider):
     def _validate_credentials(self, credentials: dict[str, Any]) -> None:
         try:
-            tool_api.STORES.validate(credentials)
+            hindsight_dify.STORES.validate(credentials)
         except HindsightError as error:
             raise ToolProviderCredentialValidationError(str(error)) from None

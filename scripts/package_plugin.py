@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import sys
 import zipfile
 from pathlib import Path
 
@@ -81,4 +80,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

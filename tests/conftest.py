@@ -18,14 +18,15 @@ import pytest
 import weaviate
 
 from hindsight_insights.config import Settings
+from hindsight_insights.connection import connect_url
 from hindsight_insights.embedder import Embedder, load_embedder
 from hindsight_insights.store import InsightStore
-from hindsight_insights.weaviate_server import LocalWeaviate, connect_url, ensure_binary, start_local
+from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, start_local
 
 
 @pytest.fixture(scope="session")
 def settings() -> Settings:
-    return Settings(_env_file=None, weaviate_url=None)  # type: ignore[call-arg]
+    return Settings(_env_file=None, weaviate_url=None)
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ def plugin_tools() -> dict[str, dict[str, Any]]:
     provider = yaml.safe_load((ROOT / provider_file).read_text())
     tools = [yaml.safe_load((ROOT / path).read_text()) for path in provider["tools"]]
     return {
-        "provider_id": f"{manifest['author']}/{manifest['name']}/{provider['identity']['name']}",  # type: ignore[dict-item]
+        "provider_id": f"{manifest['author']}/{manifest['name']}/{provider['identity']['name']}",
         **{tool["identity"]["name"]: tool for tool in tools},
     }
 

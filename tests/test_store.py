@@ -204,8 +204,8 @@ def turn(session: str, user: str, text: str = "hi") -> TurnDraft:
 def test_forget_user_removes_that_user_and_nothing_else(store: InsightStore) -> None:
     for user in ("u1", "u2", "u3"):
         store.save(draft(kind="preference", topic="name", user_id=user, action=f"Call the user {user}.", evidence=user))
-        store.append_turn(turn(f"s-{user}", user))
-        store.append_turn(turn(f"s-{user}", user, "again"))
+        store.turns.append(turn(f"s-{user}", user))
+        store.turns.append(turn(f"s-{user}", user, "again"))
     store.save(draft())  # project-wide, no user
     before = {user: store.count(user_id=user) for user in ("u2", "u3")}
     total_before = store.count()
@@ -221,9 +221,9 @@ def test_forget_user_removes_that_user_and_nothing_else(store: InsightStore) -> 
 
 def test_turns_append_in_order_per_session(store: InsightStore) -> None:
     injected = uuid.uuid4()
-    first = store.append_turn(turn("s1", "u1", "我的 nginx 502 了"))
-    store.append_turn(turn("s2", "u1", "other session"))
-    second = store.append_turn(
+    first = store.turns.append(turn("s1", "u1", "我的 nginx 502 了"))
+    store.turns.append(turn("s2", "u1", "other session"))
+    second = store.turns.append(
         TurnDraft.parse(
             {
                 "session_id": "s1",
@@ -235,12 +235,12 @@ def test_turns_append_in_order_per_session(store: InsightStore) -> None:
         )
     )
     assert (first.turn_index, second.turn_index) == (0, 1)
-    turns = store.session_turns("s1")
+    turns = store.turns.session("s1")
     assert [t.turn_index for t in turns] == [0, 1]
     assert turns[0].user_message == "我的 nginx 502 了"
     assert turns[1].signals.feedback == "dislike" and turns[1].signals.correction and turns[1].signals.any
     assert turns[1].injected_insight_ids == [injected]
-    assert store.session_turns("nope") == []
+    assert store.turns.session("nope") == []
 
 
 # ---- bulk import -------------------------------------------------------------------------------------------------
@@ -280,12 +280,12 @@ def test_a_failed_import_writes_nothing(store: InsightStore, monkeypatch: pytest
 
 def test_an_interrupted_forget_says_to_run_it_again(store: InsightStore, monkeypatch: pytest.MonkeyPatch) -> None:
     store.save(draft(kind="preference", topic="name", user_id="u1", action="Call the user u1.", evidence="u1"))
-    store.append_turn(turn("s1", "u1"))
+    store.turns.append(turn("s1", "u1"))
 
     def lost_connection(*args: Any, **kwargs: Any) -> None:
         raise weaviate.exceptions.WeaviateConnectionError("connection reset by peer")
 
-    monkeypatch.setattr(store._turns.data, "delete_many", lost_connection)
+    monkeypatch.setattr(store.turns._turns.data, "delete_many", lost_connection)
     with pytest.raises(WeaviateUnavailable, match="safe to run again"):
         store.forget_user("u1")
     monkeypatch.undo()

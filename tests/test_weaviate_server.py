@@ -8,14 +8,10 @@ from pathlib import Path
 import pytest
 
 from hindsight_insights.config import Settings
+from hindsight_insights.connection import connect_url
 from hindsight_insights.errors import WeaviateUnavailable
-from hindsight_insights.weaviate_server import (
-    LocalWeaviate,
-    connect_url,
-    free_port,
-    start_local,
-    weaviate_client,
-)
+from hindsight_insights.store import open_store
+from hindsight_insights.weaviate_server import LocalWeaviate, free_port, running_weaviate, start_local
 
 
 def test_unreachable_url_gives_a_clear_error(settings: Settings) -> None:
@@ -28,8 +24,8 @@ def test_unreachable_url_gives_a_clear_error(settings: Settings) -> None:
 
 def test_configured_url_wins_and_fails_loudly(settings: Settings) -> None:
     configured = settings.model_copy(update={"weaviate_url": f"http://127.0.0.1:{free_port()}"})
-    with pytest.raises(WeaviateUnavailable, match="cannot reach Weaviate"), weaviate_client(configured):
-        pass
+    with pytest.raises(WeaviateUnavailable, match="cannot reach Weaviate"), running_weaviate(configured) as running:
+        open_store(running)
 
 
 def test_not_a_url_is_rejected(settings: Settings) -> None:
@@ -59,8 +55,11 @@ def test_a_server_that_dies_at_start_says_why(tmp_path: Path) -> None:
 
 
 def test_local_fallback_starts_and_stops_a_server(settings: Settings, tmp_path: Path) -> None:
-    with weaviate_client(settings, tmp_path) as client:
+    with running_weaviate(settings, tmp_path) as running:
+        assert running.weaviate_url is not None
+        client = connect_url(running, running.weaviate_url)
         assert client.get_meta()["version"] == settings.weaviate_version
+        client.close()
     assert (tmp_path / "weaviate.log").exists()
 
 
@@ -71,7 +70,7 @@ def test_no_binary_and_no_go_says_what_to_set(
     isolated = settings.model_copy(update={"cache_dir": tmp_path / "empty-cache"})
     with (
         pytest.raises(WeaviateUnavailable, match="set HINDSIGHT_WEAVIATE_URL") as caught,
-        weaviate_client(isolated, tmp_path),
+        running_weaviate(isolated, tmp_path),
     ):
         pass
     assert "no `go` to build one" in str(caught.value)

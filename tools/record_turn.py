@@ -4,9 +4,9 @@ from typing import Any
 from dify_plugin import Tool
 from dify_plugin.entities.tool import ToolInvokeMessage
 
-from hindsight_insights import tool_api
+import hindsight_dify
 
 
 class RecordTurnTool(Tool):
     def _invoke(self, tool_parameters: dict[str, Any]) -> Generator[ToolInvokeMessage]:
-        yield from tool_api.invoke(self, "record_turn", tool_parameters)
+        yield from hindsight_dify.invoke(self, "record_turn", tool_parameters)

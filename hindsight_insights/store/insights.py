@@ -1,6 +1,6 @@
 """The insight store over weaviate-client 4.x: one collection set per project.
 
-Save rules (DESIGN §2), checked in this order:
+Save rules (docs/architecture.md, "Save rules"), checked in this order:
   1. exact duplicate (same deterministic uuid5 of the content): nothing written, `unchanged`;
      a superseded or expired exact duplicate is revived as the newest rule and supersedes the current one;
   2. near-duplicate (same kind, scene and scope; actions with cosine >= merge_similarity, the same numbers and most
@@ -13,13 +13,12 @@ forget_user and expire_sweep are idempotent instead: if interrupted, running the
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal
 
 import numpy as np
 import weaviate
@@ -29,11 +28,11 @@ from weaviate.util import generate_uuid5
 
 from hindsight_insights import ranking
 from hindsight_insights.config import Settings
+from hindsight_insights.connection import SAFE_TO_RERUN, weaviate_errors
 from hindsight_insights.embedder import Embedder, Vectors
 from hindsight_insights.errors import InvalidInput, NotFound, WeaviateUnavailable
 from hindsight_insights.models import (
     GENERAL_SCENE,
-    Evidence,
     ForgetResult,
     Insight,
     InsightDraft,
@@ -44,13 +43,19 @@ from hindsight_insights.models import (
     SaveStatus,
     Scope,
     ScoredInsight,
-    Turn,
-    TurnDraft,
-    TurnSignals,
     normalize_scene,
 )
-from hindsight_insights.schema import ProjectCollections, ensure_collections
 from hindsight_insights.segment import segment, tokens
+from hindsight_insights.store import filters
+from hindsight_insights.store.schema import (
+    INSIGHT_FIELDS,
+    ProjectCollections,
+    StoredObject,
+    ensure_collections,
+    from_object,
+    to_properties,
+)
+from hindsight_insights.store.turns import TurnLog
 
 log = logging.getLogger(__name__)
 
@@ -58,21 +63,6 @@ SearchMode = Literal["hybrid", "vector", "bm25"]
 MAX_TOP_K = 20
 MAX_QUERY_TURNS = 5
 _VECTOR = "default"  # name of the self-provided vector
-
-
-_UNCHANGED = "Nothing was changed; check that Weaviate is running and reachable, then retry."
-_RUN_AGAIN = "Part of it may be done; it is safe to run again, which finishes it, once Weaviate is reachable."
-
-
-@contextlib.contextmanager
-def weaviate_errors(action: str, outcome: str = _UNCHANGED) -> Iterator[None]:
-    """Turn client and server failures into one error that says what failed, what state it left, what to do."""
-    try:
-        yield
-    except weaviate.exceptions.WeaviateBaseError as error:
-        raise WeaviateUnavailable(
-            f"Weaviate failed while {action}: {type(error).__name__}: {str(error)[:500]}. {outcome}"
-        ) from None
 
 
 class _Undo:
@@ -90,19 +80,6 @@ class _Undo:
                 step()
             except Exception:  # keep undoing the rest; the original error is re-raised by the caller
                 log.exception("undo step failed")
-
-
-class StoredObject(Protocol):
-    """What the store reads of an object weaviate-client returns (its several return types all have these)."""
-
-    @property
-    def uuid(self) -> uuid.UUID: ...
-
-    @property
-    def properties(self) -> Mapping[str, Any]: ...
-
-    @property
-    def vector(self) -> Mapping[str, Any]: ...
 
 
 def _topic_key(topic: str) -> str:
@@ -143,50 +120,7 @@ def _search_text(topic: str, scene: str, observation: str, action: str, tags: Se
 
 
 def _insight_from(obj: StoredObject) -> Insight:
-    p = obj.properties
-    return Insight(
-        id=uuid.UUID(str(obj.uuid)),
-        topic=p["topic"],
-        kind=p["kind"],
-        scene=p["scene"],
-        observation=p.get("observation") or "",
-        action=p["action"],
-        evidence=Evidence(
-            quote=p["evidence_quote"], session_id=p.get("evidence_session_id"), turn=p.get("evidence_turn")
-        ),
-        tags=list(p.get("tags") or []),
-        confidence=float(p["confidence"]),
-        expire_at=p.get("expire_at"),
-        user_id=p.get("user_id"),
-        scope=p["scope"],
-        status=p["status"],
-        source=p["source"],
-        support_count=int(p["support_count"]),
-        supersedes=[uuid.UUID(str(value)) for value in p.get("supersedes") or []],
-        created_at=p["created_at"],
-        updated_at=p["updated_at"],
-    )
-
-
-def _turn_from(obj: StoredObject) -> Turn:
-    p = obj.properties
-    return Turn(
-        id=uuid.UUID(str(obj.uuid)),
-        session_id=p["session_id"],
-        user_id=p["user_id"],
-        scene=p["scene"],
-        turn_index=int(p["turn_index"]),
-        user_message=p.get("user_message") or "",
-        assistant_message=p.get("assistant_message") or "",
-        signals=TurnSignals(
-            feedback=p.get("feedback") or None,
-            tool_error=bool(p.get("tool_error")),
-            stopped_generation=bool(p.get("stopped_generation")),
-            correction=bool(p.get("correction")),
-        ),
-        injected_insight_ids=[uuid.UUID(str(value)) for value in p.get("injected_insight_ids") or []],
-        created_at=p["created_at"],
-    )
+    return from_object(obj, INSIGHT_FIELDS, Insight)
 
 
 def _vector_of(obj: StoredObject) -> Vectors:
@@ -194,39 +128,40 @@ def _vector_of(obj: StoredObject) -> Vectors:
     return np.asarray(vector, dtype=np.float32)
 
 
-def eligible_filter(scene: str, user_id: str | None, now: datetime) -> Any:
-    """Scene (given or general), then scope (this user or project-wide), then active and unexpired."""
-    scene = normalize_scene(scene)
-    scenes = [GENERAL_SCENE] if scene == GENERAL_SCENE else [scene, GENERAL_SCENE]
-    scope = Filter.by_property("scope").equal(Scope.PROJECT.value)
-    if user_id:
-        scope = scope | (
-            Filter.by_property("scope").equal(Scope.USER.value) & Filter.by_property("user_id").equal(user_id)
-        )
-    return Filter.all_of(
-        [
-            Filter.by_property("scene").contains_any(scenes),
-            scope,
-            Filter.by_property("status").equal(InsightStatus.ACTIVE.value),
-            Filter.by_property("expire_at").is_none(True) | Filter.by_property("expire_at").greater_than(now),
-        ]
-    )
-
-
 class InsightStore:
     """Insights and turns of one project. Create with `InsightStore.open(client, settings, embedder)`."""
 
-    def __init__(self, collections: ProjectCollections, embedder: Embedder, settings: Settings) -> None:
+    def __init__(
+        self,
+        collections: ProjectCollections,
+        embedder: Embedder,
+        settings: Settings,
+        client: weaviate.WeaviateClient | None = None,
+    ) -> None:
         self._insights = collections.insights
-        self._turns = collections.turns
+        self.turns = TurnLog(collections.turns)
         self._embedder = embedder
         self._settings = settings
+        self._client = client  # set when this store owns the connection (open_store)
 
     @classmethod
-    def open(cls, client: weaviate.WeaviateClient, settings: Settings, embedder: Embedder) -> InsightStore:
+    def open(
+        cls, client: weaviate.WeaviateClient, settings: Settings, embedder: Embedder, *, owns_client: bool = False
+    ) -> InsightStore:
         with weaviate_errors("creating the project's collections"):
             collections = ensure_collections(client, settings.project, embedder)
-        return cls(collections, embedder, settings)
+        return cls(collections, embedder, settings, client if owns_client else None)
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    def is_connected(self) -> bool:
+        return self._client is None or self._client.is_connected()
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
 
     # ---- insights -------------------------------------------------------------------------------------------
 
@@ -344,30 +279,21 @@ class InsightStore:
     def _properties(
         draft: InsightDraft, now: datetime, supersedes: list[uuid.UUID], status: InsightStatus
     ) -> dict[str, Any]:
-        properties = {
-            "topic": draft.topic,
-            "topic_key": _topic_key(draft.topic),
-            "kind": draft.kind.value,
-            "scene": draft.scene,
-            "observation": draft.observation,
-            "action": draft.action,
-            "evidence_quote": draft.evidence.quote,
-            "evidence_session_id": draft.evidence.session_id,
-            "evidence_turn": draft.evidence.turn,
-            "tags": draft.tags,
-            "confidence": draft.confidence,
-            "expire_at": draft.expire_at,
-            "user_id": draft.user_id,
-            "scope": draft.resolved_scope.value,
-            "status": status.value,
-            "source": draft.source,
-            "support_count": 1,
-            "supersedes": supersedes,
-            "created_at": now,
-            "updated_at": now,
-            "search_text": _search_text(draft.topic, draft.scene, draft.observation, draft.action, draft.tags),
-        }
-        return {key: value for key, value in properties.items() if value is not None}
+        insight = Insight(
+            id=uuid.UUID(int=0),  # the id is the object's, not a property
+            **draft.model_dump(exclude={"status", "scope"}),
+            scope=draft.resolved_scope,
+            status=status,
+            supersedes=supersedes,
+            created_at=now,
+            updated_at=now,
+        )
+        return to_properties(
+            insight,
+            INSIGHT_FIELDS,
+            topic_key=_topic_key(draft.topic),
+            search_text=_search_text(draft.topic, draft.scene, draft.observation, draft.action, draft.tags),
+        )
 
     def _mark_superseded(self, old: Sequence[Insight], now: datetime, undo: _Undo) -> None:
         for insight in old:
@@ -416,16 +342,6 @@ class InsightStore:
             supersedes=[i.id for i in old],
         )
 
-    def _slot_filter(self, scene: str, scope: Scope, user_id: str | None) -> Any:
-        parts = [
-            Filter.by_property("scene").equal(scene),
-            Filter.by_property("scope").equal(scope.value),
-            Filter.by_property("status").equal(InsightStatus.ACTIVE.value),
-        ]
-        if scope is Scope.USER and user_id:
-            parts.append(Filter.by_property("user_id").equal(user_id))
-        return Filter.all_of(parts)
-
     def _near_duplicate(self, draft: InsightDraft, vector: Vectors) -> Insight | None:
         """The stored insight in the same slot and kind whose action says the same (ranking.near_duplicate_actions)."""
         result = self._insights.query.near_vector(
@@ -433,7 +349,7 @@ class InsightStore:
             target_vector=_VECTOR,
             limit=5,
             distance=0.5,  # a wide net; the decision is made on the actions below
-            filters=self._slot_filter(draft.scene, draft.resolved_scope, draft.user_id)
+            filters=filters.active_in_slot(draft.scene, draft.resolved_scope, draft.user_id)
             & Filter.by_property("kind").equal(draft.kind.value),
         )
         if not result.objects:
@@ -451,7 +367,8 @@ class InsightStore:
 
     def _same_slot(self, topic: str, scene: str, scope: Scope, user_id: str | None) -> list[Insight]:
         result = self._insights.query.fetch_objects(
-            filters=self._slot_filter(scene, scope, user_id) & Filter.by_property("topic_key").equal(_topic_key(topic)),
+            filters=filters.active_in_slot(scene, scope, user_id)
+            & Filter.by_property("topic_key").equal(_topic_key(topic)),
             limit=100,
         )
         return [_insight_from(obj) for obj in result.objects]
@@ -538,7 +455,7 @@ class InsightStore:
             [InsightStatus.ACTIVE.value, InsightStatus.PENDING_REVIEW.value]
         )
         count = 0
-        with weaviate_errors("expiring insights", _RUN_AGAIN):
+        with weaviate_errors("expiring insights", SAFE_TO_RERUN):
             result = self._insights.query.fetch_objects(filters=due, limit=10_000)
             for obj in result.objects:
                 self._insights.data.update(
@@ -549,21 +466,18 @@ class InsightStore:
 
     def count(self, *, user_id: str | None = None) -> tuple[int, int]:
         """(insights, turns), optionally of one user."""
-        where = Filter.by_property("user_id").equal(user_id) if user_id is not None else None
+        where = filters.owned_by(user_id) if user_id is not None else None
         with weaviate_errors("counting"):
             insights = self._insights.aggregate.over_all(filters=where, total_count=True).total_count
-            turns = self._turns.aggregate.over_all(filters=where, total_count=True).total_count
-        return int(insights or 0), int(turns or 0)
+        return int(insights or 0), self.turns.count(user_id=user_id)
 
     def forget_user(self, user_id: str) -> ForgetResult:
         """Delete one user's insights and turns, and nothing else. Idempotent: if interrupted, run it again."""
         if not user_id.strip():
             raise InvalidInput([("user_id", "must not be empty")])
-        where = Filter.by_property("user_id").equal(user_id)
-        with weaviate_errors("forgetting a user", _RUN_AGAIN):
-            insights = self._insights.data.delete_many(where=where)
-            turns = self._turns.data.delete_many(where=where)
-        return ForgetResult(insights_deleted=insights.successful, turns_deleted=turns.successful)
+        with weaviate_errors("forgetting a user", SAFE_TO_RERUN):
+            insights = self._insights.data.delete_many(where=filters.owned_by(user_id))
+        return ForgetResult(insights_deleted=insights.successful, turns_deleted=self.turns.forget_user(user_id))
 
     # ---- search ---------------------------------------------------------------------------------------------
 
@@ -602,7 +516,7 @@ class InsightStore:
             if mode == "bm25":
                 return []
             alpha = 1.0
-        where = eligible_filter(scene, user_id, now)
+        where = filters.eligible(scene, user_id, now)
         if kinds:
             where = where & Filter.by_property("kind").contains_any([kind.value for kind in kinds])
         limit = max(top_k * 4, 20)
@@ -669,7 +583,7 @@ class InsightStore:
         limit = self._settings.standing_rule_budget if limit is None else limit
         if limit == 0:
             return []
-        where = eligible_filter(scene, user_id, now or datetime.now(UTC)) & Filter.by_property("kind").equal(
+        where = filters.eligible(scene, user_id, now or datetime.now(UTC)) & Filter.by_property("kind").equal(
             InsightKind.PREFERENCE.value
         )
         with weaviate_errors("reading standing rules"):
@@ -688,7 +602,8 @@ class InsightStore:
         score_threshold: float | None = None,
         now: datetime | None = None,
     ) -> Recall:
-        """Both retrieval channels (DESIGN §3): standing preferences, and situational facts, processes and lessons."""
+        """Both retrieval channels (docs/architecture.md, Retrieval): standing preferences, and situational facts,
+        processes and lessons."""
         now = now or datetime.now(UTC)
         situational = self.search(
             query,
@@ -700,55 +615,6 @@ class InsightStore:
             kinds=[InsightKind.FACT, InsightKind.PROCESS, InsightKind.LESSON],
         )
         return Recall(standing=self.standing_rules(scene=scene, user_id=user_id, now=now), situational=situational)
-
-    # ---- turns ----------------------------------------------------------------------------------------------
-
-    def append_turn(self, draft: TurnDraft, now: datetime | None = None) -> Turn:
-        now = now or datetime.now(UTC)
-        with weaviate_errors("recording a turn"):
-            for _attempt in range(5):
-                index = self._next_turn_index(draft.session_id)
-                turn_id = uuid.UUID(generate_uuid5(f"{draft.session_id}\n{index}"))
-                properties: dict[str, Any] = {
-                    "session_id": draft.session_id,
-                    "user_id": draft.user_id,
-                    "scene": draft.scene,
-                    "turn_index": index,
-                    "user_message": draft.user_message,
-                    "assistant_message": draft.assistant_message,
-                    "tool_error": draft.signals.tool_error,
-                    "stopped_generation": draft.signals.stopped_generation,
-                    "correction": draft.signals.correction,
-                    "injected_insight_ids": [str(value) for value in draft.injected_insight_ids],
-                    "created_at": now,
-                }
-                if draft.signals.feedback:
-                    properties["feedback"] = draft.signals.feedback
-                try:
-                    self._turns.data.insert(properties, uuid=turn_id)
-                except weaviate.exceptions.UnexpectedStatusCodeError as error:
-                    if "already exists" in str(error):  # a concurrent append took this index
-                        continue
-                    raise
-                return Turn(id=turn_id, turn_index=index, created_at=now, **draft.model_dump(exclude={"created_at"}))
-        raise WeaviateUnavailable(f"could not record a turn in session {draft.session_id}: too many concurrent writes")
-
-    def _next_turn_index(self, session_id: str) -> int:
-        result = self._turns.query.fetch_objects(
-            filters=Filter.by_property("session_id").equal(session_id),
-            limit=1,
-            sort=Sort.by_property("turn_index", ascending=False),
-        )
-        return cast(int, result.objects[0].properties["turn_index"]) + 1 if result.objects else 0
-
-    def session_turns(self, session_id: str) -> list[Turn]:
-        with weaviate_errors("reading a session's turns"):
-            result = self._turns.query.fetch_objects(
-                filters=Filter.by_property("session_id").equal(session_id),
-                limit=10_000,
-                sort=Sort.by_property("turn_index", ascending=True),
-            )
-        return [_turn_from(obj) for obj in result.objects]
 
 
 def _as_uuid(value: uuid.UUID | str) -> uuid.UUID:

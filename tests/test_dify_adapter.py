@@ -1,22 +1,15 @@
-"""The plugin-facing core without the plugin: version check, parameter parsing, the connection cache."""
+"""The Dify adapter without the plugin: version check, parameter parsing, the connection cache, LLM JSON."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import SecretStr
 
+from hindsight_dify import ProviderCredentials, cache_key, error_result, params
 from hindsight_insights.config import Settings
+from hindsight_insights.connection import require_server_version
 from hindsight_insights.errors import InvalidInput, WeaviateUnavailable
-from hindsight_insights.tool_api import (
-    ProviderCredentials,
-    _bool,
-    _cache_key,
-    _insight_json,
-    _list,
-    _split_turns,
-    error_result,
-    require_server_version,
-)
+from hindsight_insights.models import InsightDraft, json_object
 
 
 @pytest.mark.parametrize("version", ["1.27.0", "1.27.10", "1.39.0", "2.0.0", "1.30.0-rc.1"])
@@ -43,7 +36,7 @@ def test_credentials_blanks_take_defaults_and_map_to_settings() -> None:
             "embedder": "use-m3",
         }
     )
-    settings = credentials.settings(Settings(_env_file=None))  # type: ignore[call-arg]
+    settings = credentials.settings(Settings(_env_file=None))
     assert (settings.weaviate_url, settings.weaviate_grpc_port, settings.weaviate_api_key) == (
         "http://weaviate:8080",
         50051,
@@ -62,18 +55,18 @@ def test_openai_credentials_reach_the_settings() -> None:
             "embedding_model": "m",
         }
     )
-    settings = credentials.settings(Settings(_env_file=None))  # type: ignore[call-arg]
+    settings = credentials.settings(Settings(_env_file=None))
     assert (settings.embedder, settings.openai_base_url, settings.openai_model) == ("openai", "http://e/v1", "m")
     assert settings.openai_api_key is not None and settings.openai_api_key.get_secret_value() == "k"
 
 
 def test_cache_key_tells_secrets_apart() -> None:
-    base = Settings(_env_file=None, weaviate_url="http://w:8080")  # type: ignore[call-arg]
+    base = Settings(_env_file=None, weaviate_url="http://w:8080")
     right = base.model_copy(update={"weaviate_api_key": SecretStr("right")})
     wrong = base.model_copy(update={"weaviate_api_key": SecretStr("wrong")})
     assert right.model_dump_json() == wrong.model_dump_json()  # why the key cannot be the dump alone
-    assert _cache_key(right) != _cache_key(wrong)
-    assert "right" not in _cache_key(right)
+    assert cache_key(right) != cache_key(wrong)
+    assert "right" not in cache_key(right)
 
 
 @pytest.mark.parametrize(
@@ -87,32 +80,33 @@ def test_cache_key_tells_secrets_apart() -> None:
     ],
 )
 def test_list_parameters(value: object, expected: list[str]) -> None:
-    assert _list({"tags": value}, "tags") == expected
+    assert params.text_list({"tags": value}, "tags") == expected
 
 
 def test_list_parameter_that_is_broken_json() -> None:
     with pytest.raises(InvalidInput, match="tags: looks like a JSON array but is not valid JSON"):
-        _list({"tags": "[1, "}, "tags")
+        params.text_list({"tags": "[1, "}, "tags")
 
 
 @pytest.mark.parametrize(
     ("value", "expected"), [(True, True), ("true", True), ("是", True), ("0", False), (None, False), ("", False)]
 )
 def test_boolean_parameters(value: object, expected: bool) -> None:
-    assert _bool({"flag": value}, "flag") is expected
+    assert params.boolean({"flag": value}, "flag") is expected
 
 
-def test_split_turns() -> None:
-    assert _split_turns('["第一轮", "第二轮"]') == ["第一轮", "第二轮"]
-    assert _split_turns("line one\n\nline two") == ["line one", "line two"]
-    assert _split_turns("[not json") == ["[not json"]
+def test_recent_turns() -> None:
+    assert params.recent_turns('["第一轮", "第二轮"]') == ["第一轮", "第二轮"]
+    assert params.recent_turns("line one\n\nline two") == ["line one", "line two"]
+    assert params.recent_turns("[not json") == ["[not json"]
 
 
 def test_insight_json_fence_and_errors() -> None:
-    assert _insight_json('```json\n{"a": 1}\n```') == {"a": 1}
-    assert _insight_json("```\n{}\n```") == {}
+    assert json_object('```json\n{"a": 1}\n```', "insight_json") == {"a": 1}
+    assert json_object("```\n{}\n```", "insight_json") == {}
+    assert InsightDraft.from_llm_json("```\n{}\n```") is None
     with pytest.raises(InvalidInput, match="insight_json: is not valid JSON"):
-        _insight_json("{'single': 'quotes'}")
+        json_object("{'single': 'quotes'}", "insight_json")
 
 
 def test_error_result_is_text_and_structured() -> None:

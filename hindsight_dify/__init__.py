@@ -1,0 +1,20 @@
+"""The Dify adapter: what the plugin's provider and tools call. It imports the core's public names only, and never
+`dify_plugin` itself (the tools hand in their Tool object)."""
+
+from hindsight_dify.credentials import ProviderCredentials
+from hindsight_dify.operations import OPERATIONS, Context
+from hindsight_dify.results import ToolResult, error_result
+from hindsight_dify.runtime import STORES, StoreCache, cache_key, invoke, run
+
+__all__ = [
+    "OPERATIONS",
+    "STORES",
+    "Context",
+    "ProviderCredentials",
+    "StoreCache",
+    "ToolResult",
+    "cache_key",
+    "error_result",
+    "invoke",
+    "run",
+]

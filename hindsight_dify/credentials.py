@@ -1,0 +1,61 @@
+"""The plugin's provider credentials, as Dify sends them, mapped onto the core's settings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, field_validator
+
+from hindsight_insights.config import Language, Settings
+from hindsight_insights.models import StrictModel
+
+
+def blank_to_none(value: Any) -> Any:
+    """Dify sends an empty string for a field that was left empty."""
+    return None if value is None or (isinstance(value, str) and not value.strip()) else value
+
+
+class ProviderCredentials(StrictModel):
+    """The plugin's provider credentials as Dify sends them (strings; blank means unset)."""
+
+    weaviate_url: str = Field(min_length=1)
+    weaviate_api_key: SecretStr | None = None
+    weaviate_grpc_host: str | None = None
+    weaviate_grpc_port: int = Field(50051, ge=1, le=65535)
+    project: str = Field("default", min_length=1, max_length=100)
+    embedder: Literal["use-m3", "openai"] = "use-m3"
+    embedding_base_url: str | None = None
+    embedding_api_key: SecretStr | None = None
+    embedding_model: str | None = None
+    language: Language = "zh"
+    top_k: int = Field(5, ge=1, le=20)
+    score_threshold: float = Field(0.17, ge=0.0, le=1.0)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _blank(cls, value: Any) -> Any:
+        return blank_to_none(value)
+
+    @classmethod
+    def parse_credentials(cls, credentials: Mapping[str, Any]) -> ProviderCredentials:
+        # Dify keeps the key of a field that was left empty; dropping blanks lets the defaults apply.
+        return cls.parse({key: value for key, value in credentials.items() if blank_to_none(value) is not None})
+
+    def settings(self, base: Settings) -> Settings:
+        update: dict[str, Any] = {
+            "weaviate_url": self.weaviate_url.strip().rstrip("/"),
+            "weaviate_api_key": self.weaviate_api_key,
+            "weaviate_grpc_host": self.weaviate_grpc_host,
+            "weaviate_grpc_port": self.weaviate_grpc_port,
+            "project": self.project,
+            "embedder": self.embedder,
+            "language": self.language,
+            "top_k": self.top_k,
+            "score_threshold": self.score_threshold,
+        }
+        if self.embedder == "openai":
+            update |= {"openai_base_url": self.embedding_base_url, "openai_api_key": self.embedding_api_key}
+            if self.embedding_model:
+                update["openai_model"] = self.embedding_model
+        return base.model_copy(update=update)

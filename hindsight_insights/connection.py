@@ -1,0 +1,88 @@
+"""Talking to a running Weaviate: connecting, the minimum server version, and turning its failures into errors a
+Dify user can act on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import weaviate
+from weaviate.classes.init import AdditionalConfig, Auth, Timeout
+
+from hindsight_insights.config import Settings
+from hindsight_insights.errors import WeaviateUnavailable
+
+MINIMUM_WEAVIATE = (1, 27)  # weaviate-client 4.x needs it; Dify's docker-compose ships 1.27 or newer
+
+NOTHING_CHANGED = "Nothing was changed; check that Weaviate is running and reachable, then retry."
+SAFE_TO_RERUN = "Part of it may be done; it is safe to run again, which finishes it, once Weaviate is reachable."
+
+
+def require_server_version(version: str) -> None:
+    parts = re.findall(r"\d+", version)[:2]
+    found = tuple(int(part) for part in parts) if len(parts) == 2 else (0, 0)
+    if found < MINIMUM_WEAVIATE:
+        raise WeaviateUnavailable(
+            f"Weaviate {version} is too old: Hindsight Insights needs 1.27 or newer. Upgrade the weaviate service "
+            "(Dify's docker-compose ships 1.27 or newer since Dify 1.0) or point the URL at a newer server."
+        )
+
+
+@contextlib.contextmanager
+def weaviate_errors(action: str, outcome: str = NOTHING_CHANGED) -> Iterator[None]:
+    """Turn client and server failures into one error that says what failed, what state it left, what to do."""
+    try:
+        yield
+    except weaviate.exceptions.WeaviateBaseError as error:
+        raise WeaviateUnavailable(
+            f"Weaviate failed while {action}: {type(error).__name__}: {str(error)[:500]}. {outcome}"
+        ) from None
+
+
+def connect_url(settings: Settings, url: str) -> weaviate.WeaviateClient:
+    """A client for a running server at `url` (gRPC on the same host unless configured)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise WeaviateUnavailable(f"Weaviate URL {url!r} is not an http(s) URL such as http://weaviate:8080")
+    secure = parts.scheme == "https"
+    api_key = settings.weaviate_api_key.get_secret_value() if settings.weaviate_api_key else None
+    try:
+        client = weaviate.connect_to_custom(
+            http_host=parts.hostname,
+            http_port=parts.port or (443 if secure else 80),
+            http_secure=secure,
+            grpc_host=settings.weaviate_grpc_host or parts.hostname,
+            grpc_port=settings.weaviate_grpc_port,
+            grpc_secure=secure,
+            auth_credentials=Auth.api_key(api_key) if api_key else None,
+            skip_init_checks=True,  # avoids the client's PyPI version probe
+            additional_config=AdditionalConfig(timeout=Timeout(init=settings.weaviate_timeout_s, query=30, insert=60)),
+        )
+        ready = client.is_ready()
+    except Exception as error:
+        if _is_auth_failure(error):
+            raise WeaviateUnavailable(
+                f"Weaviate at {url} refused the API key: set the key of that server "
+                "(for Dify's bundled Weaviate, WEAVIATE_API_KEY in Dify's docker/.env)"
+            ) from None
+        raise WeaviateUnavailable(
+            f"cannot reach Weaviate at {url} ({type(error).__name__}: {error}). Check the URL and that the server "
+            "is running; inside Dify's network it is http://weaviate:8080 with gRPC on weaviate:50051."
+        ) from None
+    if not ready:
+        client.close()
+        raise WeaviateUnavailable(f"Weaviate at {url} answered but is not ready; retry when it has started")
+    return client
+
+
+def _is_auth_failure(error: BaseException | None) -> bool:
+    while error is not None:
+        if isinstance(error, weaviate.exceptions.AuthenticationFailedError):
+            return True
+        if isinstance(error, weaviate.exceptions.UnexpectedStatusCodeError) and error.status_code in (401, 403):
+            return True
+        error = error.__cause__ or error.__context__
+    return False

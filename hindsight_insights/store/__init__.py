@@ -1,0 +1,29 @@
+"""The store: insights (save rules and search) and the turn log of one project, over Weaviate."""
+
+from __future__ import annotations
+
+from hindsight_insights.config import Settings
+from hindsight_insights.connection import connect_url, require_server_version, weaviate_errors
+from hindsight_insights.embedder import Embedder, load_embedder
+from hindsight_insights.errors import WeaviateUnavailable
+from hindsight_insights.store.insights import InsightStore, SearchMode
+from hindsight_insights.store.turns import TurnLog
+
+__all__ = ["InsightStore", "SearchMode", "TurnLog", "open_store"]
+
+
+def open_store(settings: Settings, embedder: Embedder | None = None) -> InsightStore:
+    """Connect to `settings.weaviate_url`, check the server's version, ensure the project's collections.
+
+    The store owns the connection: `close()` it when done.
+    """
+    if not settings.weaviate_url:
+        raise WeaviateUnavailable("no Weaviate URL configured: set HINDSIGHT_WEAVIATE_URL, or start a local server")
+    client = connect_url(settings, settings.weaviate_url)
+    try:
+        with weaviate_errors("checking the server version"):
+            require_server_version(str(client.get_meta().get("version", "")))
+        return InsightStore.open(client, settings, embedder or load_embedder(settings), owns_client=True)
+    except BaseException:
+        client.close()
+        raise

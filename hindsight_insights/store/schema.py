@@ -1,0 +1,245 @@
+"""Per-project collections: their names, their properties (each declared once, with where it lives on the model,
+which drives the conversion both ways), and the embedder they are bound to.
+
+Name mapping (project name -> collection names):
+  1. NFKC-normalise and trim the project name;
+  2. slug = ASCII letters and digits kept, every other run of characters becomes "_", lower-cased, at most 40 chars;
+  3. if the slug is not exactly the project name (Chinese, capitals, punctuation, truncation), append "_" plus the
+     first 8 hex digits of sha256(name), so distinct names never share collections;
+  4. base = "Hindsight_" + slug (+ hash); collections are base + "_Insight" and base + "_Turn".
+Examples: "default" -> Hindsight_default_Insight; "售后客服" -> Hindsight_<hash8>_Insight;
+"Shop-CN" -> Hindsight_shop_cn_<hash8>_Insight.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Protocol
+
+import weaviate
+from pydantic import BaseModel
+from weaviate.classes.config import Configure, DataType, Property, Tokenization
+from weaviate.collections import Collection
+
+from hindsight_insights.embedder import Embedder
+from hindsight_insights.errors import EmbedderMismatch, HindsightError, InvalidInput
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class CollectionNames:
+    insights: str
+    turns: str
+
+
+def collection_names(project: str) -> CollectionNames:
+    name = unicodedata.normalize("NFKC", project).strip()
+    if not name:
+        raise InvalidInput([("project", "must not be empty")])
+    slug = re.sub(r"[^0-9A-Za-z]+", "_", name).strip("_").lower()[:40]
+    if slug != name:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+        slug = f"{slug}_{digest}" if slug else digest
+    base = f"Hindsight_{slug}"
+    return CollectionNames(insights=f"{base}_Insight", turns=f"{base}_Turn")
+
+
+class Index(Enum):
+    """How a property is indexed. Text is never BM25-searchable except the one segmented property."""
+
+    KEYWORD = "keyword"  # exact-match filterable text
+    VALUE = "value"  # numbers, dates, booleans, ids: filterable and sortable as Weaviate does by default
+    STORED = "stored"  # kept for display only
+    SEGMENTED = "segmented"  # rjieba-segmented text, whitespace-tokenised: the only BM25 property (segment.py)
+
+
+@dataclass(frozen=True)
+class StoredField:
+    """One property: its Weaviate type and index, and where its value lives on the model (None: the store derives
+    it, e.g. a normalised key or the segmented search text)."""
+
+    name: str
+    data_type: DataType
+    index: Index = Index.VALUE
+    path: tuple[str, ...] | None = ()
+
+    @property
+    def model_path(self) -> tuple[str, ...] | None:
+        return (self.name,) if self.path == () else self.path
+
+    def weaviate_property(self) -> Property:
+        if self.index is Index.KEYWORD:
+            return Property(
+                name=self.name,
+                data_type=self.data_type,
+                tokenization=Tokenization.FIELD,
+                index_filterable=True,
+                index_searchable=False,
+            )
+        if self.index is Index.STORED:
+            return Property(name=self.name, data_type=self.data_type, index_filterable=False, index_searchable=False)
+        if self.index is Index.SEGMENTED:
+            return Property(
+                name=self.name,
+                data_type=self.data_type,
+                tokenization=Tokenization.WHITESPACE,
+                index_searchable=True,
+                index_filterable=False,
+            )
+        return Property(name=self.name, data_type=self.data_type)
+
+
+TEXT, TEXTS, INT, NUMBER, DATE, BOOL, UUIDS = (
+    DataType.TEXT,
+    DataType.TEXT_ARRAY,
+    DataType.INT,
+    DataType.NUMBER,
+    DataType.DATE,
+    DataType.BOOL,
+    DataType.UUID_ARRAY,
+)
+
+INSIGHT_FIELDS = (
+    StoredField("topic", TEXT, Index.STORED),
+    StoredField("topic_key", TEXT, Index.KEYWORD, path=None),
+    StoredField("kind", TEXT, Index.KEYWORD),
+    StoredField("scene", TEXT, Index.KEYWORD),
+    StoredField("observation", TEXT, Index.STORED),
+    StoredField("action", TEXT, Index.STORED),
+    StoredField("evidence_quote", TEXT, Index.STORED, path=("evidence", "quote")),
+    StoredField("evidence_session_id", TEXT, Index.KEYWORD, path=("evidence", "session_id")),
+    StoredField("evidence_turn", INT, path=("evidence", "turn")),
+    StoredField("tags", TEXTS, Index.KEYWORD),
+    StoredField("confidence", NUMBER),
+    StoredField("expire_at", DATE),
+    StoredField("user_id", TEXT, Index.KEYWORD),
+    StoredField("scope", TEXT, Index.KEYWORD),
+    StoredField("status", TEXT, Index.KEYWORD),
+    StoredField("source", TEXT, Index.KEYWORD),
+    StoredField("support_count", INT),
+    StoredField("supersedes", UUIDS),
+    StoredField("created_at", DATE),
+    StoredField("updated_at", DATE),
+    StoredField("search_text", TEXT, Index.SEGMENTED, path=None),
+)
+
+TURN_FIELDS = (
+    StoredField("session_id", TEXT, Index.KEYWORD),
+    StoredField("user_id", TEXT, Index.KEYWORD),
+    StoredField("scene", TEXT, Index.KEYWORD),
+    StoredField("turn_index", INT),
+    StoredField("user_message", TEXT, Index.STORED),
+    StoredField("assistant_message", TEXT, Index.STORED),
+    StoredField("feedback", TEXT, Index.KEYWORD, path=("signals", "feedback")),
+    StoredField("tool_error", BOOL, path=("signals", "tool_error")),
+    StoredField("stopped_generation", BOOL, path=("signals", "stopped_generation")),
+    StoredField("correction", BOOL, path=("signals", "correction")),
+    StoredField("injected_insight_ids", UUIDS),
+    StoredField("created_at", DATE),
+)
+
+
+class StoredObject(Protocol):
+    """What the store reads of an object weaviate-client returns (its several return types all have these)."""
+
+    @property
+    def uuid(self) -> uuid.UUID: ...
+
+    @property
+    def properties(self) -> Mapping[str, Any]: ...
+
+    @property
+    def vector(self) -> Mapping[str, Any]: ...
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, uuid.UUID | Enum):
+        return str(value.value if isinstance(value, Enum) else value)
+    if isinstance(value, list):
+        return [_encode(item) for item in value]
+    return value
+
+
+def to_properties(model: BaseModel, fields: Sequence[StoredField], **derived: Any) -> dict[str, Any]:
+    """The model as Weaviate properties, plus the derived ones. Unset (None) values are left out."""
+    properties: dict[str, Any] = {}
+    for field in fields:
+        path = field.model_path
+        value: Any = derived.get(field.name) if path is None else model
+        for step in path or ():
+            value = getattr(value, step)
+        if value is not None:
+            properties[field.name] = _encode(value)
+    return properties
+
+
+def from_object[M: BaseModel](obj: StoredObject, fields: Sequence[StoredField], model: type[M]) -> M:
+    """The model from a stored object: each property put back where its field says; missing ones take defaults."""
+    data: dict[str, Any] = {"id": obj.uuid}
+    for field in fields:
+        path = field.model_path
+        value = obj.properties.get(field.name)
+        if path is None or value is None:
+            continue
+        target = data
+        for step in path[:-1]:
+            target = target.setdefault(step, {})
+        target[path[-1]] = value
+    return model.model_validate(data)
+
+
+INSIGHT_PROPERTIES = [field.weaviate_property() for field in INSIGHT_FIELDS]
+TURN_PROPERTIES = [field.weaviate_property() for field in TURN_FIELDS]
+
+
+@dataclass(frozen=True)
+class ProjectCollections:
+    insights: Collection
+    turns: Collection
+
+
+def ensure_collections(client: weaviate.WeaviateClient, project: str, embedder: Embedder) -> ProjectCollections:
+    """Create the project's collections if missing (idempotent) and check they belong to this embedder."""
+    names = collection_names(project)
+    binding = {"project": project, "embedder": embedder.id, "dimension": embedder.dimension, "schema": SCHEMA_VERSION}
+    for name, properties in ((names.insights, INSIGHT_PROPERTIES), (names.turns, TURN_PROPERTIES)):
+        if not client.collections.exists(name):
+            try:
+                client.collections.create(
+                    name,
+                    description=json.dumps(binding, ensure_ascii=False),
+                    properties=properties,
+                    vector_config=Configure.Vectors.self_provided(),
+                    inverted_index_config=Configure.inverted_index(index_null_state=True),
+                )
+            except weaviate.exceptions.UnexpectedStatusCodeError as error:
+                if "already exists" not in str(error):  # another process created it first
+                    raise
+        _check_binding(client.collections.use(name), name, binding)
+    return ProjectCollections(client.collections.use(names.insights), client.collections.use(names.turns))
+
+
+def _check_binding(collection: Collection, name: str, expected: dict[str, object]) -> None:
+    description = collection.config.get().description or ""
+    try:
+        found = json.loads(description)
+    except json.JSONDecodeError:
+        found = None
+    if not isinstance(found, dict) or "embedder" not in found:
+        raise HindsightError(
+            f"collection {name} exists but was not created by Hindsight Insights; choose another project"
+        )
+    if (found["embedder"], found.get("dimension")) != (expected["embedder"], expected["dimension"]):
+        raise EmbedderMismatch(
+            f"collection {name} holds vectors of {found['embedder']} ({found.get('dimension')} dims), but the "
+            f"configured embedder is {expected['embedder']} ({expected['dimension']} dims). Mixing them would break "
+            "search: configure the original embedder, or use another project name."
+        )
