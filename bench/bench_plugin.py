@@ -30,6 +30,7 @@ import numpy as np
 
 import hindsight_dify.operations
 from bench.bench_store import QUERIES, SCENES, synthetic_insights
+from hindsight_dify.params import Parameters
 from hindsight_insights.config import Settings
 from hindsight_insights.store import open_store
 from hindsight_insights.weaviate_server import ensure_binary, start_local
@@ -90,7 +91,9 @@ def main() -> None:
                             rejected = plugin.invoke_tool("search_insight", {**params, "top_k": 0}, credentials)
                             assert rejected.json["error"]["type"] == "invalid_input"
                         else:
-                            hindsight_dify.operations.search_insight(store, params, hindsight_dify.Context(user, None))
+                            hindsight_dify.operations.search_insight(
+                                store, Parameters(params), hindsight_dify.Context(user)
+                            )
                         if round_index > 0:
                             timings[name].append((time.perf_counter() - started) * 1000)
             rss = peak_rss_mib(plugin.process.pid)

@@ -4,7 +4,7 @@
 from hindsight_dify.credentials import ProviderCredentials
 from hindsight_dify.operations import OPERATIONS, Context
 from hindsight_dify.results import ToolResult, error_result
-from hindsight_dify.runtime import STORES, StoreCache, cache_key, invoke, run
+from hindsight_dify.runtime import STORES, StoreCache, cache_key, invoke, off_event_loop, run, validate
 
 __all__ = [
     "OPERATIONS",
@@ -16,5 +16,7 @@ __all__ = [
     "cache_key",
     "error_result",
     "invoke",
+    "off_event_loop",
     "run",
+    "validate",
 ]

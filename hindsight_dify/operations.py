@@ -1,63 +1,95 @@
-"""The four tools' operations: Dify parameters in, a core call, a ToolResult out. No business logic lives here."""
+"""The four tools' operations: Dify parameters in, a core call, a ToolResult out. No business logic lives here.
+
+Identity: every operation acts for the end user that Dify passes with the call. A builder may map another id (an
+app's own user id) with the `end_user_id` setting, a `form: form` parameter that only the builder sets; no
+parameter that a model fills (`form: llm`) and no field of LLM-written JSON chooses whose data is read or written.
+"""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hindsight_dify import params
+from hindsight_dify.params import Parameters, recent_turns
 from hindsight_dify.results import ToolResult
 from hindsight_insights.config import Language
 from hindsight_insights.errors import InvalidInput
-from hindsight_insights.models import Insight, InsightDraft, InsightStatus, TurnDraft
+from hindsight_insights.governance.scope import admit
+from hindsight_insights.models import Insight, InsightDraft, TurnDraft
 from hindsight_insights.rules import render_rules
 from hindsight_insights.store import InsightStore
+from hindsight_insights.store.insights import MAX_TOP_K
 
 
 @dataclass(frozen=True)
 class Context:
-    """Who is calling, from the Dify runtime."""
+    """Who is calling and from where, as the Dify runtime passes it (never from a tool parameter)."""
 
     user_id: str | None
-    conversation_id: str | None
+    conversation_id: str | None = None
+    message_id: str | None = None
 
 
-_FIELDS = ("topic", "kind", "scene", "observation", "action", "confidence", "expire_at", "scope")
+def acting_user(parameters: Parameters, context: Context) -> str:
+    """The builder's `end_user_id` setting, else Dify's end user of this call."""
+    user = parameters.text("end_user_id") or context.user_id
+    if not user:
+        raise InvalidInput([("end_user_id", "Dify passed no end user with this call; set end_user_id in the node")])
+    return user
 
 
-def save_insight(store: InsightStore, parameters: Mapping[str, Any], context: Context) -> ToolResult:
-    raw_json = params.text(parameters, "insight_json")
-    user_id = params.text(parameters, "user_id") or context.user_id
+_FIELDS = ("topic", "kind", "scene", "observation", "action", "confidence", "expire_at")
+
+
+def save_insight(store: InsightStore, parameters: Parameters, context: Context) -> ToolResult:
+    user = acting_user(parameters, context)
+    raw_json = parameters.text("insight_json")
+    ignored: list[str] = []
     if raw_json is not None:
-        given = [name for name in (*_FIELDS, "evidence", "tags") if params.text(parameters, name) is not None]
+        given = [name for name in (*_FIELDS, "evidence", "tags") if parameters.text(name) is not None]
         if given:
             raise InvalidInput(
                 [("insight_json", f"give either insight_json or the fields, not both ({', '.join(given)})")]
             )
-        parsed = InsightDraft.from_llm_json(raw_json, defaults={"user_id": user_id, "source": "dify:insight_json"})
-        if parsed is None:  # "{}": the reflection found nothing to learn
+        parsed = InsightDraft.from_llm_json(raw_json, trusted={"user_id": user, "source": "dify:insight_json"})
+        if parsed.draft is None:  # "{}": the reflection found nothing to learn
             return ToolResult(
                 text="Nothing learned: the insight JSON was empty, so nothing was saved.",
                 json={"id": None, "status": "nothing_learned", "supersedes": []},
             )
-        draft = parsed
+        draft, ignored = parsed.draft, [f"insight_json.{name}" for name in parsed.ignored]
     else:
-        data: dict[str, Any] = {name: value for name in _FIELDS if (value := params.text(parameters, name)) is not None}
+        data: dict[str, Any] = {name: value for name in _FIELDS if (value := parameters.text(name)) is not None}
         data["evidence"] = {
-            "quote": params.text(parameters, "evidence") or "",
-            "session_id": params.text(parameters, "evidence_session_id") or context.conversation_id,
+            "quote": parameters.text("evidence") or "",
+            "session_id": parameters.text("evidence_session_id") or context.conversation_id,
         }
-        data["tags"] = params.text_list(parameters, "tags")
-        data["user_id"] = user_id
+        data["tags"] = parameters.text_list("tags")
+        data["scope"] = parameters.text("scope")
+        data["user_id"] = user
         data["source"] = "dify:save_insight"
         draft = InsightDraft.parse(data)
-    result = store.save(draft)
-    status = "pending_review" if result.insight_status is InsightStatus.PENDING_REVIEW else result.status
-    body = {"id": str(result.id), "status": status, "supersedes": [str(i) for i in result.supersedes]}
-    replaced = f", replacing {len(result.supersedes)} older insight(s)" if result.supersedes else ""
-    return ToolResult(text=f"Insight {status}: {draft.topic} ({result.id}){replaced}.", json=body)
+    result = store.save(admit(draft))
+    body: dict[str, Any] = {
+        "id": str(result.id),
+        "status": result.status,
+        "supersedes": [str(i) for i in result.supersedes],
+    }
+    if result.changed:
+        body["changed"] = result.changed
+    notes = []
+    if result.supersedes:
+        notes.append(f"replacing {len(result.supersedes)} older insight(s)")
+    if result.changed:
+        notes.append(f"changed {', '.join(result.changed)}")
+    if result.status == "pending_review":
+        notes.append("it is used once a reviewer approves it (project-wide insights are reviewed first)")
+    return _with_ignored(
+        ToolResult(text=f"Insight {result.status}: {draft.topic} ({result.id}){_clauses(notes)}.", json=body),
+        ignored + parameters.ignored(),
+    )
 
 
 def _insight_summary(insight: Insight, channel: str, score: float | None = None) -> dict[str, Any]:
@@ -69,57 +101,57 @@ def _insight_summary(insight: Insight, channel: str, score: float | None = None)
         "scene": insight.scene,
         "action": insight.action,
         "confidence": insight.confidence,
-        "updated_at": insight.updated_at.isoformat(),
+        "updated_at": insight.asserted_at.isoformat(),
     }
     if score is not None:
         summary["score"] = round(score, 4)
     return summary
 
 
-def search_insight(store: InsightStore, parameters: Mapping[str, Any], context: Context) -> ToolResult:
+def search_insight(store: InsightStore, parameters: Parameters, context: Context) -> ToolResult:
     settings = store.settings
     languages: dict[str, Language] = {"zh": "zh", "en": "en"}
-    language = languages.get(params.text(parameters, "language") or settings.language)
+    language = languages.get(parameters.text("language") or settings.language)
     if language is None:
         raise InvalidInput([("language", "must be zh or en")])
     recall = store.recall(
-        params.recent_turns(params.text(parameters, "query") or ""),
-        scene=params.text(parameters, "scene") or "general",
-        user_id=params.text(parameters, "user_id") or context.user_id,
-        top_k=params.number(parameters, "top_k", lambda v: int(float(v))),
-        score_threshold=params.number(parameters, "score_threshold", float),
+        recent_turns(parameters.text("query") or ""),
+        scene=parameters.text("scene") or "general",
+        user_id=acting_user(parameters, context),
+        top_k=parameters.whole_number("top_k", 1, MAX_TOP_K),
+        score_threshold=parameters.number("score_threshold", 0.0, 1.0),
     )
-    rules = render_rules(
-        recall.insights, language=language, must_confidence=settings.must_confidence, prompts_dir=settings.prompts_dir
-    )
+    rules = render_rules(recall.insights, settings, language)
     insights = [_insight_summary(i, "standing") for i in recall.standing] + [
         _insight_summary(hit.insight, "situational", hit.score) for hit in recall.situational
     ]
     injected = [item["id"] for item in insights]
     body = {"insights": insights, "count": len(insights), "rules": rules, "injected_ids": injected}
-    return ToolResult(text=rules, json=body, variables={"rules": rules, "injected_ids": ",".join(injected)})
+    result = ToolResult(text=rules, json=body, variables={"rules": rules, "injected_ids": ",".join(injected)})
+    return _with_ignored(result, parameters.ignored(), in_text=False)  # the text is the rules block alone
 
 
-def record_turn(store: InsightStore, parameters: Mapping[str, Any], context: Context) -> ToolResult:
-    feedback = params.text(parameters, "feedback")
+def record_turn(store: InsightStore, parameters: Parameters, context: Context) -> ToolResult:
+    feedback = parameters.text("feedback")
     injected = []
-    for value in params.text_list(parameters, "injected_insight_ids"):
+    for value in parameters.text_list("injected_insight_ids"):
         try:
             injected.append(uuid.UUID(value))
         except ValueError:
             raise InvalidInput([("injected_insight_ids", f"{value!r} is not an insight id")]) from None
     draft = TurnDraft.parse(
         {
-            "session_id": params.text(parameters, "session_id") or context.conversation_id or "",
-            "user_id": params.text(parameters, "user_id") or context.user_id or "",
-            "scene": params.text(parameters, "scene") or "general",
-            "user_message": params.text(parameters, "user_message") or "",
-            "assistant_message": params.text(parameters, "assistant_message") or "",
+            "session_id": parameters.text("session_id") or context.conversation_id or "",
+            "user_id": acting_user(parameters, context),
+            "message_id": context.message_id,
+            "scene": parameters.text("scene") or "general",
+            "user_message": parameters.text("user_message") or "",
+            "assistant_message": parameters.text("assistant_message") or "",
             "signals": {
                 "feedback": None if feedback in (None, "none") else feedback,
-                "tool_error": params.boolean(parameters, "tool_error"),
-                "stopped_generation": params.boolean(parameters, "stopped_generation"),
-                "correction": params.boolean(parameters, "correction"),
+                "tool_error": parameters.boolean("tool_error"),
+                "stopped_generation": parameters.boolean("stopped_generation"),
+                "correction": parameters.boolean("correction"),
             },
             "injected_insight_ids": injected,
         }
@@ -130,31 +162,60 @@ def record_turn(store: InsightStore, parameters: Mapping[str, Any], context: Con
         signals.insert(0, draft.signals.feedback)
     body = {"id": str(turn.id), "session_id": turn.session_id, "turn_index": turn.turn_index, "signals": signals}
     flagged = f" with signals {', '.join(signals)}" if signals else ""
-    return ToolResult(text=f"Recorded turn {turn.turn_index} of session {turn.session_id}{flagged}.", json=body)
+    text = f"Recorded turn {turn.turn_index} of session {turn.session_id}{flagged}."
+    return _with_ignored(ToolResult(text=text, json=body), parameters.ignored())
 
 
-def forget_user(store: InsightStore, parameters: Mapping[str, Any], context: Context) -> ToolResult:
-    user_id = params.text(parameters, "user_id")
+def forget_user(store: InsightStore, parameters: Parameters, context: Context) -> ToolResult:
+    """Deletes the acting user's data; another user's only when the builder switched allow_other_users on."""
+    user = acting_user(parameters, context)
+    target = parameters.text("target_user_id") or user
     problems = []
-    if user_id is None:
-        problems.append(("user_id", "is required: the id of the user whose data is deleted"))
-    if not params.boolean(parameters, "confirm"):
+    if not parameters.boolean("confirm"):
         problems.append(("confirm", "must be true: deleting a user's insights and turns cannot be undone"))
+    if target != user and not parameters.boolean("allow_other_users"):
+        problems.append(
+            (
+                "target_user_id",
+                f"names another user than the one this call acts for ({user}); deleting another user's data needs "
+                "the builder setting allow_other_users",
+            )
+        )
     if problems:
         raise InvalidInput(problems)
-    assert user_id is not None
-    result = store.forget_user(user_id)
-    body = {"user_id": user_id, "insights_deleted": result.insights_deleted, "turns_deleted": result.turns_deleted}
-    return ToolResult(
-        text=f"Deleted {result.insights_deleted} insights and {result.turns_deleted} turns of user {user_id}.",
-        json=body,
+    result = store.forget_user(target)
+    body = {
+        "user_id": target,
+        "insights_deleted": result.insights_deleted,
+        "insights_scrubbed": result.insights_scrubbed,
+        "turns_deleted": result.turns_deleted,
+    }
+    text = (
+        f"Deleted {result.insights_deleted} insights and {result.turns_deleted} turns of user {target}, and removed "
+        f"their words from {result.insights_scrubbed} project-wide insights."
     )
+    return _with_ignored(ToolResult(text=text, json=body), parameters.ignored())
 
 
-Operation = Callable[[InsightStore, Mapping[str, Any], Context], ToolResult]
+def _clauses(notes: list[str]) -> str:
+    return f", {'; '.join(notes)}" if notes else ""
+
+
+def _with_ignored(result: ToolResult, ignored: list[str], *, in_text: bool = True) -> ToolResult:
+    """Say which given parameters or fields were not used, rather than drop them silently."""
+    if ignored:
+        result.json["ignored"] = ignored
+        if in_text:
+            result.text += f" Ignored (not this tool's to decide, or not a parameter): {', '.join(ignored)}."
+    return result
+
+
+Operation = Callable[[InsightStore, Parameters, Context], ToolResult]
 OPERATIONS: dict[str, Operation] = {
     "save_insight": save_insight,
     "search_insight": search_insight,
     "record_turn": record_turn,
     "forget_user": forget_user,
 }
+# Variables a workflow wires: emitted, empty, when the call fails, so that a reference never renders as text.
+ERROR_VARIABLES: dict[str, dict[str, Any]] = {"search_insight": {"rules": "", "injected_ids": ""}}

@@ -1,20 +1,24 @@
-"""The Dify side of a tool call: one cached store per credentials set, and every failure turned into a result."""
+"""The Dify side of a tool call: one cached store per credentials set, every failure turned into a result, and no
+call that can stall the others (a frozen Weaviate, a long embedding)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
 from hindsight_dify.credentials import ProviderCredentials
-from hindsight_dify.operations import OPERATIONS, Context
+from hindsight_dify.operations import ERROR_VARIABLES, OPERATIONS, Context
+from hindsight_dify.params import Parameters
 from hindsight_dify.results import ToolResult, error_result
 from hindsight_insights.config import Settings
+from hindsight_insights.embedder import Embedder, OpenAICompatibleEmbedder, Vectors, load_embedder
 from hindsight_insights.errors import HindsightError, InvalidInput
 from hindsight_insights.store import InsightStore, open_store
 
@@ -44,7 +48,14 @@ class StoreCache:
             cached = self._stores.get(key)
             if cached is not None and cached.is_connected():
                 return cached
-            store = open_store(settings)
+        # Connect outside the lock: a slow or unreachable server must not hold up calls for other credentials.
+        cooperate_with_gevent()
+        store = open_store(settings, plugin_embedder(settings))
+        with self._lock:
+            raced = self._stores.get(key)
+            if raced is not None and raced.is_connected():
+                store.close()
+                return raced
             self._stores[key] = store
             return store
 
@@ -68,14 +79,75 @@ def run(
 ) -> ToolResult:
     """One tool call: every failure becomes an error result, never a traceback."""
     try:
-        return OPERATIONS[operation](stores.store_for(credentials), parameters, context)
+        return OPERATIONS[operation](stores.store_for(credentials), Parameters(parameters), context)
     except HindsightError as error:
-        return error_result(error)
+        result = error_result(error)
     except ValidationError as error:
-        return error_result(InvalidInput.from_validation_error(error))
+        result = error_result(InvalidInput.from_validation_error(error))
     except Exception as error:
         log.exception("%s failed", operation)
-        return error_result(HindsightError(f"unexpected {type(error).__name__}: {error}. The plugin log has details."))
+        result = error_result(HindsightError(f"unexpected {type(error).__name__}. The plugin log has details."))
+    result.variables = dict(ERROR_VARIABLES.get(operation, {}))
+    return result
+
+
+def _gevent_patched() -> bool:
+    try:
+        from gevent.monkey import is_module_patched
+    except ImportError:  # gevent comes with dify_plugin; without it there is no event loop to protect
+        return False
+    return bool(is_module_patched("threading"))
+
+
+@functools.cache
+def cooperate_with_gevent() -> bool:
+    """Keep one call from stalling the others, under dify_plugin's gevent.
+
+    dify_plugin monkey-patches the process with gevent: its tool calls and heartbeats are greenlets on one OS thread.
+    Sockets are patched and yield while they wait, but gRPC (Weaviate's query channel) blocks the thread in C unless
+    told to use gevent's loop. This does that, once, before the first channel is made. Returns whether gevent runs.
+    """
+    if not _gevent_patched():
+        return False
+    from grpc.experimental import gevent as grpc_gevent
+
+    grpc_gevent.init_gevent()
+    return True
+
+
+def off_event_loop[T](work: Callable[[], T]) -> T:
+    """Run CPU-bound work (embedding a text with numpy) in one of gevent's real OS threads while this greenlet waits
+    cooperatively; in place when gevent does not run. Only for work that touches no socket: a gevent socket belongs
+    to the thread whose loop created it."""
+    if not _gevent_patched():
+        return work()
+    from gevent import get_hub
+
+    return get_hub().threadpool.spawn(work).get()  # type: ignore[no-any-return]
+
+
+class OffloadedEmbedder:
+    """An in-process embedder whose numpy work runs off the event loop (a 4,000-character query takes a while)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self._inner = inner
+
+    @property
+    def id(self) -> str:
+        return self._inner.id
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
+        return off_event_loop(lambda: self._inner.embed(texts, query=query))
+
+
+def plugin_embedder(settings: Settings) -> Embedder:
+    embedder = load_embedder(settings)
+    # A remote endpoint waits on a socket, which already yields; only local models compute in this process.
+    return embedder if isinstance(embedder, OpenAICompatibleEmbedder) else OffloadedEmbedder(embedder)
 
 
 # One per plugin process: every tool call with the same credentials reuses one connection and one embedder.
@@ -88,9 +160,19 @@ def invoke(tool: Any, operation: str, parameters: Mapping[str, Any], stores: Sto
     `tool` is the dify_plugin Tool; only its runtime, session and `create_*_message` methods are used, so this
     package never imports dify_plugin (which monkey-patches gevent on import).
     """
-    context = Context(user_id=tool.runtime.user_id, conversation_id=getattr(tool.session, "conversation_id", None))
+    session = getattr(tool, "session", None)
+    context = Context(
+        user_id=tool.runtime.user_id,
+        conversation_id=getattr(session, "conversation_id", None),
+        message_id=getattr(session, "message_id", None),
+    )
     result = run(stores, operation, tool.runtime.credentials, parameters, context)
     yield tool.create_text_message(result.text)
     yield tool.create_json_message(result.json)
     for name, value in result.variables.items():
         yield tool.create_variable_message(name, value)
+
+
+def validate(credentials: Mapping[str, Any], stores: StoreCache = STORES) -> str:
+    """The provider's credential check: connect, check the version, ensure the collections."""
+    return stores.validate(credentials)

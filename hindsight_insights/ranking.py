@@ -18,6 +18,7 @@ from datetime import datetime
 import numpy as np
 
 from hindsight_insights.embedder import Vectors
+from hindsight_insights.segment import NEGATIONS, tokens
 
 
 def query_vector(turn_vectors: Vectors, decay: float = 0.7) -> Vectors:
@@ -49,20 +50,12 @@ def rank_score(
     return float(relevance_value * (0.8 + 0.2 * confidence) * (0.85 + 0.15 * recency))
 
 
-def _digits(tokens: Iterable[str]) -> set[str]:
-    return {token for token in tokens if any(ch.isdigit() for ch in token)}
+def same_instruction(action_a: str, action_b: str) -> bool:
+    """Two actions give the same instruction: the same words, apart from order, punctuation and function words.
 
-
-def near_duplicate_actions(
-    similarity: float, tokens_a: Sequence[str], tokens_b: Sequence[str], threshold: float
-) -> bool:
-    """Two actions say the same thing: similar meaning, and the same specifics.
-
-    Embeddings cannot tell "88 Zhangjiang Road" from "1 Wensan Road" (USE scores such a pair ~0.9), and merging those
-    would silently drop a correction. So the numbers must be the same and most words shared, besides the cosine.
+    Any other difference (a number, a name, a place, a unit, a negation) makes them different instructions, so a
+    correction of one word is never merged away: an embedder scores "return to 88 Zhangjiang Road" and "return to 1
+    Wensan Road", or 西湖区 and 滨江区, as near-identical, and merging them would drop the correction.
     """
-    set_a, set_b = set(tokens_a), set(tokens_b)
-    if not set_a or not set_b:
-        return False
-    jaccard = len(set_a & set_b) / len(set_a | set_b)
-    return similarity >= threshold and jaccard >= 0.5 and _digits(set_a) == _digits(set_b)
+    words_a, words_b = set(tokens(action_a, keep=NEGATIONS)), set(tokens(action_b, keep=NEGATIONS))
+    return bool(words_a) and words_a == words_b

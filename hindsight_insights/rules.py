@@ -1,16 +1,27 @@
-"""The block of behaviour rules injected into a system prompt: never raw JSON, always second-person rules."""
+"""The block of behaviour rules injected into a system prompt: never raw JSON, always second-person rules.
+
+Stored text is data, not structure. Every field that reaches the block is rendered inert (`inert`): control
+characters removed, all whitespace (line breaks included) collapsed to single spaces, so it stays on its rule's line;
+actions and topics are quoted, with their own quote marks replaced, so they can never close the quote and add a
+rule, a scene or a date. Dates are the store's, to the minute, in the configured time zone.
+"""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
-from hindsight_insights.config import Language
-from hindsight_insights.models import GENERAL_SCENE, Insight
+from hindsight_insights.config import Language, Settings
+from hindsight_insights.keys import GENERAL_SCENE, scene_key
+from hindsight_insights.models import Insight
 from hindsight_insights.prompts import render_prompt
 
 TEMPLATE = "rules.md.j2"
+# The template's quote marks, and what stands for them inside a quoted field.
+_QUOTES = str.maketrans({"「": "『", "」": "』", "“": "‘", "”": "’", '"': "'"})
 
 
 @dataclass(frozen=True)
@@ -18,7 +29,7 @@ class RenderedRule:
     action: str
     topic: str
     must: bool
-    updated: str  # ISO date; the template tells the model the newest rule wins
+    updated: str  # to the minute; the template tells the model the newest rule wins
 
 
 @dataclass(frozen=True)
@@ -28,33 +39,46 @@ class SceneRules:
     rules: list[RenderedRule]
 
 
-def group_rules(insights: Iterable[Insight], must_confidence: float) -> list[SceneRules]:
+def inert(text: str) -> str:
+    """One line that can only be read as the inside of a quoted field."""
+    one_line = " ".join(text.split())  # line breaks of every kind, tabs and runs of spaces become one space
+    return "".join(ch for ch in one_line if not unicodedata.category(ch).startswith("C")).translate(_QUOTES)
+
+
+def group_rules(insights: Iterable[Insight], must_confidence: float, timezone: str = "UTC") -> list[SceneRules]:
     """Deterministic: general scene first, then scenes by name; within a scene, must before consider, newest first."""
+    zone = ZoneInfo(timezone)
     by_scene: dict[str, dict[str, Insight]] = {}
     for insight in insights:
-        by_scene.setdefault(insight.scene, {})[str(insight.id)] = insight  # one rule per insight even if listed twice
+        key = scene_key(insight.scene)
+        by_scene.setdefault(key, {})[str(insight.id)] = insight  # one rule per insight even if listed twice
     groups = []
-    for scene in sorted(by_scene, key=lambda name: (name != GENERAL_SCENE, name)):
+    for key in sorted(by_scene, key=lambda name: (name != GENERAL_SCENE, name)):
         ordered = sorted(
-            by_scene[scene].values(),
-            key=lambda i: (i.confidence < must_confidence, -i.updated_at.timestamp(), str(i.id)),
+            by_scene[key].values(),
+            key=lambda i: (i.confidence < must_confidence, -i.asserted_at.timestamp(), str(i.id)),
         )
         rules = [
             RenderedRule(
-                action=i.action.strip(),
-                topic=i.topic,
+                action=inert(i.action),
+                topic=inert(i.topic),
                 must=i.confidence >= must_confidence,
-                updated=i.updated_at.date().isoformat(),
+                updated=_minute(i.asserted_at, zone),
             )
             for i in ordered
         ]
-        groups.append(SceneRules(scene=scene, is_general=scene == GENERAL_SCENE, rules=rules))
+        scene = inert(max(ordered, key=lambda i: i.asserted_at).scene)  # the newest spelling of the scene
+        groups.append(SceneRules(scene=scene, is_general=key == GENERAL_SCENE, rules=rules))
     return groups
 
 
-def render_rules(insights: Iterable[Insight], *, language: Language, must_confidence: float, prompts_dir: Path) -> str:
-    """The rules block in zh or en; an empty string when there is nothing to inject."""
-    groups = group_rules(insights, must_confidence)
+def _minute(moment: datetime, zone: ZoneInfo) -> str:
+    return moment.astimezone(zone).strftime("%Y-%m-%d %H:%M")
+
+
+def render_rules(insights: Iterable[Insight], settings: Settings, language: Language | None = None) -> str:
+    """The rules block in zh or en (default: the settings'); an empty string when there is nothing to inject."""
+    groups = group_rules(insights, settings.must_confidence, settings.timezone)
     if not groups:
         return ""
-    return render_prompt(prompts_dir, TEMPLATE, groups=groups, language=language).strip()
+    return render_prompt(settings.prompts_dir, TEMPLATE, groups=groups, language=language or settings.language).strip()

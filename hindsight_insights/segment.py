@@ -26,15 +26,19 @@ _EN_STOPWORDS = frozenset(
 )
 
 
-def tokens(text: str) -> list[str]:
-    """Lower-cased search tokens of zh/en text, without punctuation, spaces or stop words."""
+# Stop words that change what an instruction means: kept when comparing two instructions (ranking.same_instruction).
+NEGATIONS = frozenset({"不", "没", "没有", "不是", "not", "no", "nor", "never", "without"})
+
+
+def tokens(text: str, keep: frozenset[str] = frozenset()) -> list[str]:
+    """Lower-cased search tokens of zh/en text, without punctuation, spaces or stop words (except those in `keep`)."""
     normalized = unicodedata.normalize("NFKC", text).lower()
     result = []
     for token in rjieba.cut_for_search(normalized):
         token = token.strip()
         if not token or not any(ch.isalnum() for ch in token):
             continue
-        if token in _ZH_STOPWORDS or token in _EN_STOPWORDS:
+        if (token in _ZH_STOPWORDS or token in _EN_STOPWORDS) and token not in keep:
             continue
         result.append(token)
     return result

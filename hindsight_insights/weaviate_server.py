@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import weaviate
+from pydantic import SecretStr
 
 from hindsight_insights.config import Settings
 from hindsight_insights.errors import WeaviateUnavailable
@@ -48,6 +50,28 @@ def consecutive_free_ports() -> tuple[int, int]:
                 continue
         return first, first + 1
     raise WeaviateUnavailable("found no two neighbouring free ports on 127.0.0.1 for Weaviate's cluster")
+
+
+def local_api_key(settings: Settings) -> str:
+    """The local server's API key: made once, random, kept in the cache directory readable by this user only."""
+    path = settings.cache_dir / "weaviate" / "api-key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(secrets.token_urlsafe(32))
+    return path.read_text().strip()
+
+
+def _api_key_environment(api_key: str) -> dict[str, str]:
+    return {
+        "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED": "false",
+        "AUTHENTICATION_APIKEY_ENABLED": "true",
+        "AUTHENTICATION_APIKEY_ALLOWED_KEYS": api_key,
+        "AUTHENTICATION_APIKEY_USERS": "hindsight",
+        "AUTHORIZATION_ADMINLIST_ENABLED": "true",
+        "AUTHORIZATION_ADMINLIST_USERS": "hindsight",
+    }
 
 
 def cached_binary_path(settings: Settings) -> Path:
@@ -84,11 +108,12 @@ def ensure_binary(settings: Settings) -> Path:
 
 @dataclass
 class LocalWeaviate:
-    """A weaviate-server process we started, telemetry off.
+    """A weaviate-server process we started, telemetry off, API-key authentication on and anonymous access off.
 
     HTTP and Raft listen on 127.0.0.1. Weaviate hard-codes ":<port>" for its gRPC listener and its cluster data API
     (and before 1.39 ignores CLUSTER_BIND_ADDR for gossip too), so those accept on every interface; no setting
-    narrows them.
+    narrows them. That is why the server always requires `api_key`: whoever reaches those ports gets nothing
+    without it.
     """
 
     process: subprocess.Popen[bytes]
@@ -98,10 +123,21 @@ class LocalWeaviate:
     data_bind_port: int
     data_dir: Path
     log_path: Path
+    api_key: str
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.http_port}"
+
+    def settings(self, base: Settings) -> Settings:
+        """`base` pointed at this server: its URL, gRPC port and key."""
+        return base.model_copy(
+            update={
+                "weaviate_url": self.url,
+                "weaviate_grpc_port": self.grpc_port,
+                "weaviate_api_key": SecretStr(self.api_key),
+            }
+        )
 
     def stop(self, timeout_s: float = 30.0) -> None:
         if self.process.poll() is not None:
@@ -120,9 +156,12 @@ def start_local(
     http_port: int | None = None,
     grpc_port: int | None = None,
     ready_timeout_s: float = 60,
+    api_key: str | None = None,
     extra_env: dict[str, str] | None = None,
 ) -> LocalWeaviate:
-    """Start weaviate-server; `extra_env` adds or overrides variables (e.g. API-key authentication)."""
+    """Start weaviate-server with API-key authentication (a fresh random key unless one is given); `extra_env` adds
+    or overrides variables."""
+    api_key = api_key or secrets.token_urlsafe(32)
     http_port = http_port or free_port()
     grpc_port = grpc_port or free_port()
     gossip_port, data_port = consecutive_free_ports()
@@ -133,7 +172,7 @@ def start_local(
         "HOME": os.environ.get("HOME", "/tmp"),
         "DISABLE_TELEMETRY": "true",  # otherwise it probes cloud metadata addresses
         "PERSISTENCE_DATA_PATH": str(data_dir),
-        "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED": "true",
+        **_api_key_environment(api_key),
         "DEFAULT_VECTORIZER_MODULE": "none",
         "ENABLE_MODULES": "",
         "GO_PROFILING_DISABLE": "true",
@@ -160,7 +199,7 @@ def start_local(
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
         )
-    server = LocalWeaviate(process, http_port, grpc_port, gossip_port, data_port, data_dir, log_path)
+    server = LocalWeaviate(process, http_port, grpc_port, gossip_port, data_port, data_dir, log_path, api_key)
     try:
         _wait_ready(server, ready_timeout_s)
     except BaseException:
@@ -198,12 +237,16 @@ def running_weaviate(settings: Settings, data_dir: Path | None = None) -> Iterat
     except WeaviateUnavailable as local_error:
         with _embedded_download(settings, data_dir, local_error) as (http_port, grpc_port):
             yield settings.model_copy(
-                update={"weaviate_url": f"http://127.0.0.1:{http_port}", "weaviate_grpc_port": grpc_port}
+                update={
+                    "weaviate_url": f"http://127.0.0.1:{http_port}",
+                    "weaviate_grpc_port": grpc_port,
+                    "weaviate_api_key": SecretStr(local_api_key(settings)),
+                }
             )
         return
-    server = start_local(binary, data_dir)
+    server = start_local(binary, data_dir, api_key=local_api_key(settings))
     try:
-        yield settings.model_copy(update={"weaviate_url": server.url, "weaviate_grpc_port": server.grpc_port})
+        yield server.settings(settings)
     finally:
         server.stop()
 
@@ -222,7 +265,12 @@ def _embedded_download(
             hostname="127.0.0.1",
             port=http_port,
             grpc_port=grpc_port,
-            environment_variables={"DISABLE_TELEMETRY": "true", "CLUSTER_BIND_ADDR": "127.0.0.1"},
+            headers={"Authorization": f"Bearer {local_api_key(settings)}"},
+            environment_variables={
+                "DISABLE_TELEMETRY": "true",
+                "CLUSTER_BIND_ADDR": "127.0.0.1",
+                **_api_key_environment(local_api_key(settings)),
+            },
         )
     except Exception as error:
         raise WeaviateUnavailable(

@@ -12,6 +12,6 @@ from hindsight_insights.errors import HindsightError
 class HindsightInsightsProvider(ToolProvider):
     def _validate_credentials(self, credentials: dict[str, Any]) -> None:
         try:
-            hindsight_dify.STORES.validate(credentials)
+            hindsight_dify.validate(credentials)
         except HindsightError as error:
             raise ToolProviderCredentialValidationError(str(error)) from None

@@ -38,9 +38,7 @@ def weaviate_server(settings: Settings, tmp_path_factory: pytest.TempPathFactory
 
 @pytest.fixture(scope="session")
 def client(settings: Settings, weaviate_server: LocalWeaviate) -> Iterator[weaviate.WeaviateClient]:
-    client = connect_url(
-        settings.model_copy(update={"weaviate_grpc_port": weaviate_server.grpc_port}), weaviate_server.url
-    )
+    client = connect_url(weaviate_server.settings(settings), weaviate_server.url)
     yield client
     client.close()
 

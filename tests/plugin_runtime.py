@@ -11,6 +11,7 @@ import os
 import queue
 import subprocess
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,7 @@ class ToolOutput:
 class PluginProcess:
     def __init__(self, plugin_dir: Path, python: str, env: dict[str, str] | None = None) -> None:
         self.stdout_lines: list[str] = []
+        self.heartbeat_times: list[float] = []  # time.monotonic() of each heartbeat
         self._sessions: dict[str, queue.Queue[dict[str, Any]]] = {}
         self._ready = threading.Event()
         self._lock = threading.Lock()
@@ -83,6 +85,7 @@ class PluginProcess:
             except json.JSONDecodeError:
                 continue  # the daemon, too, skips what is not JSON (and reports it)
             if event.get("event") == "heartbeat":
+                self.heartbeat_times.append(time.monotonic())
                 self._ready.set()
             elif event.get("event") == "session":
                 with self._lock:
@@ -100,6 +103,7 @@ class PluginProcess:
         data: dict[str, Any],
         user_id: str = "dify-user-1",
         conversation_id: str | None = None,
+        message_id: str | None = None,
         timeout_s: float = 120,
     ) -> list[dict[str, Any]]:
         session_id = str(uuid.uuid4())
@@ -109,7 +113,7 @@ class PluginProcess:
         envelope = {
             "session_id": session_id,
             "conversation_id": conversation_id,
-            "message_id": None,
+            "message_id": message_id,
             "app_id": "app-1",
             "endpoint_id": None,
             "context": {},

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import SecretStr
 
-from hindsight_dify import ProviderCredentials, cache_key, error_result, params
+from hindsight_dify import ProviderCredentials, cache_key, error_result
+from hindsight_dify.params import Parameters, recent_turns
 from hindsight_insights.config import Settings
 from hindsight_insights.connection import require_server_version
 from hindsight_insights.errors import InvalidInput, WeaviateUnavailable
@@ -80,31 +81,31 @@ def test_cache_key_tells_secrets_apart() -> None:
     ],
 )
 def test_list_parameters(value: object, expected: list[str]) -> None:
-    assert params.text_list({"tags": value}, "tags") == expected
+    assert Parameters({"tags": value}).text_list("tags") == expected
 
 
 def test_list_parameter_that_is_broken_json() -> None:
     with pytest.raises(InvalidInput, match="tags: looks like a JSON array but is not valid JSON"):
-        params.text_list({"tags": "[1, "}, "tags")
+        Parameters({"tags": "[1, "}).text_list("tags")
 
 
 @pytest.mark.parametrize(
     ("value", "expected"), [(True, True), ("true", True), ("是", True), ("0", False), (None, False), ("", False)]
 )
 def test_boolean_parameters(value: object, expected: bool) -> None:
-    assert params.boolean({"flag": value}, "flag") is expected
+    assert Parameters({"flag": value}).boolean("flag") is expected
 
 
 def test_recent_turns() -> None:
-    assert params.recent_turns('["第一轮", "第二轮"]') == ["第一轮", "第二轮"]
-    assert params.recent_turns("line one\n\nline two") == ["line one", "line two"]
-    assert params.recent_turns("[not json") == ["[not json"]
+    assert recent_turns('["第一轮", "第二轮"]') == ["第一轮", "第二轮"]
+    assert recent_turns("line one\n\nline two") == ["line one", "line two"]
+    assert recent_turns("[not json") == ["[not json"]
 
 
 def test_insight_json_fence_and_errors() -> None:
     assert json_object('```json\n{"a": 1}\n```', "insight_json") == {"a": 1}
     assert json_object("```\n{}\n```", "insight_json") == {}
-    assert InsightDraft.from_llm_json("```\n{}\n```") is None
+    assert InsightDraft.from_llm_json("```\n{}\n```", trusted={}).draft is None
     with pytest.raises(InvalidInput, match="insight_json: is not valid JSON"):
         json_object("{'single': 'quotes'}", "insight_json")
 

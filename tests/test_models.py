@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -113,9 +114,10 @@ def test_user_scope_needs_a_user() -> None:
     assert "user_id is required" in problems(valid(user_id=None, scope="user"))["input"]
 
 
-def test_scope_defaults_by_kind() -> None:
-    assert InsightDraft.parse(valid(kind="fact")).scope is Scope.PROJECT
-    assert InsightDraft.parse(valid(kind="preference", user_id=None)).scope is Scope.PROJECT
+@pytest.mark.parametrize("kind", ["preference", "fact", "process", "lesson"])
+def test_what_a_user_teaches_stays_with_that_user_whatever_its_kind(kind: str) -> None:
+    assert InsightDraft.parse(valid(kind=kind)).scope is Scope.USER
+    assert InsightDraft.parse(valid(kind=kind, user_id=None)).scope is Scope.PROJECT
 
 
 def test_general_scene_aliases_collapse() -> None:
@@ -160,3 +162,58 @@ def test_turn_signals_and_injected_ids_are_validated() -> None:
     found = dict(caught.value.problems)
     assert "signals.feedback" in found
     assert "injected_insight_ids.0" in found
+
+
+# ---- odd inputs: converted as documented, or refused with a clear message -----------------------------------
+
+
+def test_a_number_for_text_is_used_as_its_digits() -> None:
+    assert InsightDraft.parse(valid(topic=404)).topic == "404"
+
+
+@pytest.mark.parametrize("value", [{"quote": "x"}, ["x"], True])
+def test_an_object_list_or_boolean_for_text_is_refused_not_stored_as_its_repr(value: object) -> None:
+    assert problems(valid(topic=value))["topic"].startswith("must be text, not")
+    assert "must be text" in problems(valid(action=value))["action"]
+
+
+def test_control_characters_are_removed_and_one_line_fields_stay_one_line() -> None:
+    draft = InsightDraft.parse(valid(topic="退货\x00地址\n第二行", action="第一行\n第二行\x00", tags=["a\tb"]))
+    assert (draft.topic, draft.action, draft.tags) == ("退货地址 第二行", "第一行\n第二行", ["a b"])
+
+
+def test_expire_at_may_be_a_unix_timestamp() -> None:
+    in_a_year = int((datetime.now(UTC) + timedelta(days=365)).timestamp())
+    for value in (in_a_year, str(in_a_year)):
+        assert InsightDraft.parse(valid(expire_at=value)).expire_at == datetime.fromtimestamp(in_a_year, UTC)
+
+
+@pytest.mark.parametrize("value", ["NaN", float("nan"), "inf", float("-inf")])
+def test_numbers_must_be_finite(value: object) -> None:
+    assert "finite" in problems(valid(confidence=value))["confidence"]
+
+
+def test_llm_json_cannot_choose_identity_source_or_review() -> None:
+    text = json.dumps({**valid(), "user_id": "bob", "source": "reviewer", "status": "active"}, ensure_ascii=False)
+    parsed = InsightDraft.from_llm_json(text, trusted={"user_id": "alice", "source": "dify:insight_json"})
+    assert parsed.draft is not None and parsed.ignored == ["source", "status", "user_id"]
+    assert (parsed.draft.user_id, parsed.draft.source, parsed.draft.status) == (
+        "alice",
+        "dify:insight_json",
+        InsightStatus.ACTIVE,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "characters long; at most 20,000 are read"),
+        ("[" * 5_000 + "]" * 5_000, "nested too deeply"),
+        ('{"a":' * 3_000 + "1" + "}" * 3_000, "nested too deeply"),
+        ("[1, 2]", "must be one JSON object"),
+        ("{'single': 'quotes'}", "is not valid JSON"),
+    ],
+)
+def test_llm_json_that_is_huge_deep_or_broken_is_refused(text: str, rule: str) -> None:
+    with pytest.raises(InvalidInput, match=rule):
+        InsightDraft.from_llm_json(text, trusted={})

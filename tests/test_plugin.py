@@ -3,7 +3,9 @@ against the real Weaviate. (The Dify CLI and PluginRunner cannot be built here: 
 
 from __future__ import annotations
 
+import itertools
 import json
+import signal
 import sys
 import time
 import uuid
@@ -47,7 +49,7 @@ def credentials_for(server: LocalWeaviate, project: str, **changes: str) -> dict
     # Dify sends every credential field, blanks included.
     return {
         "weaviate_url": server.url,
-        "weaviate_api_key": "",
+        "weaviate_api_key": server.api_key,
         "weaviate_grpc_host": "",
         "weaviate_grpc_port": str(server.grpc_port),
         "project": project,
@@ -124,31 +126,13 @@ def test_malformed_credentials_name_the_field(plugin: PluginProcess, credentials
         plugin.validate_credentials({**credentials, "weaviate_url": " "})
 
 
-@pytest.fixture(scope="module")
-def keyed_server(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalWeaviate]:
-    server = start_local(
-        ensure_binary(settings),
-        tmp_path_factory.mktemp("keyed-weaviate"),
-        extra_env={
-            "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED": "false",
-            "AUTHENTICATION_APIKEY_ENABLED": "true",
-            "AUTHENTICATION_APIKEY_ALLOWED_KEYS": "right-key",
-            "AUTHENTICATION_APIKEY_USERS": "dify",
-            "AUTHORIZATION_ADMINLIST_ENABLED": "true",
-            "AUTHORIZATION_ADMINLIST_USERS": "dify",
-        },
-    )
-    yield server
-    server.stop()
-
-
-def test_api_key_is_checked(plugin: PluginProcess, keyed_server: LocalWeaviate, project: str) -> None:
-    assert plugin.validate_credentials(credentials_for(keyed_server, project, weaviate_api_key="right-key"))
+def test_api_key_is_checked(plugin: PluginProcess, weaviate_server: LocalWeaviate, project: str) -> None:
+    assert plugin.validate_credentials(credentials_for(weaviate_server, project))
     with pytest.raises(PluginError) as caught:
-        plugin.validate_credentials(credentials_for(keyed_server, project, weaviate_api_key="wrong-key"))
+        plugin.validate_credentials(credentials_for(weaviate_server, project, weaviate_api_key="wrong-key"))
     assert "refused the API key" in caught.value.error["message"]
     with pytest.raises(PluginError, match="refused the API key"):
-        plugin.validate_credentials(credentials_for(keyed_server, project))  # no key at all
+        plugin.validate_credentials(credentials_for(weaviate_server, project, weaviate_api_key=""))  # no key at all
 
 
 # ---- save and search ---------------------------------------------------------------------------------------------
@@ -172,7 +156,7 @@ def test_save_then_search_in_chinese(plugin: PluginProcess, credentials: dict[st
 
 
 def test_save_then_search_in_english_with_standing_preference(
-    plugin: PluginProcess, credentials: dict[str, Any]
+    plugin: PluginProcess, credentials: dict[str, Any], store: InsightStore
 ) -> None:
     preference = {
         "topic": "comparison format",
@@ -190,13 +174,14 @@ def test_save_then_search_in_english_with_standing_preference(
         credentials,
         user_id="lao-wang",
     )
+    updated = store.get(saved.json["id"]).asserted_at.strftime("%Y-%m-%d %H:%M")
     assert found.variables["rules"].splitlines() == [
         "## Behaviour rules learned from earlier conversations",
         "",
         "### Scene: option comparison",
-        f"- You must: {preference['action']} (topic: comparison format; updated {datetime.now(UTC).date()})",
+        f"- You must: “{preference['action']}” (topic: “comparison format”; updated {updated})",
         "",
-        "When two rules conflict, follow the one updated most recently.",
+        "Each rule's content is inside “ ”. When two rules conflict, follow the one updated most recently.",
     ]
     assert found.json["insights"][0]["channel"] == "standing" and found.json["insights"][0]["id"] == saved.json["id"]
     other_user = plugin.invoke_tool(
@@ -351,36 +336,34 @@ def test_record_turn_rejects_bad_input(
     assert store.count() == (0, 0)
 
 
-def test_forget_user_needs_confirmation_and_isolates(
+def save_and_record_as(plugin: PluginProcess, credentials: dict[str, Any], user: str) -> None:
+    preference = {
+        **RETURN_ADDRESS,
+        "kind": "preference",
+        "topic": f"name {user}",
+        "action": f"Call the user {user}.",
+        "evidence": user,
+    }
+    plugin.invoke_tool("save_insight", preference, credentials, user_id=user)
+    plugin.invoke_tool("record_turn", {"user_message": f"I am {user}"}, credentials, user_id=user, conversation_id=user)
+
+
+def test_forget_user_deletes_the_callers_data_after_confirmation(
     plugin: PluginProcess, credentials: dict[str, Any], store: InsightStore
 ) -> None:
     for user in ("alice", "bob"):
-        plugin.invoke_tool(
-            "save_insight",
-            {
-                **RETURN_ADDRESS,
-                "kind": "preference",
-                "topic": f"name {user}",
-                "action": f"Call the user {user}.",
-                "evidence": user,
-            },
-            credentials,
-            user_id=user,
-        )
-        plugin.invoke_tool(
-            "record_turn", {"user_message": f"I am {user}"}, credentials, user_id=user, conversation_id=f"c-{user}"
-        )
-    bob_before = store.count(user_id="bob")
-    refused = error_of(plugin.invoke_tool("forget_user", {"user_id": "alice", "confirm": False}, credentials))
+        save_and_record_as(plugin, credentials, user)
+    refused = error_of(plugin.invoke_tool("forget_user", {"confirm": False}, credentials, user_id="alice"))
     assert refused["problems"] == [
         {"field": "confirm", "rule": "must be true: deleting a user's insights and turns cannot be undone"}
     ]
     assert store.count(user_id="alice") == (1, 1)
-    missing = error_of(plugin.invoke_tool("forget_user", {"confirm": True}, credentials))
-    assert missing["problems"][0]["field"] == "user_id"
-    done = plugin.invoke_tool("forget_user", {"user_id": "alice", "confirm": True}, credentials)
-    assert done.json == {"user_id": "alice", "insights_deleted": 1, "turns_deleted": 1}
-    assert store.count(user_id="alice") == (0, 0) and store.count(user_id="bob") == bob_before == (1, 1)
+    done = plugin.invoke_tool("forget_user", {"confirm": True}, credentials, user_id="alice")
+    assert done.json == {"user_id": "alice", "insights_deleted": 1, "insights_scrubbed": 0, "turns_deleted": 1}
+    assert done.texts == [
+        "Deleted 1 insights and 1 turns of user alice, and removed their words from 0 project-wide insights."
+    ]
+    assert store.count(user_id="alice") == (0, 0) and store.count(user_id="bob") == (1, 1)
 
 
 def test_concurrent_calls(plugin: PluginProcess, credentials: dict[str, Any], store: InsightStore) -> None:
@@ -428,3 +411,226 @@ def test_stdout_carries_only_protocol_messages(plugin: PluginProcess, credential
     plugin.invoke_tool("search_insight", {"query": "hello"}, credentials)
     for line in plugin.stdout_lines[1:]:  # the first line is the manifest
         assert "event" in json.loads(line), line
+
+
+# ---- identity: a tool acts for Dify's end user; nothing the model fills chooses whose data ------------------------
+
+
+def test_in_an_agent_node_a_model_filled_user_id_is_ignored_and_reported(
+    plugin: PluginProcess, credentials: dict[str, Any], store: InsightStore
+) -> None:
+    """An agent's model fills the llm parameters; here it also adds user_id "bob". The call acts for alice."""
+    save_and_record_as(plugin, credentials, "bob")
+    searched = plugin.invoke_tool(
+        "search_insight", {"query": "what is my name", "user_id": "bob"}, credentials, user_id="alice"
+    )
+    assert searched.json["count"] == 0 and searched.json["ignored"] == ["user_id"]
+    saved = plugin.invoke_tool(
+        "save_insight",
+        {**RETURN_ADDRESS, "kind": "preference", "topic": "name", "action": "Call me Boss.", "user_id": "bob"},
+        credentials,
+        user_id="alice",
+    )
+    assert store.get(saved.json["id"]).user_id == "alice" and saved.json["ignored"] == ["user_id"]
+    assert "Ignored (not this tool's to decide, or not a parameter): user_id." in saved.texts[0]
+    forgot = plugin.invoke_tool("forget_user", {"confirm": True, "user_id": "bob"}, credentials, user_id="alice")
+    assert forgot.json["user_id"] == "alice" and store.count(user_id="bob") == (1, 1)
+
+
+def test_insight_json_cannot_choose_user_source_or_status(
+    plugin: PluginProcess, credentials: dict[str, Any], store: InsightStore
+) -> None:
+    emitted = json.dumps(
+        {**RETURN_ADDRESS, "kind": "preference", "user_id": "bob", "source": "reviewer", "status": "active"},
+        ensure_ascii=False,
+    )
+    saved = plugin.invoke_tool("save_insight", {"insight_json": emitted}, credentials, user_id="alice")
+    stored = store.get(saved.json["id"])
+    assert (stored.user_id, stored.source) == ("alice", "dify:insight_json")
+    assert saved.json["ignored"] == ["insight_json.source", "insight_json.status", "insight_json.user_id"]
+
+
+def test_a_project_scope_request_from_a_users_conversation_waits_for_review(
+    plugin: PluginProcess, credentials: dict[str, Any], store: InsightStore
+) -> None:
+    emitted = json.dumps({**RETURN_ADDRESS, "scope": "project"}, ensure_ascii=False)
+    saved = plugin.invoke_tool("save_insight", {"insight_json": emitted}, credentials, user_id="alice")
+    assert saved.json["status"] == "pending_review" and "reviewer approves it" in saved.texts[0]
+    found = plugin.invoke_tool(
+        "search_insight", {"query": "退货寄到哪里", "scene": "售后服务"}, credentials, user_id="carol"
+    )
+    assert found.json["count"] == 0
+
+
+def test_in_a_workflow_node_the_builder_maps_the_end_user(
+    plugin: PluginProcess, credentials: dict[str, Any], store: InsightStore
+) -> None:
+    """A builder sets end_user_id (form: form) to the app's own user id, e.g. from a conversation variable."""
+    mapped = {"end_user_id": "app-user-7"}
+    saved = plugin.invoke_tool(
+        "save_insight", {**RETURN_ADDRESS, "kind": "preference", **mapped}, credentials, user_id="dify-session-user"
+    )
+    assert store.get(saved.json["id"]).user_id == "app-user-7"
+    turn = plugin.invoke_tool("record_turn", {"user_message": "hi", **mapped}, credentials, conversation_id="c-7")
+    assert store.turns.session("c-7")[0].user_id == "app-user-7" and "ignored" not in turn.json
+    found = plugin.invoke_tool("search_insight", {"query": "退货", "scene": "售后服务", **mapped}, credentials)
+    assert found.json["insights"][0]["id"] == saved.json["id"]
+    assert plugin.invoke_tool("search_insight", {"query": "退货", "scene": "售后服务"}, credentials).json["count"] == 0
+
+
+def test_forgetting_another_user_needs_the_builders_switch(
+    plugin: PluginProcess, credentials: dict[str, Any], store: InsightStore
+) -> None:
+    save_and_record_as(plugin, credentials, "bob")
+    refused = error_of(
+        plugin.invoke_tool("forget_user", {"confirm": True, "target_user_id": "bob"}, credentials, user_id="operator")
+    )
+    assert refused["problems"][0]["field"] == "target_user_id" and "allow_other_users" in refused["problems"][0]["rule"]
+    assert store.count(user_id="bob") == (1, 1)
+    done = plugin.invoke_tool(
+        "forget_user",
+        {"confirm": True, "target_user_id": "bob", "allow_other_users": True},
+        credentials,
+        user_id="operator",
+    )
+    assert done.json == {"user_id": "bob", "insights_deleted": 1, "insights_scrubbed": 0, "turns_deleted": 1}
+    assert store.count(user_id="bob") == (0, 0)
+
+
+# ---- odd inputs ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool", "parameters", "field", "rule"),
+    [
+        ("search_insight", {"query": "x", "top_k": 2.7}, "top_k", "must be a whole number between 1 and 20"),
+        ("search_insight", {"query": "x", "top_k": "inf"}, "top_k", "must be a finite number"),
+        ("search_insight", {"query": "x", "score_threshold": "NaN"}, "score_threshold", "must be a finite number"),
+        ("save_insight", {**RETURN_ADDRESS, "confidence": "NaN"}, "confidence", "finite number"),
+        ("save_insight", {**RETURN_ADDRESS, "evidence": {"quote": "x"}}, "evidence", "must be text, not a JSON object"),
+        ("save_insight", {"insight_json": "[" * 20_000 + "]" * 20_000}, "insight_json", "at most 20,000 are read"),
+        ("save_insight", {"insight_json": "[" * 9_000 + "]" * 9_000}, "insight_json", "nested too deeply"),
+    ],
+)
+def test_odd_inputs_are_refused_with_a_clear_message(
+    plugin: PluginProcess,
+    credentials: dict[str, Any],
+    store: InsightStore,
+    tool: str,
+    parameters: dict[str, Any],
+    field: str,
+    rule: str,
+) -> None:
+    error = error_of(plugin.invoke_tool(tool, parameters, credentials))
+    assert error["type"] == "invalid_input"
+    assert any(p["field"] == field and rule in p["rule"] for p in error["problems"]), error
+    assert store.count() == (0, 0)
+
+
+def test_odd_inputs_that_are_converted_as_documented(
+    plugin: PluginProcess, credentials: dict[str, Any], store: InsightStore
+) -> None:
+    in_a_year = int((datetime.now(UTC) + timedelta(days=365)).timestamp())
+    saved = plugin.invoke_tool(
+        "save_insight",
+        {**RETURN_ADDRESS, "topic": 404, "action": "遇到 404\x00 时先检查链接。", "expire_at": str(in_a_year)},
+        credentials,
+    )
+    stored = store.get(saved.json["id"])
+    assert (stored.topic, stored.action) == ("404", "遇到 404 时先检查链接。")
+    assert stored.expire_at == datetime.fromtimestamp(in_a_year, UTC)
+    long_query = "我想退货。" * 50_000  # 250,000 characters: only the newest 4,000 are embedded
+    started = time.monotonic()
+    found = plugin.invoke_tool("search_insight", {"query": long_query, "scene": "售后服务"}, credentials)
+    assert "error" not in found.json and time.monotonic() - started < 10
+
+
+def test_a_retried_record_turn_is_one_turn(
+    plugin: PluginProcess, credentials: dict[str, Any], store: InsightStore
+) -> None:
+    for _ in range(3):
+        recorded = plugin.invoke_tool(
+            "record_turn", {"user_message": "好的"}, credentials, conversation_id="conv-r", message_id="msg-1"
+        )
+        assert recorded.json["turn_index"] == 0
+    assert len(store.turns.session("conv-r")) == 1
+
+
+# ---- an unhealthy Weaviate: no call waits on another, failures come fast and plain ---------------------------------
+
+
+@pytest.fixture
+def second_server(settings: Settings, tmp_path: Path) -> Iterator[LocalWeaviate]:
+    server = start_local(ensure_binary(settings), tmp_path / "second-weaviate")
+    yield server
+    server.process.send_signal(signal.SIGCONT)
+    server.stop()
+
+
+def test_a_frozen_weaviate_stalls_no_other_call_and_no_heartbeat(
+    plugin_dir: Path, weaviate_server: LocalWeaviate, second_server: LocalWeaviate, project: str
+) -> None:
+    plugin = PluginProcess(plugin_dir, python=sys.executable, env={"HEARTBEAT_INTERVAL": "1"})
+    healthy, frozen = credentials_for(weaviate_server, project), credentials_for(second_server, project)
+    try:
+        for credentials in (healthy, frozen):
+            assert plugin.validate_credentials(credentials)
+        second_server.process.send_signal(signal.SIGSTOP)
+        frozen_since = time.monotonic()
+        with ThreadPoolExecutor(2) as pool:
+            stalled = pool.submit(plugin.invoke_tool, "search_insight", {"query": "退货"}, frozen)
+            answered_meanwhile = 0
+            while not stalled.done():
+                output = plugin.invoke_tool("search_insight", {"query": "退货寄到哪里"}, healthy)
+                assert "error" not in output.json, output.json
+                answered_meanwhile += int(not stalled.done())
+            error = error_of(stalled.result())
+        assert answered_meanwhile >= 10, answered_meanwhile
+        assert error["type"] == "weaviate_unavailable" and "did not answer in time" in error["message"]
+        beats = [t for t in plugin.heartbeat_times if t >= frozen_since]
+        gaps = [later - earlier for earlier, later in itertools.pairwise([frozen_since, *beats, time.monotonic()])]
+        assert len(beats) >= 3 and max(gaps) < 3, gaps  # every second, as configured, while the call hung
+    finally:
+        plugin.close()
+
+
+def test_a_stopped_weaviate_fails_every_tool_in_seconds_with_a_plain_message(
+    plugin: PluginProcess, second_server: LocalWeaviate, project: str
+) -> None:
+    credentials = credentials_for(second_server, project)
+    assert plugin.validate_credentials(credentials)  # connected and cached, then the server goes away
+    second_server.stop()
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("save_insight", RETURN_ADDRESS),
+        ("search_insight", {"query": "退货"}),
+        ("record_turn", {"user_message": "hi"}),
+    ]
+    for tool, parameters in calls:
+        started = time.monotonic()
+        error = error_of(plugin.invoke_tool(tool, parameters, credentials, conversation_id="c"))
+        assert time.monotonic() - started < 10, tool  # it took 63 s: weaviate-client's five retries
+        assert error["type"] == "weaviate_unavailable" and "could not be reached" in error["message"], error
+        assert "debug_error_string" not in error["message"] and "StatusCode" not in error["message"]
+
+
+def test_a_wrong_grpc_port_fails_in_seconds(plugin: PluginProcess, credentials: dict[str, Any]) -> None:
+    wrong = {**credentials, "weaviate_grpc_port": str(free_port())}
+    started = time.monotonic()
+    error = error_of(plugin.invoke_tool("search_insight", {"query": "退货"}, wrong))
+    assert time.monotonic() - started < 10 and "could not be reached" in error["message"], error
+
+
+def test_a_key_changed_while_connected_is_reported_as_refused(
+    plugin: PluginProcess, settings: Settings, tmp_path: Path, project: str
+) -> None:
+    binary, data = ensure_binary(settings), tmp_path / "rekeyed"
+    server = start_local(binary, data, api_key="first-key")
+    credentials = credentials_for(server, project)
+    assert plugin.validate_credentials(credentials)
+    server.stop()
+    server = start_local(binary, data, http_port=server.http_port, grpc_port=server.grpc_port, api_key="second-key")
+    try:
+        error = error_of(plugin.invoke_tool("search_insight", {"query": "退货"}, credentials))
+        assert "refused the API key" in error["message"], error
+    finally:
+        server.stop()

@@ -110,21 +110,27 @@ def test_other_users_excluded_project_wide_included(store: InsightStore) -> None
     assert anonymous == [project]
 
 
-@pytest.mark.parametrize(
-    "status",
-    [
-        InsightStatus.SUPERSEDED,
-        InsightStatus.PENDING_REVIEW,
-        InsightStatus.REJECTED,
-        InsightStatus.EXPIRED,
-        InsightStatus.SUSPECT,
-    ],
-)
+@pytest.mark.parametrize("status", [InsightStatus.PENDING_REVIEW, InsightStatus.REJECTED, InsightStatus.SUSPECT])
 def test_ineligible_statuses_are_never_returned(store: InsightStore, status: InsightStatus) -> None:
     hidden = save(store, RETURN_ADDRESS)
     store.set_status(hidden, status)
     assert hit_ids(store, "退货地址", scene="售后服务", score_threshold=0.0, top_k=20) == []
     assert store.standing_rules(scene="售后服务", user_id="u") == []
+
+
+def test_superseded_and_expired_versions_are_never_returned(store: InsightStore) -> None:
+    """Superseded and expired follow from newer versions and from time; neither can be set by hand."""
+    superseded = save(store, RETURN_ADDRESS)
+    newer = save(store, RETURN_ADDRESS, action="当顾客问退货寄到哪里时，告知新地址：杭州市滨江区网商路 699 号。")
+    assert store.get(superseded).status is InsightStatus.SUPERSEDED
+    assert hit_ids(store, "退货地址 张江路88号华东仓", scene="售后服务", score_threshold=0.0, top_k=20) == [newer]
+    expiring = save(store, RETURN_ADDRESS, topic="临时退货点", expire_at=datetime.now(UTC) + timedelta(seconds=1))
+    time.sleep(1.5)
+    assert store.expire_sweep() == 1 and store.get(expiring).status is InsightStatus.EXPIRED
+    assert hit_ids(store, "临时退货点", scene="售后服务", score_threshold=0.0, top_k=20) == [newer]
+    for status in (InsightStatus.SUPERSEDED, InsightStatus.EXPIRED):
+        with pytest.raises(InvalidInput, match="follows from newer versions and expiry"):
+            store.set_status(newer, status)
 
 
 def test_pending_review_saved_directly_is_not_returned(store: InsightStore) -> None:

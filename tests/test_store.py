@@ -96,37 +96,31 @@ def test_different_scene_or_user_does_not_supersede(store: InsightStore) -> None
     assert all(store.get(r.id).status is InsightStatus.ACTIVE for r in (a, b, c))
 
 
-def test_near_duplicate_merges_and_raises_support_count(store: InsightStore) -> None:
+def test_the_same_instruction_reworded_merges_and_raises_support_count(store: InsightStore) -> None:
     first = store.save(
-        draft(
-            topic="reply style",
-            kind="preference",
-            user_id="u1",
-            action="Give the conclusion first, then the steps.",
-            evidence="answer first",
-        )
+        draft(topic="reply style", action="Give the conclusion first, then the steps.", evidence="answer first")
     )
     second = store.save(
         draft(
-            topic="answer format",
-            kind="preference",
-            user_id="u1",
+            topic="Reply style",
             action="Give the conclusion first and then the steps.",
             evidence="conclusion first please",
             tags=["format"],
             confidence=0.95,
+            user_id="u1",
+            scope="project",
         )
     )
-    assert second.status == "merged" and second.id == first.id
+    assert second.status == "merged" and second.id == first.id and second.changed == ["confidence", "tags"]
     merged = store.get(first.id)
     assert merged.support_count == 2 and merged.confidence == 0.95 and merged.tags == ["format"]
     assert store.count() == (1, 0)
 
 
-def test_merge_without_expiry_clears_the_stored_expiry(store: InsightStore) -> None:
+def test_saving_again_without_expiry_clears_the_stored_expiry(store: InsightStore) -> None:
     first = store.save(draft(expire_at=datetime.now(UTC) + timedelta(days=1)))
-    merged = store.save(draft(evidence="again: returns go to 88 Zhangjiang Road"))
-    assert merged.status == "merged"
+    again = store.save(draft(evidence="again: returns go to 88 Zhangjiang Road"))
+    assert (again.status, again.changed) == ("updated", ["expire_at"])
     assert store.get(first.id).expire_at is None
 
 

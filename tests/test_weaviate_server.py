@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import os
+import stat
+import urllib.error
+import urllib.request
 from pathlib import Path
 
+import grpc
 import pytest
+from weaviate.proto.v1 import search_get_pb2, weaviate_pb2_grpc
 
 from hindsight_insights.config import Settings
 from hindsight_insights.connection import connect_url
 from hindsight_insights.errors import WeaviateUnavailable
 from hindsight_insights.store import open_store
-from hindsight_insights.weaviate_server import LocalWeaviate, free_port, running_weaviate, start_local
+from hindsight_insights.weaviate_server import LocalWeaviate, free_port, local_api_key, running_weaviate, start_local
 
 
 def test_unreachable_url_gives_a_clear_error(settings: Settings) -> None:
@@ -99,3 +104,32 @@ def _decode_host(host_hex: str) -> str:
     if len(host_hex) == 8:
         return ".".join(str(int(host_hex[i : i + 2], 16)) for i in (6, 4, 2, 0))
     return "::" if set(host_hex) == {"0"} else host_hex
+
+
+def test_the_local_server_refuses_clients_without_its_key_on_http_and_grpc(
+    weaviate_server: LocalWeaviate, settings: Settings
+) -> None:
+    """Weaviate's gRPC and cluster-data listeners are on every interface: the key is what keeps others out."""
+    request = urllib.request.Request(f"{weaviate_server.url}/v1/schema")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=5)
+    assert refused.value.code == 401
+    channel = grpc.insecure_channel(f"127.0.0.1:{weaviate_server.grpc_port}")
+    try:
+        with pytest.raises(grpc.RpcError) as caught:
+            weaviate_pb2_grpc.WeaviateStub(channel).Search(  # type: ignore[no-untyped-call]
+                search_get_pb2.SearchRequest(collection="Anything", limit=1), timeout=5
+            )
+        assert "unauthorized" in caught.value.details(), caught.value  # Weaviate answers with status UNKNOWN
+    finally:
+        channel.close()
+    keyed = urllib.request.Request(request.full_url, headers={"Authorization": f"Bearer {weaviate_server.api_key}"})
+    with urllib.request.urlopen(keyed, timeout=5) as answer:
+        assert answer.status == 200
+
+
+def test_the_local_key_is_made_once_and_readable_by_this_user_only(settings: Settings, tmp_path: Path) -> None:
+    isolated = settings.model_copy(update={"cache_dir": tmp_path})
+    key = local_api_key(isolated)
+    assert len(key) >= 32 and local_api_key(isolated) == key
+    assert stat.S_IMODE((tmp_path / "weaviate" / "api-key").stat().st_mode) == 0o600

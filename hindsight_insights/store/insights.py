@@ -1,12 +1,15 @@
 """The insight store over weaviate-client 4.x: one collection set per project.
 
-Save rules (docs/architecture.md, "Save rules"), checked in this order:
-  1. exact duplicate (same deterministic uuid5 of the content): nothing written, `unchanged`;
-     a superseded or expired exact duplicate is revived as the newest rule and supersedes the current one;
-  2. near-duplicate (same kind, scene and scope; actions with cosine >= merge_similarity, the same numbers and most
-     words shared, see ranking.near_duplicate_actions): merged into the stored one, support_count + 1;
-  3. same topic + scene + scope: the new one supersedes the old, which is kept with status `superseded`;
-  4. otherwise created.
+Save rules (docs/architecture.md, "Save rules"). A draft lands in its slot (keys.slot_key: the normalised topic and
+scene, for its owner). Then, in order:
+  1. the same content (same kind and instruction in the slot, one deterministic uuid5) is already stored: its values
+     are updated where they changed (`updated`), a new supporter raises its support (`merged`), otherwise
+     `unchanged`. An older version said again becomes the newest one (`superseded`). A rejected one stays rejected.
+  2. the slot's current rule gives the same instruction in other words (ranking.same_instruction): merged into it;
+  3. otherwise a new version is written; the slot is settled (store/chain.py) and the new version supersedes the
+     old rule (`superseded`), or starts the slot (`created`).
+Merging never crosses slots, so a correction of another topic is never swallowed.
+
 Every save and import writes all or nothing: when a later write fails, the earlier writes of that call are undone.
 forget_user and expire_sweep are idempotent instead: if interrupted, running them again finishes the job.
 """
@@ -15,9 +18,10 @@ from __future__ import annotations
 
 import json
 import logging
+import unicodedata
 import uuid
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import numpy as np
@@ -26,13 +30,14 @@ from weaviate.classes.data import DataObject
 from weaviate.classes.query import Filter, HybridFusion, MetadataQuery, Sort
 from weaviate.util import generate_uuid5
 
-from hindsight_insights import ranking
+from hindsight_insights import keys, ranking
 from hindsight_insights.config import Settings
 from hindsight_insights.connection import SAFE_TO_RERUN, weaviate_errors
 from hindsight_insights.embedder import Embedder, Vectors
 from hindsight_insights.errors import InvalidInput, NotFound, WeaviateUnavailable
+from hindsight_insights.keys import GENERAL_SCENE
 from hindsight_insights.models import (
-    GENERAL_SCENE,
+    Evidence,
     ForgetResult,
     Insight,
     InsightDraft,
@@ -41,12 +46,11 @@ from hindsight_insights.models import (
     Recall,
     SaveResult,
     SaveStatus,
-    Scope,
     ScoredInsight,
-    normalize_scene,
 )
 from hindsight_insights.segment import segment, tokens
-from hindsight_insights.store import filters
+from hindsight_insights.store import chain, filters
+from hindsight_insights.store.bulk import delete_all
 from hindsight_insights.store.schema import (
     INSIGHT_FIELDS,
     ProjectCollections,
@@ -62,7 +66,12 @@ log = logging.getLogger(__name__)
 SearchMode = Literal["hybrid", "vector", "bm25"]
 MAX_TOP_K = 20
 MAX_QUERY_TURNS = 5
+MAX_QUERY_CHARS = 4000  # of the recent turns, newest kept: enough context, and a bounded embedding cost
+MAX_SLOT_VERSIONS = 1000
+_SETTLE_ROUNDS = 5
 _VECTOR = "default"  # name of the self-provided vector
+_STATE_FIELDS = ("status", "supersedes", "superseded_by", "resume_at", "updated_at")
+_SCRUBBED = "[removed: the user whose conversation this quoted asked to be forgotten]"
 
 
 class _Undo:
@@ -82,41 +91,51 @@ class _Undo:
                 log.exception("undo step failed")
 
 
-def _topic_key(topic: str) -> str:
-    return " ".join(topic.casefold().split())
-
-
-Slot = tuple[str, str, Scope, str]
-
-
-def _slot(topic: str, scene: str, scope: Scope, user_id: str | None) -> Slot:
-    """Where a newer insight supersedes an older one: same topic, scene and scope (and user, for user scope)."""
-    return _topic_key(topic), scene, scope, user_id or ""
+def _instruction(text: str) -> str:
+    return " ".join(keys.to_simplified(unicodedata.normalize("NFKC", text)).casefold().split())
 
 
 def content_uuid(draft: InsightDraft) -> uuid.UUID:
-    """Deterministic id of an insight's content: the same insight saved twice is one object."""
-    canonical = [
-        draft.kind.value,
-        _topic_key(draft.topic),
-        draft.scene,
-        draft.resolved_scope.value,
-        draft.user_id or "",
-        " ".join(draft.action.split()),
-        " ".join(draft.observation.split()),
-        " ".join(draft.evidence.quote.split()),
-    ]
+    """Deterministic id of an insight's content: its slot, kind and instruction. The same insight saved twice, or by
+    two racing writers, is one object."""
+    slot = keys.slot_key(draft.topic, draft.scene, draft.owner)
+    canonical = [slot, draft.kind.value, _instruction(draft.action)]
     return uuid.UUID(generate_uuid5(json.dumps(canonical, ensure_ascii=False)))
 
 
-def _embedding_text(topic: str, scene: str, observation: str, action: str) -> str:
-    return "\n".join(part for part in (topic, action, observation) if part) + (
-        "" if scene == GENERAL_SCENE else f"\n{scene}"
-    )
+def supporter_of(draft: InsightDraft) -> str:
+    """Who is saying it: the user, else the session, else the source. Support counts distinct supporters."""
+    if draft.user_id:
+        return draft.user_id
+    return f"session:{draft.evidence.session_id}" if draft.evidence.session_id else f"source:{draft.source}"
 
 
-def _search_text(topic: str, scene: str, observation: str, action: str, tags: Sequence[str]) -> str:
-    return segment(" ".join([topic, scene, observation, action, *tags]))
+def _derived(insight: Insight) -> dict[str, str]:
+    return {
+        "topic_key": keys.normalize_key(insight.topic),
+        "scene_key": keys.scene_key(insight.scene),
+        "slot_key": keys.slot_key(insight.topic, insight.scene, insight.owner),
+        "search_text": segment(" ".join([insight.topic, insight.scene, insight.observation, insight.action])),
+    }
+
+
+def _embedding_text(insight: InsightDraft | Insight) -> str:
+    scene = "" if keys.scene_key(insight.scene) == GENERAL_SCENE else f"\n{insight.scene}"
+    return "\n".join(part for part in (insight.topic, insight.action, insight.observation) if part) + scene
+
+
+def _changed_values(stored: Insight, draft: InsightDraft, new_source: bool) -> dict[str, Any]:
+    """The values a repeated save changes. The same source saying it again changes its mind; another source adds
+    support: the higher confidence, the later expiry (no expiry is latest), the tags of both."""
+    if new_source:
+        confidence = max(stored.confidence, draft.confidence)
+        expiries = (stored.expire_at, draft.expire_at)
+        expire_at = None if None in expiries else max(e for e in expiries if e is not None)
+    else:
+        confidence, expire_at = draft.confidence, draft.expire_at
+    tags = list(dict.fromkeys([*stored.tags, *draft.tags]))[:10]
+    candidates = {"confidence": confidence, "expire_at": expire_at, "tags": tags}
+    return {name: value for name, value in candidates.items() if value != getattr(stored, name)}
 
 
 def _insight_from(obj: StoredObject) -> Insight:
@@ -128,8 +147,24 @@ def _vector_of(obj: StoredObject) -> Vectors:
     return np.asarray(vector, dtype=np.float32)
 
 
+def _new_insight(draft: InsightDraft, object_id: uuid.UUID, asserted_at: datetime, now: datetime) -> Insight:
+    return Insight(
+        id=object_id,
+        **draft.model_dump(exclude={"status", "scope", "user_id"}),
+        scope=draft.resolved_scope,
+        user_id=draft.owner,
+        status=draft.status,
+        learned_from=draft.user_id,
+        supporters=[supporter_of(draft)],
+        support_count=1,
+        asserted_at=asserted_at,
+        created_at=now,
+        updated_at=now,
+    )
+
+
 class InsightStore:
-    """Insights and turns of one project. Create with `InsightStore.open(client, settings, embedder)`."""
+    """Insights and turns of one project. Create with `open_store(settings)` or `InsightStore.open(client, ...)`."""
 
     def __init__(
         self,
@@ -163,101 +198,207 @@ class InsightStore:
         if self._client is not None:
             self._client.close()
 
-    # ---- insights -------------------------------------------------------------------------------------------
+    # ---- saving ---------------------------------------------------------------------------------------------
 
     def save(self, draft: InsightDraft, now: datetime | None = None) -> SaveResult:
         now = now or datetime.now(UTC)
-        new_id = content_uuid(draft)
+        slot = keys.slot_key(draft.topic, draft.scene, draft.owner)
+        content_id = content_uuid(draft)
         with weaviate_errors("saving an insight"):
-            existing = self._insights.query.fetch_object_by_id(new_id)
-            if existing is not None:
-                return self._save_exact_duplicate(_insight_from(existing), now)
-            vector = self._embedder.embed([_embedding_text(draft.topic, draft.scene, draft.observation, draft.action)])[
-                0
-            ]
-            if draft.status is InsightStatus.PENDING_REVIEW:  # decided on approval, not now
-                self._insert(new_id, draft, vector, now, supersedes=[])
-                return SaveResult(id=new_id, status="created", insight_status=InsightStatus.PENDING_REVIEW)
-            near = self._near_duplicate(draft, vector)
-            if near is not None:
-                return self._merge(near, draft, now)
-            old = self._same_slot(draft.topic, draft.scene, draft.resolved_scope, draft.user_id)
+            versions = {version.id: version for version in self._slot_versions(slot)}
+            same = versions.get(content_id)
+            if same is not None:
+                return self._say_again(same, draft, now)
+            current = chain.head(versions.values(), now)
+            if (
+                draft.status is InsightStatus.ACTIVE
+                and current is not None
+                and current.kind is draft.kind
+                and ranking.same_instruction(current.action, draft.action)
+            ):
+                return self._add_support(current, draft, now)
             undo = _Undo()
             try:
-                self._insert(new_id, draft, vector, now, supersedes=[insight.id for insight in old])
-                undo.add(lambda: self._insights.data.delete_by_id(new_id))
-                self._mark_superseded(old, now, undo)
+                if not self._insert(_new_insight(draft, content_id, now, now), undo):
+                    # A racing writer stored the same content first: this save is that one said again.
+                    return self._say_again(self.get(content_id), draft, now)
+                if draft.status is InsightStatus.PENDING_REVIEW:
+                    return SaveResult(id=content_id, status="pending_review", insight_status=draft.status)
+                settled = self._settle(slot, now, undo)
             except BaseException:
                 undo.run()
                 raise
-        status: SaveStatus = "superseded" if old else "created"
+        return self._outcome(content_id, settled, "created")
+
+    def _outcome(self, insight_id: uuid.UUID, settled: Sequence[Insight], fresh: SaveStatus) -> SaveResult:
+        mine = next(version for version in settled if version.id == insight_id)
+        status: SaveStatus = "superseded" if mine.supersedes and mine.status is InsightStatus.ACTIVE else fresh
+        return SaveResult(id=insight_id, status=status, insight_status=mine.status, supersedes=mine.supersedes)
+
+    def _say_again(self, stored: Insight, draft: InsightDraft, now: datetime) -> SaveResult:
+        """The exact content is stored already: update what changed; an older or expired version said again becomes
+        the newest one. What a reviewer rejected or suspected stays so."""
+        if stored.status in (InsightStatus.REJECTED, InsightStatus.SUSPECT):
+            return SaveResult(id=stored.id, status="unchanged", insight_status=stored.status)
+        slot = keys.slot_key(stored.topic, stored.scene, stored.owner)
+        current = chain.head(self._slot_versions(slot), now)
+        revive = stored.status is not InsightStatus.PENDING_REVIEW and (current is None or current.id != stored.id)
+        result = self._add_support(stored, draft, now, reassert=revive)
+        if revive and result.supersedes:
+            return result.model_copy(update={"status": "superseded"})
+        return result
+
+    def _add_support(
+        self, stored: Insight, draft: InsightDraft, now: datetime, *, reassert: bool = False
+    ) -> SaveResult:
+        """The same instruction again: take changed values, count a new supporter, and settle the slot when the
+        change can move its rule (a new expiry, or an older version said again)."""
+        supporter = supporter_of(draft)
+        new_source = supporter not in stored.supporters
+        changes = _changed_values(stored, draft, new_source)
+        if new_source:
+            changes["supporters"] = [*stored.supporters, supporter]
+            changes["support_count"] = len(changes["supporters"])
+        if reassert:
+            changes["asserted_at"] = now
+        if not changes:
+            return SaveResult(id=stored.id, status="unchanged", insight_status=stored.status)
+        updated = stored.model_copy(update={**changes, "updated_at": now})
+        undo = _Undo()
+        try:
+            self._write(updated, [*changes, "updated_at"], undo, previous=stored)
+            if {"expire_at", "asserted_at"} & changes.keys() and stored.status is not InsightStatus.PENDING_REVIEW:
+                settled = self._settle(keys.slot_key(stored.topic, stored.scene, stored.owner), now, undo)
+                updated = next((v for v in settled if v.id == stored.id), updated)
+        except BaseException:
+            undo.run()
+            raise
+        status: SaveStatus = "merged" if new_source else "updated"
         return SaveResult(
-            id=new_id, status=status, insight_status=InsightStatus.ACTIVE, supersedes=[insight.id for insight in old]
+            id=stored.id,
+            status=status,
+            insight_status=updated.status,
+            supersedes=updated.supersedes if reassert else [],
+            changed=[name for name in changes if name in ("confidence", "expire_at", "tags")],
         )
+
+    def _insert(self, insight: Insight, undo: _Undo, vector: Vectors | None = None) -> bool:
+        """Write a new object. False when one with its id exists already (a racing writer stored the same content)."""
+        if vector is None:
+            vector = self._embedder.embed([_embedding_text(insight)])[0]
+        try:
+            self._insights.data.insert(
+                to_properties(insight, INSIGHT_FIELDS, **_derived(insight)),
+                uuid=insight.id,
+                vector={_VECTOR: vector.tolist()},
+            )
+        except weaviate.exceptions.UnexpectedStatusCodeError as error:
+            if "already exists" in str(error):
+                return False
+            raise
+        undo.add(lambda: self._insights.data.delete_by_id(insight.id))
+        return True
+
+    def _write(self, insight: Insight, fields: Iterable[str], undo: _Undo, previous: Insight) -> None:
+        names = set(fields)
+        self._insights.data.update(uuid=insight.id, properties=to_properties(insight, INSIGHT_FIELDS, only=names))
+        undo.add(
+            lambda: self._insights.data.update(
+                uuid=previous.id, properties=to_properties(previous, INSIGHT_FIELDS, only=names)
+            )
+        )
+
+    def _slot_versions(self, slot: str) -> list[Insight]:
+        result = self._insights.query.fetch_objects(filters=filters.in_slot(slot), limit=MAX_SLOT_VERSIONS)
+        return [_insight_from(obj) for obj in result.objects]
+
+    def _settle(self, slot: str, now: datetime, undo: _Undo | None = None) -> list[Insight]:
+        """Bring the slot's chain to its plan (store/chain.py) and return its versions as stored.
+
+        Re-reads after writing: a writer that raced this one may have written from an older view; planning again
+        from what is stored converges, because every writer plans the same states from the same versions.
+        """
+        versions = self._slot_versions(slot)
+        for _round in range(_SETTLE_ROUNDS):
+            planned = chain.plan(versions, now)
+            stale = [v for v in versions if v.id in planned and chain.state_of(v) != planned[v.id]]
+            if not stale:
+                return versions
+            for version in stale:
+                state = planned[version.id]
+                settled = version.model_copy(
+                    update={
+                        "status": state.status,
+                        "supersedes": state.supersedes,
+                        "superseded_by": state.superseded_by,
+                        "resume_at": state.resume_at,
+                        "updated_at": now,
+                    }
+                )
+                self._write(settled, _STATE_FIELDS, undo or _Undo(), previous=version)
+            versions = self._slot_versions(slot)
+        log.warning("slot %s still changing after %d rounds; the next write settles it", slot, _SETTLE_ROUNDS)
+        return versions
 
     def import_many(self, drafts: Sequence[InsightDraft], batch_size: int = 256, now: datetime | None = None) -> int:
         """Bulk load (migrations, seeding, benchmarks). Returns how many insights were written.
 
-        Exact duplicates collapse and the same topic + scene + scope supersedes, within the batch and against the
-        store, as in `save`; near-duplicates are not merged (use `save` for one-by-one learning). All or nothing:
-        if any write fails, everything this call wrote is undone.
+        Later drafts are newer: within the batch and against the store, each slot keeps one rule, as with `save`.
+        Content already stored is skipped; merging of reworded instructions is left to `save`. All or nothing: if
+        any write fails, everything this call wrote is undone.
         """
         now = now or datetime.now(UTC)
         undo = _Undo()
         written = 0
         try:
             for start in range(0, len(drafts), batch_size):
-                written += self._import_batch(drafts[start : start + batch_size], now, undo)
+                batch = drafts[start : start + batch_size]
+                written += self._import_batch(batch, now, start, undo)
         except BaseException:
             undo.run()
             raise
         return written
 
-    def _import_batch(self, drafts: Sequence[InsightDraft], now: datetime, undo: _Undo) -> int:
-        unique = {content_uuid(draft): draft for draft in drafts}
+    def _import_batch(self, drafts: Sequence[InsightDraft], now: datetime, offset: int, undo: _Undo) -> int:
+        fresh: dict[uuid.UUID, Insight] = {}
+        for index, draft in enumerate(drafts):  # a microsecond apart, so that the batch's order is the chain's
+            asserted_at = now + timedelta(microseconds=offset + index)
+            fresh[content_uuid(draft)] = _new_insight(draft, content_uuid(draft), asserted_at, now)
         with weaviate_errors("importing insights"):
             stored = self._insights.query.fetch_objects(
-                filters=Filter.by_id().contains_any(list(unique)), limit=len(unique)
+                filters=Filter.by_id().contains_any(list(fresh)), limit=len(fresh)
             )
             for obj in stored.objects:
-                unique.pop(uuid.UUID(str(obj.uuid)), None)
-            if not unique:
+                fresh.pop(uuid.UUID(str(obj.uuid)), None)
+            if not fresh:
                 return 0
-            ids, batch = list(unique), list(unique.values())
-            vectors = self._embedder.embed([_embedding_text(d.topic, d.scene, d.observation, d.action) for d in batch])
-            # Newest wins per slot: later drafts in the batch supersede earlier ones and the stored active ones.
-            slot_of = {i: _slot(d.topic, d.scene, d.resolved_scope, d.user_id) for i, d in zip(ids, batch, strict=True)}
-            latest: dict[Slot, uuid.UUID] = {}
-            for object_id in ids:
-                latest[slot_of[object_id]] = object_id
-            stored_active = self._insights.query.fetch_objects(
-                filters=Filter.by_property("status").equal(InsightStatus.ACTIVE.value)
-                & Filter.by_property("topic_key").contains_any(sorted({slot[0] for slot in latest})),
-                limit=10_000,
+            slot_of = {i: _derived(insight)["slot_key"] for i, insight in fresh.items()}
+            existing = self._insights.query.fetch_objects(
+                filters=Filter.by_property("slot_key").contains_any(sorted(set(slot_of.values()))),
+                limit=MAX_SLOT_VERSIONS * 10,
             )
-            supersedes: dict[uuid.UUID, list[uuid.UUID]] = {object_id: [] for object_id in ids}
-            replaced = []
-            for insight in map(_insight_from, stored_active.objects):
-                winner = latest.get(_slot(insight.topic, insight.scene, insight.scope, insight.user_id))
-                if winner is not None:
-                    supersedes[winner].append(insight.id)
-                    replaced.append(insight)
-            statuses = {}
-            for object_id, draft in zip(ids, batch, strict=True):
-                winner = latest[slot_of[object_id]]
-                if draft.status is InsightStatus.ACTIVE and winner != object_id:
-                    supersedes[winner].append(object_id)
-                    statuses[object_id] = InsightStatus.SUPERSEDED
-                else:
-                    statuses[object_id] = draft.status
+            by_slot: dict[str, list[Insight]] = {}
+            for insight in map(_insight_from, existing.objects):
+                by_slot.setdefault(_derived(insight)["slot_key"], []).append(insight)
+            for object_id, insight in fresh.items():
+                by_slot.setdefault(slot_of[object_id], []).append(insight)
+            states: dict[uuid.UUID, chain.VersionState] = {}
+            for versions in by_slot.values():
+                states |= chain.plan(versions, now)
+            planned = {
+                i: (insight if i not in states else insight.model_copy(update=vars(states[i])))
+                for i, insight in fresh.items()
+            }
+            vectors = self._embedder.embed([_embedding_text(insight) for insight in planned.values()])
             objects = [
                 DataObject(
                     uuid=object_id,
-                    properties=self._properties(draft, now, supersedes[object_id], statuses[object_id]),
+                    properties=to_properties(insight, INSIGHT_FIELDS, **_derived(insight)),
                     vector={_VECTOR: vector.tolist()},
                 )
-                for object_id, draft, vector in zip(ids, batch, vectors, strict=True)
+                for (object_id, insight), vector in zip(planned.items(), vectors, strict=True)
             ]
+            ids = list(planned)
             undo.add(lambda: self._insights.data.delete_many(where=Filter.by_id().contains_any(ids)))
             result = self._insights.data.insert_many(objects)
             if result.has_errors:
@@ -265,141 +406,16 @@ class InsightStore:
                 raise WeaviateUnavailable(
                     f"Weaviate rejected {len(result.errors)} of {len(objects)} insights: {first.message}"
                 )
-            self._mark_superseded(replaced, now, undo)
+            for versions in by_slot.values():
+                for version in versions:
+                    state = states.get(version.id)
+                    if version.id in fresh or state is None or chain.state_of(version) == state:
+                        continue
+                    settled = version.model_copy(update={**vars(state), "updated_at": now})
+                    self._write(settled, _STATE_FIELDS, undo, previous=version)
         return len(objects)
 
-    def _insert(
-        self, object_id: uuid.UUID, draft: InsightDraft, vector: Vectors, now: datetime, supersedes: list[uuid.UUID]
-    ) -> None:
-        self._insights.data.insert(
-            self._properties(draft, now, supersedes, draft.status), uuid=object_id, vector={_VECTOR: vector.tolist()}
-        )
-
-    @staticmethod
-    def _properties(
-        draft: InsightDraft, now: datetime, supersedes: list[uuid.UUID], status: InsightStatus
-    ) -> dict[str, Any]:
-        insight = Insight(
-            id=uuid.UUID(int=0),  # the id is the object's, not a property
-            **draft.model_dump(exclude={"status", "scope"}),
-            scope=draft.resolved_scope,
-            status=status,
-            supersedes=supersedes,
-            created_at=now,
-            updated_at=now,
-        )
-        return to_properties(
-            insight,
-            INSIGHT_FIELDS,
-            topic_key=_topic_key(draft.topic),
-            search_text=_search_text(draft.topic, draft.scene, draft.observation, draft.action, draft.tags),
-        )
-
-    def _mark_superseded(self, old: Sequence[Insight], now: datetime, undo: _Undo) -> None:
-        for insight in old:
-            self._insights.data.update(
-                uuid=insight.id, properties={"status": InsightStatus.SUPERSEDED.value, "updated_at": now}
-            )
-            undo.add(
-                lambda insight=insight: self._insights.data.update(  # type: ignore[misc]
-                    uuid=insight.id, properties={"status": insight.status.value, "updated_at": insight.updated_at}
-                )
-            )
-
-    def _save_exact_duplicate(self, stored: Insight, now: datetime) -> SaveResult:
-        if stored.status not in (InsightStatus.SUPERSEDED, InsightStatus.EXPIRED):
-            return SaveResult(id=stored.id, status="unchanged", insight_status=stored.status)
-        if stored.expire_at is not None and stored.expire_at <= now:
-            raise InvalidInput([("expire_at", "this insight already expired; save it with a new expire_at")])
-        # Saying an older rule again makes it the newest one.
-        old = [
-            i for i in self._same_slot(stored.topic, stored.scene, stored.scope, stored.user_id) if i.id != stored.id
-        ]
-        undo = _Undo()
-        try:
-            self._insights.data.update(
-                uuid=stored.id,
-                properties={"status": InsightStatus.ACTIVE.value, "updated_at": now, "supersedes": [i.id for i in old]},
-            )
-            undo.add(
-                lambda: self._insights.data.update(
-                    uuid=stored.id,
-                    properties={
-                        "status": stored.status.value,
-                        "updated_at": stored.updated_at,
-                        "supersedes": stored.supersedes,
-                    },
-                )
-            )
-            self._mark_superseded(old, now, undo)
-        except BaseException:
-            undo.run()
-            raise
-        return SaveResult(
-            id=stored.id,
-            status="superseded" if old else "created",
-            insight_status=InsightStatus.ACTIVE,
-            supersedes=[i.id for i in old],
-        )
-
-    def _near_duplicate(self, draft: InsightDraft, vector: Vectors) -> Insight | None:
-        """The stored insight in the same slot and kind whose action says the same (ranking.near_duplicate_actions)."""
-        result = self._insights.query.near_vector(
-            near_vector=vector.tolist(),
-            target_vector=_VECTOR,
-            limit=5,
-            distance=0.5,  # a wide net; the decision is made on the actions below
-            filters=filters.active_in_slot(draft.scene, draft.resolved_scope, draft.user_id)
-            & Filter.by_property("kind").equal(draft.kind.value),
-        )
-        if not result.objects:
-            return None
-        candidates = [_insight_from(obj) for obj in result.objects]
-        action_vectors = self._embedder.embed([draft.action, *(c.action for c in candidates)])
-        new_tokens = tokens(draft.action)
-        for candidate, candidate_vector in zip(candidates, action_vectors[1:], strict=True):
-            similarity = float(np.dot(action_vectors[0], candidate_vector))
-            if ranking.near_duplicate_actions(
-                similarity, new_tokens, tokens(candidate.action), self._settings.merge_similarity
-            ):
-                return candidate
-        return None
-
-    def _same_slot(self, topic: str, scene: str, scope: Scope, user_id: str | None) -> list[Insight]:
-        result = self._insights.query.fetch_objects(
-            filters=filters.active_in_slot(scene, scope, user_id)
-            & Filter.by_property("topic_key").equal(_topic_key(topic)),
-            limit=100,
-        )
-        return [_insight_from(obj) for obj in result.objects]
-
-    def _merge(self, stored: Insight, draft: InsightDraft, now: datetime) -> SaveResult:
-        expire_at = (
-            None if stored.expire_at is None or draft.expire_at is None else max(stored.expire_at, draft.expire_at)
-        )
-        tags = list(dict.fromkeys([*stored.tags, *draft.tags]))[:10]
-        properties: dict[str, Any] = {
-            "support_count": stored.support_count + 1,
-            "confidence": max(stored.confidence, draft.confidence),
-            "tags": tags,
-            "updated_at": now,
-            "search_text": _search_text(stored.topic, stored.scene, stored.observation, stored.action, tags),
-        }
-        if expire_at is None and stored.expire_at is not None:
-            # A partial update cannot null a property, so the object is replaced whole (same id and vector):
-            # still one write, so the merge is all or nothing.
-            full = self._insights.query.fetch_object_by_id(stored.id, include_vector=True)
-            if full is None:
-                raise NotFound(f"insight {stored.id} was deleted while merging; save again")
-            kept = {key: value for key, value in full.properties.items() if key != "expire_at" and value is not None}
-            self._insights.data.replace(
-                uuid=stored.id, properties=kept | properties, vector={_VECTOR: _vector_of(full).tolist()}
-            )
-        else:
-            if expire_at is not None:
-                properties["expire_at"] = expire_at
-            self._insights.data.update(uuid=stored.id, properties=properties)
-        return SaveResult(id=stored.id, status="merged", insight_status=stored.status)
+    # ---- reading and governing ------------------------------------------------------------------------------
 
     def get(self, insight_id: uuid.UUID | str) -> Insight:
         with weaviate_errors("reading an insight"):
@@ -407,6 +423,14 @@ class InsightStore:
         if obj is None:
             raise NotFound(f"no insight {insight_id} in project {self._settings.project!r}")
         return _insight_from(obj)
+
+    def history(self, insight_id: uuid.UUID | str) -> list[Insight]:
+        """Every version of the insight's slot, oldest first (pending, rejected and suspect ones at the end)."""
+        insight = self.get(insight_id)
+        with weaviate_errors("reading an insight's history"):
+            versions = self._slot_versions(keys.slot_key(insight.topic, insight.scene, insight.owner))
+        members = chain.order(versions)
+        return members + [v for v in versions if v not in members]
 
     def list_insights(
         self,
@@ -422,9 +446,9 @@ class InsightStore:
         if status is not None:
             parts.append(Filter.by_property("status").equal(status.value))
         if user_id is not None:
-            parts.append(Filter.by_property("user_id").equal(user_id))
+            parts.append(filters.owned_by(user_id))
         if scene is not None:
-            parts.append(Filter.by_property("scene").equal(normalize_scene(scene)))
+            parts.append(Filter.by_property("scene_key").equal(keys.scene_key(scene)))
         if kind is not None:
             parts.append(Filter.by_property("kind").equal(kind.value))
         with weaviate_errors("listing insights"):
@@ -435,49 +459,112 @@ class InsightStore:
             )
         return [_insight_from(obj) for obj in result.objects]
 
-    def set_status(self, insight_id: uuid.UUID | str, status: InsightStatus, now: datetime | None = None) -> Insight:
+    def approve(self, insight_id: uuid.UUID | str, now: datetime | None = None) -> Insight:
+        """A reviewer approves a pending insight: it becomes the newest version of its slot, as if saved now."""
         insight = self.get(insight_id)
+        if insight.status is not InsightStatus.PENDING_REVIEW:
+            raise InvalidInput([("id", f"insight {insight.id} is {insight.status.value}, not pending_review")])
+        return self._change_status(insight, InsightStatus.ACTIVE, now or datetime.now(UTC), reassert=True)
+
+    def set_status(self, insight_id: uuid.UUID | str, status: InsightStatus, now: datetime | None = None) -> Insight:
+        """Reject, suspect, return to review or approve; the slot is settled after it. `superseded` and `expired`
+        follow from the versions and their expiry, so they cannot be set."""
+        if status in (InsightStatus.SUPERSEDED, InsightStatus.EXPIRED):
+            raise InvalidInput([("status", f"{status.value} follows from newer versions and expiry; it is not set")])
+        insight = self.get(insight_id)
+        if status is InsightStatus.ACTIVE:
+            return self.approve(insight.id, now) if insight.status is InsightStatus.PENDING_REVIEW else insight
+        return self._change_status(insight, status, now or datetime.now(UTC), reassert=False)
+
+    def _change_status(self, insight: Insight, status: InsightStatus, now: datetime, *, reassert: bool) -> Insight:
+        update: dict[str, Any] = {"status": status, "updated_at": now}
+        if reassert:
+            update["asserted_at"] = now
+        undo = _Undo()
         with weaviate_errors("changing an insight's status"):
-            self._insights.data.update(
-                uuid=insight.id, properties={"status": status.value, "updated_at": now or datetime.now(UTC)}
-            )
+            try:
+                self._write(insight.model_copy(update=update), update, undo, previous=insight)
+                self._settle(keys.slot_key(insight.topic, insight.scene, insight.owner), now, undo)
+            except BaseException:
+                undo.run()
+                raise
         return self.get(insight.id)
 
-    def delete(self, insight_id: uuid.UUID | str) -> None:
+    def delete(self, insight_id: uuid.UUID | str, now: datetime | None = None) -> None:
+        """Delete one insight; if it was its slot's rule, the newest remaining living version takes over."""
         insight = self.get(insight_id)
-        with weaviate_errors("deleting an insight"):
+        with weaviate_errors("deleting an insight", SAFE_TO_RERUN):
             self._insights.data.delete_by_id(insight.id)
+            self._settle(keys.slot_key(insight.topic, insight.scene, insight.owner), now or datetime.now(UTC))
 
     def expire_sweep(self, now: datetime | None = None) -> int:
-        """Mark active and pending insights whose expire_at has passed as expired. Returns how many."""
+        """Mark insights whose expire_at has passed as expired, and settle their slots. Returns how many expired."""
         now = now or datetime.now(UTC)
         due = Filter.by_property("expire_at").less_or_equal(now) & Filter.by_property("status").contains_any(
-            [InsightStatus.ACTIVE.value, InsightStatus.PENDING_REVIEW.value]
+            [InsightStatus.ACTIVE.value, InsightStatus.SUPERSEDED.value, InsightStatus.PENDING_REVIEW.value]
         )
-        count = 0
+        expired: set[uuid.UUID] = set()
         with weaviate_errors("expiring insights", SAFE_TO_RERUN):
-            result = self._insights.query.fetch_objects(filters=due, limit=10_000)
-            for obj in result.objects:
-                self._insights.data.update(
-                    uuid=obj.uuid, properties={"status": InsightStatus.EXPIRED.value, "updated_at": now}
-                )
-                count += 1
-        return count
+            while True:
+                result = self._insights.query.fetch_objects(filters=due, limit=1000)
+                batch = [insight for insight in map(_insight_from, result.objects) if insight.id not in expired]
+                if not batch:  # done, or only versions a racing writer keeps changing (the next sweep finishes them)
+                    return len(expired)
+                for insight in batch:
+                    if insight.status is InsightStatus.PENDING_REVIEW:
+                        self._insights.data.update(
+                            uuid=insight.id, properties={"status": InsightStatus.EXPIRED.value, "updated_at": now}
+                        )
+                    else:
+                        self._settle(keys.slot_key(insight.topic, insight.scene, insight.owner), now)
+                    expired.add(insight.id)
 
     def count(self, *, user_id: str | None = None) -> tuple[int, int]:
-        """(insights, turns), optionally of one user."""
+        """(insights, turns), optionally of one user (their own insights, and their turns)."""
         where = filters.owned_by(user_id) if user_id is not None else None
         with weaviate_errors("counting"):
             insights = self._insights.aggregate.over_all(filters=where, total_count=True).total_count
         return int(insights or 0), self.turns.count(user_id=user_id)
 
-    def forget_user(self, user_id: str) -> ForgetResult:
-        """Delete one user's insights and turns, and nothing else. Idempotent: if interrupted, run it again."""
+    def forget_user(self, user_id: str, now: datetime | None = None) -> ForgetResult:
+        """Delete one user's insights and turns, and their words in project-wide insights. Idempotent: if
+        interrupted, run it again.
+
+        A project-wide insight that only this user's conversations support is derived from their data alone and is
+        deleted (its slot settles to the previous rule). One that others support too stays, without this user in
+        its support, and without their quote and observation if it was learned from them.
+        """
         if not user_id.strip():
             raise InvalidInput([("user_id", "must not be empty")])
+        now = now or datetime.now(UTC)
+        deleted = scrubbed = 0
         with weaviate_errors("forgetting a user", SAFE_TO_RERUN):
-            insights = self._insights.data.delete_many(where=filters.owned_by(user_id))
-        return ForgetResult(insights_deleted=insights.successful, turns_deleted=self.turns.forget_user(user_id))
+            deleted += delete_all(self._insights, filters.owned_by(user_id))
+            while True:
+                result = self._insights.query.fetch_objects(filters=filters.supported_by(user_id), limit=1000)
+                if not result.objects:
+                    break
+                for insight in map(_insight_from, result.objects):
+                    if set(insight.supporters) <= {user_id}:
+                        self._insights.data.delete_by_id(insight.id)
+                        self._settle(keys.slot_key(insight.topic, insight.scene, insight.owner), now)
+                        deleted += 1
+                    else:
+                        self._scrub(insight, user_id, now)
+                        scrubbed += 1
+        turns = self.turns.forget_user(user_id)
+        return ForgetResult(insights_deleted=deleted, insights_scrubbed=scrubbed, turns_deleted=turns)
+
+    def _scrub(self, insight: Insight, user_id: str, now: datetime) -> None:
+        supporters = [s for s in insight.supporters if s != user_id]
+        update: dict[str, Any] = {"supporters": supporters, "support_count": len(supporters), "updated_at": now}
+        if insight.learned_from == user_id:
+            update |= {"evidence": Evidence(quote=_SCRUBBED), "observation": "", "learned_from": None}
+        scrubbed = insight.model_copy(update=update)
+        names = {"supporters", "support_count", "updated_at"}
+        if "evidence" in update:
+            names |= {"evidence_quote", "evidence_session_id", "evidence_turn", "observation", "learned_from"}
+        self._insights.data.update(uuid=insight.id, properties=to_properties(scrubbed, INSIGHT_FIELDS, only=names))
 
     # ---- search ---------------------------------------------------------------------------------------------
 
@@ -494,8 +581,7 @@ class InsightStore:
         now: datetime | None = None,
     ) -> list[ScoredInsight]:
         """Eligible insights most relevant to the query (one text, or the recent turns oldest first)."""
-        turns = [turn.strip() for turn in ([query] if isinstance(query, str) else list(query)) if turn.strip()]
-        turns = turns[-MAX_QUERY_TURNS:]
+        turns = query_turns(query)
         top_k = self._settings.top_k if top_k is None else top_k
         threshold = self._settings.score_threshold if score_threshold is None else score_threshold
         problems = []
@@ -546,7 +632,7 @@ class InsightStore:
                     include_vector=True,
                     return_metadata=MetadataQuery(score=True),
                 )
-        return self._rank(result.objects, vector, query_tokens, alpha, threshold, top_k, now)
+        return self._rank(newest_per_slot(result.objects), vector, query_tokens, alpha, threshold, top_k, now)
 
     def _rank(
         self,
@@ -567,12 +653,12 @@ class InsightStore:
             if relevance < threshold:
                 continue
             score = ranking.rank_score(
-                relevance, insight.confidence, insight.updated_at, now, self._settings.recency_half_life_days
+                relevance, insight.confidence, insight.asserted_at, now, self._settings.recency_half_life_days
             )
             hits.append(
                 ScoredInsight(insight=insight, score=score, relevance=relevance, similarity=similarity, keyword=keyword)
             )
-        hits.sort(key=lambda hit: (-hit.score, -hit.insight.updated_at.timestamp(), str(hit.insight.id)))
+        hits.sort(key=lambda hit: (-hit.score, -hit.insight.asserted_at.timestamp(), str(hit.insight.id)))
         return hits[:top_k]
 
     def standing_rules(
@@ -588,9 +674,9 @@ class InsightStore:
         )
         with weaviate_errors("reading standing rules"):
             result = self._insights.query.fetch_objects(
-                filters=where, limit=limit, sort=Sort.by_property("updated_at", ascending=False)
+                filters=where, limit=limit * 2, sort=Sort.by_property("asserted_at", ascending=False)
             )
-        return [_insight_from(obj) for obj in result.objects]
+        return [_insight_from(obj) for obj in newest_per_slot(result.objects)][:limit]
 
     def recall(
         self,
@@ -614,7 +700,52 @@ class InsightStore:
             now=now,
             kinds=[InsightKind.FACT, InsightKind.PROCESS, InsightKind.LESSON],
         )
-        return Recall(standing=self.standing_rules(scene=scene, user_id=user_id, now=now), situational=situational)
+        standing = self.standing_rules(scene=scene, user_id=user_id, now=now)
+        kept = newest_per_topic([*standing, *(hit.insight for hit in situational)])
+        return Recall(
+            standing=[insight for insight in standing if insight.id in kept],
+            situational=[hit for hit in situational if hit.insight.id in kept],
+        )
+
+
+def query_turns(query: str | Sequence[str]) -> list[str]:
+    """The last turns (at most MAX_QUERY_TURNS), oldest first, cut to MAX_QUERY_CHARS from the newest backwards."""
+    turns = [turn.strip() for turn in ([query] if isinstance(query, str) else list(query)) if turn.strip()]
+    kept: list[str] = []
+    budget = MAX_QUERY_CHARS
+    for turn in reversed(turns[-MAX_QUERY_TURNS:]):
+        if budget <= 0:
+            break
+        kept.append(turn[-budget:])
+        budget -= len(kept[-1])
+    return kept[::-1]
+
+
+def newest_per_slot(objects: Sequence[StoredObject]) -> list[StoredObject]:
+    """At most one version per slot, the newest: while two racing writers settle a slot, or before the expiry sweep
+    has run, the filters may let two versions through, and only the newest is the rule."""
+    newest: dict[str, StoredObject] = {}
+    for obj in objects:
+        slot = str(obj.properties.get("slot_key"))
+        kept = newest.get(slot)
+        if kept is None or (obj.properties["asserted_at"], str(obj.uuid)) > (
+            kept.properties["asserted_at"],
+            str(kept.uuid),
+        ):
+            newest[slot] = obj
+    return [obj for obj in objects if newest.get(str(obj.properties.get("slot_key"))) is obj]
+
+
+def newest_per_topic(insights: Sequence[Insight]) -> set[uuid.UUID]:
+    """The ids to inject: one rule per topic, the newest. A general-scene rule and a scene rule on the same topic
+    (or a project rule and a user's own) would otherwise leave the model to guess which one holds."""
+    newest: dict[str, Insight] = {}
+    for insight in insights:
+        key = keys.normalize_key(insight.topic)
+        kept = newest.get(key)
+        if kept is None or (insight.asserted_at, str(insight.id)) > (kept.asserted_at, str(kept.id)):
+            newest[key] = insight
+    return {insight.id for insight in newest.values()}
 
 
 def _as_uuid(value: uuid.UUID | str) -> uuid.UUID:

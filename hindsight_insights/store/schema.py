@@ -18,7 +18,7 @@ import json
 import re
 import unicodedata
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
@@ -26,12 +26,13 @@ from typing import Any, Protocol
 import weaviate
 from pydantic import BaseModel
 from weaviate.classes.config import Configure, DataType, Property, Tokenization
-from weaviate.collections import Collection
+from weaviate.collections import Collection as WeaviateCollection
 
 from hindsight_insights.embedder import Embedder
 from hindsight_insights.errors import EmbedderMismatch, HindsightError, InvalidInput
+from hindsight_insights.models import NEVER
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # bumped when stored fields change; collections of another version are refused
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,9 @@ class StoredField:
     data_type: DataType
     index: Index = Index.VALUE
     path: tuple[str, ...] | None = ()
+    # Stored for None: Weaviate cannot set a property back to null in a partial update, so a field that is cleared
+    # later (an expiry removed, a chain link cut) stores this value instead, and reads it back as None.
+    none_as: Any = None
 
     @property
     def model_path(self) -> tuple[str, ...] | None:
@@ -97,6 +101,8 @@ class StoredField:
         return Property(name=self.name, data_type=self.data_type)
 
 
+NO_ID = uuid.UUID(int=0)  # stored for "no link"
+
 TEXT, TEXTS, INT, NUMBER, DATE, BOOL, UUIDS = (
     DataType.TEXT,
     DataType.TEXT_ARRAY,
@@ -109,23 +115,30 @@ TEXT, TEXTS, INT, NUMBER, DATE, BOOL, UUIDS = (
 
 INSIGHT_FIELDS = (
     StoredField("topic", TEXT, Index.STORED),
-    StoredField("topic_key", TEXT, Index.KEYWORD, path=None),
+    StoredField("topic_key", TEXT, Index.KEYWORD, path=None),  # keys.normalize_key(topic)
     StoredField("kind", TEXT, Index.KEYWORD),
-    StoredField("scene", TEXT, Index.KEYWORD),
+    StoredField("scene", TEXT, Index.STORED),
+    StoredField("scene_key", TEXT, Index.KEYWORD, path=None),  # keys.scene_key(scene): what scene filters match
+    StoredField("slot_key", TEXT, Index.KEYWORD, path=None),  # keys.slot_key: the versions of one rule
     StoredField("observation", TEXT, Index.STORED),
     StoredField("action", TEXT, Index.STORED),
     StoredField("evidence_quote", TEXT, Index.STORED, path=("evidence", "quote")),
-    StoredField("evidence_session_id", TEXT, Index.KEYWORD, path=("evidence", "session_id")),
-    StoredField("evidence_turn", INT, path=("evidence", "turn")),
+    StoredField("evidence_session_id", TEXT, Index.KEYWORD, path=("evidence", "session_id"), none_as=""),
+    StoredField("evidence_turn", INT, path=("evidence", "turn"), none_as=-1),
     StoredField("tags", TEXTS, Index.KEYWORD),
     StoredField("confidence", NUMBER),
-    StoredField("expire_at", DATE),
+    StoredField("expire_at", DATE, none_as=NEVER),
     StoredField("user_id", TEXT, Index.KEYWORD),
     StoredField("scope", TEXT, Index.KEYWORD),
     StoredField("status", TEXT, Index.KEYWORD),
     StoredField("source", TEXT, Index.KEYWORD),
+    StoredField("learned_from", TEXT, Index.KEYWORD, none_as=""),
+    StoredField("supporters", TEXTS, Index.KEYWORD),
     StoredField("support_count", INT),
     StoredField("supersedes", UUIDS),
+    StoredField("superseded_by", DataType.UUID, none_as=NO_ID),
+    StoredField("resume_at", DATE, none_as=NEVER),
+    StoredField("asserted_at", DATE),
     StoredField("created_at", DATE),
     StoredField("updated_at", DATE),
     StoredField("search_text", TEXT, Index.SEGMENTED, path=None),
@@ -134,8 +147,9 @@ INSIGHT_FIELDS = (
 TURN_FIELDS = (
     StoredField("session_id", TEXT, Index.KEYWORD),
     StoredField("user_id", TEXT, Index.KEYWORD),
+    StoredField("message_id", TEXT, Index.KEYWORD),
     StoredField("scene", TEXT, Index.KEYWORD),
-    StoredField("turn_index", INT),
+    StoredField("sequence", INT),  # microseconds since the epoch: the order of a session's turns
     StoredField("user_message", TEXT, Index.STORED),
     StoredField("assistant_message", TEXT, Index.STORED),
     StoredField("feedback", TEXT, Index.KEYWORD, path=("signals", "feedback")),
@@ -160,6 +174,10 @@ class StoredObject(Protocol):
     def vector(self) -> Mapping[str, Any]: ...
 
 
+def _same(value: Any, none_as: Any) -> bool:
+    return none_as is not None and (value == none_as or str(value) == str(none_as))
+
+
 def _encode(value: Any) -> Any:
     if isinstance(value, uuid.UUID | Enum):
         return str(value.value if isinstance(value, Enum) else value)
@@ -168,14 +186,21 @@ def _encode(value: Any) -> Any:
     return value
 
 
-def to_properties(model: BaseModel, fields: Sequence[StoredField], **derived: Any) -> dict[str, Any]:
-    """The model as Weaviate properties, plus the derived ones. Unset (None) values are left out."""
+def to_properties(
+    model: BaseModel, fields: Sequence[StoredField], only: Collection[str] | None = None, **derived: Any
+) -> dict[str, Any]:
+    """The model as Weaviate properties (all, or `only` these), plus the derived ones. None is stored as the field's
+    `none_as`, or left out."""
     properties: dict[str, Any] = {}
     for field in fields:
+        if only is not None and field.name not in only:
+            continue
         path = field.model_path
         value: Any = derived.get(field.name) if path is None else model
         for step in path or ():
             value = getattr(value, step)
+        if value is None:
+            value = field.none_as
         if value is not None:
             properties[field.name] = _encode(value)
     return properties
@@ -187,7 +212,7 @@ def from_object[M: BaseModel](obj: StoredObject, fields: Sequence[StoredField], 
     for field in fields:
         path = field.model_path
         value = obj.properties.get(field.name)
-        if path is None or value is None:
+        if path is None or value is None or _same(value, field.none_as):
             continue
         target = data
         for step in path[:-1]:
@@ -202,8 +227,8 @@ TURN_PROPERTIES = [field.weaviate_property() for field in TURN_FIELDS]
 
 @dataclass(frozen=True)
 class ProjectCollections:
-    insights: Collection
-    turns: Collection
+    insights: WeaviateCollection
+    turns: WeaviateCollection
 
 
 def ensure_collections(client: weaviate.WeaviateClient, project: str, embedder: Embedder) -> ProjectCollections:
@@ -227,7 +252,7 @@ def ensure_collections(client: weaviate.WeaviateClient, project: str, embedder: 
     return ProjectCollections(client.collections.use(names.insights), client.collections.use(names.turns))
 
 
-def _check_binding(collection: Collection, name: str, expected: dict[str, object]) -> None:
+def _check_binding(collection: WeaviateCollection, name: str, expected: dict[str, object]) -> None:
     description = collection.config.get().description or ""
     try:
         found = json.loads(description)
@@ -242,4 +267,10 @@ def _check_binding(collection: Collection, name: str, expected: dict[str, object
             f"collection {name} holds vectors of {found['embedder']} ({found.get('dimension')} dims), but the "
             f"configured embedder is {expected['embedder']} ({expected['dimension']} dims). Mixing them would break "
             "search: configure the original embedder, or use another project name."
+        )
+    if found.get("schema", 1) != expected["schema"]:
+        raise HindsightError(
+            f"collection {name} was made by another version of Hindsight Insights (schema {found.get('schema', 1)}; "
+            f"this version uses schema {expected['schema']}). Use a new project name, or delete the project's two "
+            "collections to start it afresh."
         )

@@ -1,21 +1,34 @@
-"""The turn log: what record_turn stores and what reflection reads, one collection per project."""
+"""The turn log: what record_turn stores and what reflection reads, one collection per project.
+
+Appending never competes for a slot: each turn gets its own id (from Dify's message id when there is one, so that a
+retried record is the same turn; otherwise random) and a `sequence` from the clock in microseconds. A turn's index
+in its session is its place in (sequence, id) order, counted when it is read. So concurrent appends to one session
+all land, and none waits for another.
+"""
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import UTC, datetime
-from typing import cast
 
 import weaviate
-from weaviate.classes.query import Filter, Sort
+from weaviate.classes.query import Filter
 from weaviate.collections import Collection
 from weaviate.util import generate_uuid5
 
 from hindsight_insights.connection import SAFE_TO_RERUN, weaviate_errors
-from hindsight_insights.errors import WeaviateUnavailable
 from hindsight_insights.models import Turn, TurnDraft
-from hindsight_insights.store import filters
-from hindsight_insights.store.schema import TURN_FIELDS, from_object, to_properties
+from hindsight_insights.store.bulk import delete_all
+from hindsight_insights.store.schema import TURN_FIELDS, StoredObject, from_object, to_properties
+
+MAX_SESSION_TURNS = 10_000
+
+
+def turn_uuid(draft: TurnDraft) -> uuid.UUID:
+    if draft.message_id:
+        return uuid.UUID(generate_uuid5(f"{draft.session_id}\nmessage\n{draft.message_id}"))
+    return uuid.uuid4()
 
 
 class TurnLog:
@@ -23,44 +36,43 @@ class TurnLog:
         self._turns = collection
 
     def append(self, draft: TurnDraft, now: datetime | None = None) -> Turn:
+        """Store a turn and return it with its index. Recording the same Dify message again returns the stored turn."""
         now = now or datetime.now(UTC)
+        turn = Turn(id=turn_uuid(draft), sequence=time.time_ns() // 1000, created_at=now, **draft.model_dump())
         with weaviate_errors("recording a turn"):
-            for _attempt in range(5):
-                index = self._next_turn_index(draft.session_id)
-                turn_id = uuid.UUID(generate_uuid5(f"{draft.session_id}\n{index}"))
-                turn = Turn(id=turn_id, turn_index=index, created_at=now, **draft.model_dump())
-                try:
-                    self._turns.data.insert(to_properties(turn, TURN_FIELDS), uuid=turn_id)
-                except weaviate.exceptions.UnexpectedStatusCodeError as error:
-                    if "already exists" in str(error):  # a concurrent append took this index
-                        continue
+            if draft.message_id and (stored := self._turns.query.fetch_object_by_id(turn.id)) is not None:
+                return self._indexed(stored)
+            try:
+                self._turns.data.insert(to_properties(turn, TURN_FIELDS), uuid=turn.id)
+            except weaviate.exceptions.UnexpectedStatusCodeError as error:
+                if "already exists" not in str(error):  # a retry of this message raced us: it is stored
                     raise
-                return turn
-        raise WeaviateUnavailable(f"could not record a turn in session {draft.session_id}: too many concurrent writes")
+            return self._indexed(self._turns.query.fetch_object_by_id(turn.id) or turn)
 
-    def _next_turn_index(self, session_id: str) -> int:
+    def _indexed(self, turn: StoredObject | Turn) -> Turn:
+        stored = turn if isinstance(turn, Turn) else from_object(turn, TURN_FIELDS, Turn)
+        order = [(t.sequence, str(t.id)) for t in self._session_objects(stored.session_id)]
+        index = sum(1 for key in order if key < (stored.sequence, str(stored.id)))
+        return stored.model_copy(update={"turn_index": index})
+
+    def _session_objects(self, session_id: str) -> list[Turn]:
         result = self._turns.query.fetch_objects(
-            filters=Filter.by_property("session_id").equal(session_id),
-            limit=1,
-            sort=Sort.by_property("turn_index", ascending=False),
+            filters=Filter.by_property("session_id").equal(session_id), limit=MAX_SESSION_TURNS
         )
-        return cast(int, result.objects[0].properties["turn_index"]) + 1 if result.objects else 0
-
-    def session(self, session_id: str) -> list[Turn]:
-        with weaviate_errors("reading a session's turns"):
-            result = self._turns.query.fetch_objects(
-                filters=Filter.by_property("session_id").equal(session_id),
-                limit=10_000,
-                sort=Sort.by_property("turn_index", ascending=True),
-            )
         return [from_object(obj, TURN_FIELDS, Turn) for obj in result.objects]
 
+    def session(self, session_id: str) -> list[Turn]:
+        """The session's turns in order, each with its index."""
+        with weaviate_errors("reading a session's turns"):
+            turns = sorted(self._session_objects(session_id), key=lambda t: (t.sequence, str(t.id)))
+        return [turn.model_copy(update={"turn_index": index}) for index, turn in enumerate(turns)]
+
     def count(self, *, user_id: str | None = None) -> int:
-        where = filters.owned_by(user_id) if user_id is not None else None
+        where = Filter.by_property("user_id").equal(user_id) if user_id is not None else None
         with weaviate_errors("counting turns"):
             return int(self._turns.aggregate.over_all(filters=where, total_count=True).total_count or 0)
 
     def forget_user(self, user_id: str) -> int:
-        """Delete one user's turns. Returns how many."""
+        """Delete all of one user's turns; returns how many."""
         with weaviate_errors("forgetting a user's turns", SAFE_TO_RERUN):
-            return int(self._turns.data.delete_many(where=filters.owned_by(user_id)).successful)
+            return delete_all(self._turns, Filter.by_property("user_id").equal(user_id))

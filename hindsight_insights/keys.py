@@ -1,0 +1,57 @@
+"""Normalised keys: when two topics or two scenes are the same one.
+
+A model fills `topic` and `scene`, and writes the same thing many ways: 退货地址, 退货 地址, 退货地址。, 退貨地址,
+"return address" and full-width ｒｅｔｕｒｎ　ａｄｄｒｅｓｓ. Each way must land in one slot, or conflicting rules are
+injected side by side. The key of a text is:
+
+  1. Unicode NFKC (full-width letters and digits become ASCII, compatibility forms fold);
+  2. traditional Chinese converted to simplified (OpenCC t2s);
+  3. case-folded;
+  4. only letters and digits kept: spaces, punctuation and symbols are dropped.
+
+A text with no letter or digit at all (say, only an emoji) keeps its case-folded NFKC form without spaces, so it
+still has a key of its own. The displayed text is never changed; only matching uses the key.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import unicodedata
+
+import opencc
+
+GENERAL_SCENE = "general"
+# Words a Chinese or English builder uses for "applies everywhere"; all mean GENERAL_SCENE.
+GENERAL_SCENE_ALIASES = frozenset({"general", "通用", "全部", "all", "*", "default", "默认"})
+
+
+@functools.cache
+def _to_simplified() -> opencc.OpenCC:
+    return opencc.OpenCC("t2s")
+
+
+def to_simplified(text: str) -> str:
+    return str(_to_simplified().convert(text))
+
+
+def normalize_key(text: str) -> str:
+    folded = to_simplified(unicodedata.normalize("NFKC", text)).casefold()
+    kept = "".join(ch for ch in folded if ch.isalnum())
+    return kept or "".join(folded.split())
+
+
+def scene_key(scene: str) -> str:
+    """The key a scene is filtered by; every alias of the general scene is GENERAL_SCENE."""
+    key = normalize_key(scene)
+    return GENERAL_SCENE if key in _GENERAL_KEYS or not key else key
+
+
+_GENERAL_KEYS = frozenset(normalize_key(alias) for alias in GENERAL_SCENE_ALIASES if normalize_key(alias))
+
+
+def slot_key(topic: str, scene: str, owner: str | None) -> str:
+    """Where a newer insight supersedes an older one: the same topic and scene, for the same owner (a user id for
+    user scope, None for the project). Hashed: it is only ever compared."""
+    material = "\x1f".join([normalize_key(topic), scene_key(scene), "user" if owner else "project", owner or ""])
+    return hashlib.sha256(material.encode()).hexdigest()[:32]
