@@ -50,8 +50,11 @@ def scene_key(scene: str) -> str:
 _GENERAL_KEYS = frozenset(normalize_key(alias) for alias in GENERAL_SCENE_ALIASES if normalize_key(alias))
 
 
-def slot_key(topic: str, scene: str, owner: str | None) -> str:
+def slot_key(topic: str, scene: str, owner: str | None, condition_detail: str | None = None) -> str:
     """Where a newer insight supersedes an older one: the same topic and scene, for the same owner (a user id for
-    user scope, None for the project). Hashed: it is only ever compared."""
-    material = "\x1f".join([normalize_key(topic), scene_key(scene), "user" if owner else "project", owner or ""])
-    return hashlib.sha256(material.encode()).hexdigest()[:32]
+    user scope, None for the project), and, for a correction that holds only in one context or by one source, the
+    same context. Hashed: it is only ever compared."""
+    parts = [normalize_key(topic), scene_key(scene), "user" if owner else "project", owner or ""]
+    if condition_detail:
+        parts.append(normalize_key(condition_detail))
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]

@@ -40,8 +40,9 @@ MAX_TAGS = 10
 # Weaviate keeps dates as int64 nanoseconds (to 2262); the store writes this for "never", so expiries stop before it.
 NEVER = datetime(2200, 1, 1, tzinfo=UTC)
 MAX_LLM_JSON_CHARS = 20_000
-# What an LLM's insight JSON may not decide: whose insight it is, where it came from, whether it was reviewed.
-TRUSTED_FIELDS = ("user_id", "source", "status")
+# What an LLM's insight JSON may not decide: whose insight it is, where it came from, whether and why it was held
+# for review.
+TRUSTED_FIELDS = ("user_id", "source", "status", "review_reason")
 
 
 class InsightKind(StrEnum):
@@ -63,6 +64,21 @@ class InsightStatus(StrEnum):
 class Scope(StrEnum):
     USER = "user"
     PROJECT = "project"
+
+
+class Condition(StrEnum):
+    """How widely a correction holds (named so as not to be confused with the user/project scope).
+
+    universal: everywhere in its scene. context_specific: only in one context (a product line, a customer group),
+    named by `condition_detail`. temporal: for a period, which `expire_at` ends. source_specific: according to one
+    source (the website, a contract), named by `condition_detail`. A context- or source-specific correction lives in
+    a slot of its own, so it never supersedes (silences) the topic's general rule.
+    """
+
+    UNIVERSAL = "universal"
+    CONTEXT_SPECIFIC = "context_specific"
+    TEMPORAL = "temporal"
+    SOURCE_SPECIFIC = "source_specific"
 
 
 def normalize_scene(scene: str) -> str:
@@ -129,6 +145,9 @@ class InsightDraft(StrictModel):
     scope: Scope | None = None
     source: Identifier = "manual"
     status: Literal[InsightStatus.ACTIVE, InsightStatus.PENDING_REVIEW] = InsightStatus.ACTIVE
+    review_reason: Annotated[str, Field(max_length=500), Line] | None = None
+    condition: Condition = Condition.UNIVERSAL
+    condition_detail: Annotated[str, Field(min_length=1, max_length=120), Line] | None = None
 
     @field_validator("evidence", mode="before")
     @classmethod
@@ -154,6 +173,15 @@ class InsightDraft(StrictModel):
         if value is not None and value >= NEVER:
             raise ValueError("must be before 2200-01-01 (or null for no expiry)")
         return value
+
+    @model_validator(mode="after")
+    def _condition(self) -> Self:
+        needs_detail = self.condition in (Condition.CONTEXT_SPECIFIC, Condition.SOURCE_SPECIFIC)
+        if needs_detail and not self.condition_detail:
+            raise ValueError(f"condition_detail is required when condition is {self.condition.value!r}")
+        if self.condition is Condition.UNIVERSAL and self.condition_detail:
+            raise ValueError("condition_detail needs a condition other than 'universal'")
+        return self
 
     @model_validator(mode="after")
     def _scope(self) -> Self:
@@ -236,6 +264,9 @@ class Insight(BaseModel):
     scope: Scope
     status: InsightStatus
     source: str
+    review_reason: str | None = None
+    condition: Condition = Condition.UNIVERSAL
+    condition_detail: str | None = None
     learned_from: str | None = None
     supporters: list[str] = []
     support_count: int = 1
@@ -263,15 +294,49 @@ class ScoredInsight(BaseModel):
     keyword: float
 
 
+class DetectedCorrection(StrictModel):
+    """What the correction detector found in a user message (governance/corrections.py), as stored on the turn."""
+
+    type: Literal["factual", "preference", "process", "negative", "none"] = "none"
+    confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
+    corrected: str | None = None
+    original: str | None = None
+    topic: str | None = None
+    condition: Condition = Condition.UNIVERSAL
+    condition_detail: str | None = None
+
+
 class TurnSignals(StrictModel):
+    """Learning signals of a turn: what the builder's flow reports, and what the detector found."""
+
     feedback: Literal["like", "dislike"] | None = None
     tool_error: bool = False
     stopped_generation: bool = False
     correction: bool = False
+    detected: DetectedCorrection = DetectedCorrection()
 
     @property
     def any(self) -> bool:
-        return self.feedback == "dislike" or self.tool_error or self.stopped_generation or self.correction
+        return (
+            self.feedback == "dislike"
+            or self.tool_error
+            or self.stopped_generation
+            or self.correction
+            or self.detected.type != "none"
+        )
+
+
+class CorrectionRecord(StrictModel):
+    """Behaviour memory: on an assistant answer that the user's next message corrected."""
+
+    type: str
+    original: str | None = None
+    corrected: str | None = None
+    condition: Condition = Condition.UNIVERSAL
+    condition_detail: str | None = None
+    by: str  # the user who corrected it
+    at: datetime
+    in_turn: uuid.UUID  # the turn whose user message holds the correction
 
 
 class TurnDraft(StrictModel):
@@ -285,6 +350,10 @@ class TurnDraft(StrictModel):
     assistant_message: Annotated[str, Field(max_length=20000), Paragraph] = ""
     signals: TurnSignals = TurnSignals()
     injected_insight_ids: Annotated[list[uuid.UUID], Field(max_length=50)] = []
+    # Behaviour memory: what the answer rested on.
+    sources: Annotated[list[Annotated[str, Field(min_length=1, max_length=500), Line]], Field(max_length=20)] = []
+    tool_calls: Annotated[list[Annotated[str, Field(min_length=1, max_length=200), Line]], Field(max_length=20)] = []
+    answer_confidence: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
 
     @field_validator("scene")
     @classmethod
@@ -314,6 +383,11 @@ class Turn(BaseModel):
     assistant_message: str = ""
     signals: TurnSignals = TurnSignals()
     injected_insight_ids: list[uuid.UUID] = []
+    sources: list[str] = []
+    tool_calls: list[str] = []
+    answer_confidence: float | None = None
+    error_status: Literal["ok", "corrected"] = "ok"
+    correction: CorrectionRecord | None = None
     created_at: datetime
 
 

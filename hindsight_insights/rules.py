@@ -30,6 +30,7 @@ class RenderedRule:
     topic: str
     must: bool
     updated: str  # to the minute; the template tells the model the newest rule wins
+    applies_to: str | None  # the context or source a conditioned correction holds for
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ def group_rules(insights: Iterable[Insight], must_confidence: float, timezone: s
                 topic=inert(i.topic),
                 must=i.confidence >= must_confidence,
                 updated=_minute(i.asserted_at, zone),
+                applies_to=inert(i.condition_detail) if i.condition_detail else None,
             )
             for i in ordered
         ]

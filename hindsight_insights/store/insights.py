@@ -50,6 +50,7 @@ from hindsight_insights.models import (
 )
 from hindsight_insights.segment import segment, tokens
 from hindsight_insights.store import chain, filters
+from hindsight_insights.store.audit import AuditLog
 from hindsight_insights.store.bulk import delete_all
 from hindsight_insights.store.schema import (
     INSIGHT_FIELDS,
@@ -95,10 +96,15 @@ def _instruction(text: str) -> str:
     return " ".join(keys.to_simplified(unicodedata.normalize("NFKC", text)).casefold().split())
 
 
+def slot_of(insight: InsightDraft | Insight) -> str:
+    """The slot an insight or draft belongs to (keys.slot_key)."""
+    return keys.slot_key(insight.topic, insight.scene, insight.owner, insight.condition_detail)
+
+
 def content_uuid(draft: InsightDraft) -> uuid.UUID:
     """Deterministic id of an insight's content: its slot, kind and instruction. The same insight saved twice, or by
     two racing writers, is one object."""
-    slot = keys.slot_key(draft.topic, draft.scene, draft.owner)
+    slot = slot_of(draft)
     canonical = [slot, draft.kind.value, _instruction(draft.action)]
     return uuid.UUID(generate_uuid5(json.dumps(canonical, ensure_ascii=False)))
 
@@ -114,7 +120,7 @@ def _derived(insight: Insight) -> dict[str, str]:
     return {
         "topic_key": keys.normalize_key(insight.topic),
         "scene_key": keys.scene_key(insight.scene),
-        "slot_key": keys.slot_key(insight.topic, insight.scene, insight.owner),
+        "slot_key": slot_of(insight),
         "search_text": segment(" ".join([insight.topic, insight.scene, insight.observation, insight.action])),
     }
 
@@ -175,6 +181,7 @@ class InsightStore:
     ) -> None:
         self._insights = collections.insights
         self.turns = TurnLog(collections.turns)
+        self.audit = AuditLog(collections.audit)
         self._embedder = embedder
         self._settings = settings
         self._client = client  # set when this store owns the connection (open_store)
@@ -202,7 +209,7 @@ class InsightStore:
 
     def save(self, draft: InsightDraft, now: datetime | None = None) -> SaveResult:
         now = now or datetime.now(UTC)
-        slot = keys.slot_key(draft.topic, draft.scene, draft.owner)
+        slot = slot_of(draft)
         content_id = content_uuid(draft)
         with weaviate_errors("saving an insight"):
             versions = {version.id: version for version in self._slot_versions(slot)}
@@ -240,7 +247,7 @@ class InsightStore:
         the newest one. What a reviewer rejected or suspected stays so."""
         if stored.status in (InsightStatus.REJECTED, InsightStatus.SUSPECT):
             return SaveResult(id=stored.id, status="unchanged", insight_status=stored.status)
-        slot = keys.slot_key(stored.topic, stored.scene, stored.owner)
+        slot = slot_of(stored)
         current = chain.head(self._slot_versions(slot), now)
         revive = stored.status is not InsightStatus.PENDING_REVIEW and (current is None or current.id != stored.id)
         result = self._add_support(stored, draft, now, reassert=revive)
@@ -268,7 +275,7 @@ class InsightStore:
         try:
             self._write(updated, [*changes, "updated_at"], undo, previous=stored)
             if {"expire_at", "asserted_at"} & changes.keys() and stored.status is not InsightStatus.PENDING_REVIEW:
-                settled = self._settle(keys.slot_key(stored.topic, stored.scene, stored.owner), now, undo)
+                settled = self._settle(slot_of(stored), now, undo)
                 updated = next((v for v in settled if v.id == stored.id), updated)
         except BaseException:
             undo.run()
@@ -428,7 +435,7 @@ class InsightStore:
         """Every version of the insight's slot, oldest first (pending, rejected and suspect ones at the end)."""
         insight = self.get(insight_id)
         with weaviate_errors("reading an insight's history"):
-            versions = self._slot_versions(keys.slot_key(insight.topic, insight.scene, insight.owner))
+            versions = self._slot_versions(slot_of(insight))
         members = chain.order(versions)
         return members + [v for v in versions if v not in members]
 
@@ -459,12 +466,53 @@ class InsightStore:
             )
         return [_insight_from(obj) for obj in result.objects]
 
-    def approve(self, insight_id: uuid.UUID | str, now: datetime | None = None) -> Insight:
-        """A reviewer approves a pending insight: it becomes the newest version of its slot, as if saved now."""
+    def approve(self, insight_id: uuid.UUID | str, reviewer: str = "reviewer", now: datetime | None = None) -> Insight:
+        """A reviewer approves a pending insight: it becomes the newest version of its slot, as if saved now, and the
+        reviewer counts as a supporter (so reviewed knowledge outlives the forgetting of the user it came from)."""
         insight = self.get(insight_id)
         if insight.status is not InsightStatus.PENDING_REVIEW:
             raise InvalidInput([("id", f"insight {insight.id} is {insight.status.value}, not pending_review")])
-        return self._change_status(insight, InsightStatus.ACTIVE, now or datetime.now(UTC), reassert=True)
+        supporters = list(dict.fromkeys([*insight.supporters, f"reviewer:{reviewer}"]))
+        extra = {"supporters": supporters, "support_count": len(supporters), "review_reason": None}
+        return self._change_status(insight, InsightStatus.ACTIVE, now or datetime.now(UTC), reassert=True, extra=extra)
+
+    def revise(self, insight_id: uuid.UUID | str, changes: dict[str, Any], now: datetime | None = None) -> Insight:
+        """A reviewer's edit of what an insight says: action, observation, tags, confidence, expire_at. Validated as a
+        draft would be; a new action is embedded again. Topic and scene stay: changing them is a new insight."""
+        editable = {"action", "observation", "tags", "confidence", "expire_at"}
+        unknown = sorted(set(changes) - editable)
+        if unknown:
+            raise InvalidInput(
+                [(name, f"cannot be edited; editable: {', '.join(sorted(editable))}") for name in unknown]
+            )
+        insight = self.get(insight_id)
+        now = now or datetime.now(UTC)
+        draft_fields = {
+            "topic",
+            "kind",
+            "scene",
+            "observation",
+            "action",
+            "evidence",
+            "tags",
+            "confidence",
+            "expire_at",
+        }
+        checked = InsightDraft.parse({**insight.model_dump(include=draft_fields), **changes})
+        revised = insight.model_copy(update={**{name: getattr(checked, name) for name in changes}, "updated_at": now})
+        names = {*changes, "updated_at"}
+        properties = to_properties(revised, INSIGHT_FIELDS, only=names)
+        with weaviate_errors("editing an insight"):
+            if "action" in changes or "observation" in changes:
+                derived = _derived(revised)
+                properties["search_text"] = derived["search_text"]
+                vector = self._embedder.embed([_embedding_text(revised)])[0]
+                self._insights.data.update(uuid=insight.id, properties=properties, vector={_VECTOR: vector.tolist()})
+            else:
+                self._insights.data.update(uuid=insight.id, properties=properties)
+            if "expire_at" in changes and insight.status is not InsightStatus.PENDING_REVIEW:
+                self._settle(slot_of(insight), now)
+        return self.get(insight.id)
 
     def set_status(self, insight_id: uuid.UUID | str, status: InsightStatus, now: datetime | None = None) -> Insight:
         """Reject, suspect, return to review or approve; the slot is settled after it. `superseded` and `expired`
@@ -473,18 +521,26 @@ class InsightStore:
             raise InvalidInput([("status", f"{status.value} follows from newer versions and expiry; it is not set")])
         insight = self.get(insight_id)
         if status is InsightStatus.ACTIVE:
-            return self.approve(insight.id, now) if insight.status is InsightStatus.PENDING_REVIEW else insight
+            return self.approve(insight.id, now=now) if insight.status is InsightStatus.PENDING_REVIEW else insight
         return self._change_status(insight, status, now or datetime.now(UTC), reassert=False)
 
-    def _change_status(self, insight: Insight, status: InsightStatus, now: datetime, *, reassert: bool) -> Insight:
-        update: dict[str, Any] = {"status": status, "updated_at": now}
+    def _change_status(
+        self,
+        insight: Insight,
+        status: InsightStatus,
+        now: datetime,
+        *,
+        reassert: bool,
+        extra: dict[str, Any] | None = None,
+    ) -> Insight:
+        update: dict[str, Any] = {"status": status, "updated_at": now, **(extra or {})}
         if reassert:
             update["asserted_at"] = now
         undo = _Undo()
         with weaviate_errors("changing an insight's status"):
             try:
                 self._write(insight.model_copy(update=update), update, undo, previous=insight)
-                self._settle(keys.slot_key(insight.topic, insight.scene, insight.owner), now, undo)
+                self._settle(slot_of(insight), now, undo)
             except BaseException:
                 undo.run()
                 raise
@@ -495,7 +551,7 @@ class InsightStore:
         insight = self.get(insight_id)
         with weaviate_errors("deleting an insight", SAFE_TO_RERUN):
             self._insights.data.delete_by_id(insight.id)
-            self._settle(keys.slot_key(insight.topic, insight.scene, insight.owner), now or datetime.now(UTC))
+            self._settle(slot_of(insight), now or datetime.now(UTC))
 
     def expire_sweep(self, now: datetime | None = None) -> int:
         """Mark insights whose expire_at has passed as expired, and settle their slots. Returns how many expired."""
@@ -516,7 +572,7 @@ class InsightStore:
                             uuid=insight.id, properties={"status": InsightStatus.EXPIRED.value, "updated_at": now}
                         )
                     else:
-                        self._settle(keys.slot_key(insight.topic, insight.scene, insight.owner), now)
+                        self._settle(slot_of(insight), now)
                     expired.add(insight.id)
 
     def count(self, *, user_id: str | None = None) -> tuple[int, int]:
@@ -547,7 +603,7 @@ class InsightStore:
                 for insight in map(_insight_from, result.objects):
                     if set(insight.supporters) <= {user_id}:
                         self._insights.data.delete_by_id(insight.id)
-                        self._settle(keys.slot_key(insight.topic, insight.scene, insight.owner), now)
+                        self._settle(slot_of(insight), now)
                         deleted += 1
                     else:
                         self._scrub(insight, user_id, now)
@@ -737,11 +793,12 @@ def newest_per_slot(objects: Sequence[StoredObject]) -> list[StoredObject]:
 
 
 def newest_per_topic(insights: Sequence[Insight]) -> set[uuid.UUID]:
-    """The ids to inject: one rule per topic, the newest. A general-scene rule and a scene rule on the same topic
-    (or a project rule and a user's own) would otherwise leave the model to guess which one holds."""
-    newest: dict[str, Insight] = {}
+    """The ids to inject: one rule per topic (and condition), the newest. A general-scene rule and a scene rule on the
+    same topic (or a project rule and a user's own) would otherwise leave the model to guess which one holds; a rule
+    that holds only in one context stands beside the topic's general rule."""
+    newest: dict[tuple[str, str], Insight] = {}
     for insight in insights:
-        key = keys.normalize_key(insight.topic)
+        key = (keys.normalize_key(insight.topic), keys.normalize_key(insight.condition_detail or ""))
         kept = newest.get(key)
         if kept is None or (insight.asserted_at, str(insight.id)) > (kept.asserted_at, str(kept.id)):
             newest[key] = insight

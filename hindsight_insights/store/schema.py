@@ -6,7 +6,8 @@ Name mapping (project name -> collection names):
   2. slug = ASCII letters and digits kept, every other run of characters becomes "_", lower-cased, at most 40 chars;
   3. if the slug is not exactly the project name (Chinese, capitals, punctuation, truncation), append "_" plus the
      first 8 hex digits of sha256(name), so distinct names never share collections;
-  4. base = "Hindsight_" + slug (+ hash); collections are base + "_Insight" and base + "_Turn".
+  4. base = "Hindsight_" + slug (+ hash); collections are base + "_Insight", base + "_Turn" and base + "_Audit"
+     (the reviewers' audit trail).
 Examples: "default" -> Hindsight_default_Insight; "售后客服" -> Hindsight_<hash8>_Insight;
 "Shop-CN" -> Hindsight_shop_cn_<hash8>_Insight.
 """
@@ -39,6 +40,7 @@ SCHEMA_VERSION = 2  # bumped when stored fields change; collections of another v
 class CollectionNames:
     insights: str
     turns: str
+    audit: str
 
 
 def collection_names(project: str) -> CollectionNames:
@@ -50,7 +52,7 @@ def collection_names(project: str) -> CollectionNames:
         digest = hashlib.sha256(name.encode()).hexdigest()[:8]
         slug = f"{slug}_{digest}" if slug else digest
     base = f"Hindsight_{slug}"
-    return CollectionNames(insights=f"{base}_Insight", turns=f"{base}_Turn")
+    return CollectionNames(insights=f"{base}_Insight", turns=f"{base}_Turn", audit=f"{base}_Audit")
 
 
 class Index(Enum):
@@ -132,6 +134,9 @@ INSIGHT_FIELDS = (
     StoredField("scope", TEXT, Index.KEYWORD),
     StoredField("status", TEXT, Index.KEYWORD),
     StoredField("source", TEXT, Index.KEYWORD),
+    StoredField("review_reason", TEXT, Index.STORED, none_as=""),
+    StoredField("condition", TEXT, Index.KEYWORD),
+    StoredField("condition_detail", TEXT, Index.STORED, none_as=""),
     StoredField("learned_from", TEXT, Index.KEYWORD, none_as=""),
     StoredField("supporters", TEXTS, Index.KEYWORD),
     StoredField("support_count", INT),
@@ -156,8 +161,37 @@ TURN_FIELDS = (
     StoredField("tool_error", BOOL, path=("signals", "tool_error")),
     StoredField("stopped_generation", BOOL, path=("signals", "stopped_generation")),
     StoredField("correction", BOOL, path=("signals", "correction")),
+    StoredField("detected_type", TEXT, Index.KEYWORD, path=("signals", "detected", "type")),
+    StoredField("detected_confidence", NUMBER, path=("signals", "detected", "confidence")),
+    StoredField("detected_corrected", TEXT, Index.STORED, path=("signals", "detected", "corrected")),
+    StoredField("detected_original", TEXT, Index.STORED, path=("signals", "detected", "original")),
+    StoredField("detected_topic", TEXT, Index.STORED, path=("signals", "detected", "topic")),
+    StoredField("detected_condition", TEXT, Index.STORED, path=("signals", "detected", "condition")),
+    StoredField("detected_condition_detail", TEXT, Index.STORED, path=("signals", "detected", "condition_detail")),
     StoredField("injected_insight_ids", UUIDS),
+    StoredField("sources", TEXTS, Index.STORED),
+    StoredField("tool_calls", TEXTS, Index.STORED),
+    StoredField("answer_confidence", NUMBER),
+    StoredField("error_status", TEXT, Index.KEYWORD),
+    StoredField("correction_type", TEXT, Index.STORED, path=("correction", "type")),
+    StoredField("correction_original", TEXT, Index.STORED, path=("correction", "original")),
+    StoredField("correction_corrected", TEXT, Index.STORED, path=("correction", "corrected")),
+    StoredField("correction_condition", TEXT, Index.STORED, path=("correction", "condition")),
+    StoredField("correction_condition_detail", TEXT, Index.STORED, path=("correction", "condition_detail")),
+    StoredField("correction_by", TEXT, Index.STORED, path=("correction", "by")),
+    StoredField("correction_at", DATE, path=("correction", "at")),
+    StoredField("correction_in_turn", DataType.UUID, path=("correction", "in_turn")),
     StoredField("created_at", DATE),
+)
+
+AUDIT_FIELDS = (
+    StoredField("insight_id", DataType.UUID),
+    StoredField("action", TEXT, Index.KEYWORD),
+    StoredField("actor", TEXT, Index.KEYWORD),
+    StoredField("at", DATE),
+    StoredField("before", TEXT, Index.STORED),  # the insight as JSON, before and after
+    StoredField("after", TEXT, Index.STORED),
+    StoredField("note", TEXT, Index.STORED),
 )
 
 
@@ -198,7 +232,7 @@ def to_properties(
         path = field.model_path
         value: Any = derived.get(field.name) if path is None else model
         for step in path or ():
-            value = getattr(value, step)
+            value = None if value is None else getattr(value, step)  # an optional part (a correction) may be absent
         if value is None:
             value = field.none_as
         if value is not None:
@@ -223,19 +257,25 @@ def from_object[M: BaseModel](obj: StoredObject, fields: Sequence[StoredField], 
 
 INSIGHT_PROPERTIES = [field.weaviate_property() for field in INSIGHT_FIELDS]
 TURN_PROPERTIES = [field.weaviate_property() for field in TURN_FIELDS]
+AUDIT_PROPERTIES = [field.weaviate_property() for field in AUDIT_FIELDS]
 
 
 @dataclass(frozen=True)
 class ProjectCollections:
     insights: WeaviateCollection
     turns: WeaviateCollection
+    audit: WeaviateCollection
 
 
 def ensure_collections(client: weaviate.WeaviateClient, project: str, embedder: Embedder) -> ProjectCollections:
     """Create the project's collections if missing (idempotent) and check they belong to this embedder."""
     names = collection_names(project)
     binding = {"project": project, "embedder": embedder.id, "dimension": embedder.dimension, "schema": SCHEMA_VERSION}
-    for name, properties in ((names.insights, INSIGHT_PROPERTIES), (names.turns, TURN_PROPERTIES)):
+    for name, properties in (
+        (names.insights, INSIGHT_PROPERTIES),
+        (names.turns, TURN_PROPERTIES),
+        (names.audit, AUDIT_PROPERTIES),
+    ):
         if not client.collections.exists(name):
             try:
                 client.collections.create(
@@ -249,7 +289,7 @@ def ensure_collections(client: weaviate.WeaviateClient, project: str, embedder: 
                 if "already exists" not in str(error):  # another process created it first
                     raise
         _check_binding(client.collections.use(name), name, binding)
-    return ProjectCollections(client.collections.use(names.insights), client.collections.use(names.turns))
+    return ProjectCollections(*(client.collections.use(name) for name in (names.insights, names.turns, names.audit)))
 
 
 def _check_binding(collection: WeaviateCollection, name: str, expected: dict[str, object]) -> None:

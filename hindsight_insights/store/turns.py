@@ -13,12 +13,12 @@ import uuid
 from datetime import UTC, datetime
 
 import weaviate
-from weaviate.classes.query import Filter
+from weaviate.classes.query import Filter, Sort
 from weaviate.collections import Collection
 from weaviate.util import generate_uuid5
 
 from hindsight_insights.connection import SAFE_TO_RERUN, weaviate_errors
-from hindsight_insights.models import Turn, TurnDraft
+from hindsight_insights.models import CorrectionRecord, Turn, TurnDraft
 from hindsight_insights.store.bulk import delete_all
 from hindsight_insights.store.schema import TURN_FIELDS, StoredObject, from_object, to_properties
 
@@ -59,6 +59,33 @@ class TurnLog:
         result = self._turns.query.fetch_objects(
             filters=Filter.by_property("session_id").equal(session_id), limit=MAX_SESSION_TURNS
         )
+        return [from_object(obj, TURN_FIELDS, Turn) for obj in result.objects]
+
+    def mark_corrected(self, turn: Turn, record: CorrectionRecord) -> Turn:
+        """Behaviour memory: the answer of `turn` was corrected by a later user message."""
+        corrected = turn.model_copy(update={"error_status": "corrected", "correction": record})
+        names = {
+            field.name for field in TURN_FIELDS if field.name == "error_status" or field.name.startswith("correction_")
+        }
+        with weaviate_errors("recording a correction on a turn"):
+            self._turns.data.update(uuid=turn.id, properties=to_properties(corrected, TURN_FIELDS, only=names))
+        return corrected
+
+    def previous(self, turn: Turn) -> Turn | None:
+        """The turn before this one in its session, if any."""
+        turns = self.session(turn.session_id)
+        index = next((i for i, t in enumerate(turns) if t.id == turn.id), None)
+        return turns[index - 1] if index else None
+
+    def of_user(self, user_id: str, *, recent: int = 20) -> list[Turn]:
+        """What we told a user, and what was corrected: their latest turns, newest first, each with its sources,
+        tool calls, confidence, error status and correction record."""
+        with weaviate_errors("reading a user's turns"):
+            result = self._turns.query.fetch_objects(
+                filters=Filter.by_property("user_id").equal(user_id),
+                limit=recent,
+                sort=Sort.by_property("sequence", ascending=False),
+            )
         return [from_object(obj, TURN_FIELDS, Turn) for obj in result.objects]
 
     def session(self, session_id: str) -> list[Turn]:
