@@ -5,7 +5,7 @@ setup:
 	@scripts/bootstrap.sh
 
 demo: setup
-	.venv/bin/python -m hindsight_insights demo
+	.venv/bin/python -m hindsight_cli demo
 
 lint: setup
 	.venv/bin/ruff check .

@@ -33,4 +33,4 @@ done
 "$UV" sync --frozen --quiet --python "$PYTHON"
 
 # 4. The Weaviate server binary (cached; built from the Go module proxy on a miss).
-.venv/bin/python -m hindsight_insights ensure-weaviate >/dev/null
+.venv/bin/python -m hindsight_cli ensure-weaviate >/dev/null

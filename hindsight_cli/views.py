@@ -1,0 +1,92 @@
+"""How insights, turns and review items look in a terminal: rich tables, or JSON on request."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from hindsight_insights.models import Insight, Turn
+from hindsight_insights.store.review import ReviewItem
+
+
+def _short(text: str, width: int = 60) -> str:
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= width else one_line[: width - 1] + "…"
+
+
+def print_json(console: Console, value: Any) -> None:
+    console.print_json(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def insights_table(insights: Sequence[Insight], title: str) -> Table:
+    table = Table(title=title, show_lines=False)
+    for column in ("id", "status", "kind", "scope", "scene", "topic", "action", "conf.", "support"):
+        table.add_column(column, overflow="fold")
+    for insight in insights:
+        status = Text(insight.status.value, style="yellow" if insight.status.value == "pending_review" else "")
+        table.add_row(
+            str(insight.id)[:8],
+            status,
+            insight.kind.value,
+            insight.scope.value if insight.owner is None else f"user {insight.owner}",
+            insight.scene,
+            insight.topic,
+            _short(insight.action),
+            f"{insight.confidence:.2f}",
+            str(insight.support_count),
+        )
+    return table
+
+
+def turns_table(turns: Sequence[Turn], injected: Mapping[str, Insight], title: str) -> Table:
+    """Recent turns, newest first; corrected answers in red with their correction, and the rules injected."""
+    table = Table(title=title, show_lines=True)
+    for column in ("when", "session", "user said", "assistant said", "corrected", "rules injected"):
+        table.add_column(column, overflow="fold")
+    for turn in turns:
+        corrected = Text("")
+        if turn.correction is not None:
+            record = turn.correction
+            corrected = Text(f"{record.type}: {_short(record.corrected or '', 50)}", style="bold red")
+        rules = [f"{injected[str(i)].topic}" for i in turn.injected_insight_ids if str(i) in injected]
+        missing = len(turn.injected_insight_ids) - len(rules)
+        table.add_row(
+            turn.created_at.strftime("%Y-%m-%d %H:%M"),
+            turn.session_id,
+            _short(turn.user_message),
+            Text(_short(turn.assistant_message), style="red" if turn.error_status == "corrected" else ""),
+            corrected,
+            "\n".join(rules + ([f"({missing} since deleted)"] if missing else [])),
+        )
+    return table
+
+
+def review_item(console: Console, item: ReviewItem) -> None:
+    insight = item.insight
+    console.print(f"[bold]{insight.topic}[/bold]  ({insight.id})")
+    for label, value in (
+        ("status", insight.status.value + (f" — {insight.review_reason}" if insight.review_reason else "")),
+        ("kind / scope", f"{insight.kind.value} / {insight.scope.value} {insight.owner or ''}".strip()),
+        ("scene", insight.scene),
+        ("action", insight.action),
+        ("observation", insight.observation or "—"),
+        (
+            "evidence",
+            f"“{insight.evidence.quote}” (session {insight.evidence.session_id}, turn {insight.evidence.turn})",
+        ),
+        ("confidence", f"{insight.confidence:.2f}, support {insight.support_count}"),
+        ("applies to", insight.condition_detail or insight.condition.value),
+    ):
+        console.print(f"  {label:>12}: {value}")
+    console.print(insights_table(item.history, "versions of this slot, oldest first"))
+    audit = Table(title="audit trail")
+    for column in ("when", "who", "action", "note"):
+        audit.add_column(column)
+    for entry in item.audit:
+        audit.add_row(entry.at.strftime("%Y-%m-%d %H:%M"), entry.actor, entry.action, entry.note)
+    console.print(audit)

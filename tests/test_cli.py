@@ -1,0 +1,98 @@
+"""The operator's command line against the real Weaviate: inspect a user, work the review queue."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from hindsight_cli.app import app
+from hindsight_insights.config import Settings
+from hindsight_insights.models import CorrectionRecord, InsightDraft, InsightStatus, TurnDraft
+from hindsight_insights.store import InsightStore
+from hindsight_insights.weaviate_server import LocalWeaviate
+
+
+@pytest.fixture
+def cli(weaviate_server: LocalWeaviate, project_settings: Settings) -> Any:
+    environment = {
+        "HINDSIGHT_WEAVIATE_URL": weaviate_server.url,
+        "HINDSIGHT_WEAVIATE_GRPC_PORT": str(weaviate_server.grpc_port),
+        "HINDSIGHT_WEAVIATE_API_KEY": weaviate_server.api_key,
+        "HINDSIGHT_PROJECT": project_settings.project,
+        "COLUMNS": "200",  # wide enough that tables do not fold words
+    }
+    runner = CliRunner()
+
+    def run(*arguments: str, code: int = 0) -> str:
+        result = runner.invoke(app, list(arguments), env=environment, catch_exceptions=False)
+        assert result.exit_code == code, result.output
+        return result.output
+
+    return run
+
+
+PENDING = {
+    "topic": "退款时限",
+    "kind": "process",
+    "scene": "售后服务",
+    "action": "当顾客问退款多久到账时，告诉他 3 个工作日内原路退回。",
+    "evidence": "退款 3 个工作日到账",
+    "status": "pending_review",
+    "review_reason": "a project-wide process rule",
+}
+
+
+def test_the_review_queue_from_the_command_line(cli: Any, store: InsightStore) -> None:
+    pending = store.save(InsightDraft.parse(PENDING))
+    listed = json.loads(cli("insights", "list", "--status", "pending_review", "--json"))
+    assert [item["id"] for item in listed] == [str(pending.id)]
+    assert "退款时限" in cli("insights", "list", "--status", "pending_review")
+    cli("insights", "edit", str(pending.id), "--reviewer", "ops-lin", "--confidence", "0.95", "--note", "checked")
+    cli("insights", "approve", str(pending.id), "--reviewer", "ops-lin")
+    assert store.get(pending.id).status is InsightStatus.ACTIVE and store.get(pending.id).confidence == 0.95
+    shown = json.loads(cli("insights", "show", str(pending.id), "--json"))
+    assert [(e["action"], e["actor"]) for e in shown["audit"]] == [("edit", "ops-lin"), ("approve", "ops-lin")]
+    assert "audit trail" in cli("insights", "show", str(pending.id))
+    cli("insights", "reject", str(pending.id), "--reviewer", "ops-lin", "--note", "policy changed")
+    assert store.get(pending.id).status is InsightStatus.REJECTED
+    cli("insights", "delete", str(pending.id), "--reviewer", "ops-lin")
+    assert "no insight" in cli("insights", "show", str(pending.id), code=1)
+
+
+def test_an_edit_with_nothing_to_change_or_a_bad_value_says_so(cli: Any, store: InsightStore) -> None:
+    pending = store.save(InsightDraft.parse(PENDING))
+    assert "nothing to edit" in cli("insights", "edit", str(pending.id), code=2)
+    assert "confidence" in cli("insights", "edit", str(pending.id), "--confidence", "7", code=1)
+
+
+def test_inspect_shows_what_we_told_a_user_and_what_was_corrected(cli: Any, store: InsightStore) -> None:
+    rule = store.save(InsightDraft.parse({**PENDING, "status": "active", "review_reason": None}))
+    answered = store.turns.append(
+        TurnDraft.parse(
+            {
+                "session_id": "s1",
+                "user_id": "u-cli",
+                "user_message": "退款多久到账？",
+                "assistant_message": "一般 7 个工作日。",
+                "injected_insight_ids": [str(rule.id)],
+            }
+        )
+    )
+    correcting = store.turns.append(
+        TurnDraft.parse({"session_id": "s1", "user_id": "u-cli", "user_message": "不对，是 3 个工作日"})
+    )
+    record = CorrectionRecord(
+        type="factual", corrected="是 3 个工作日", by="u-cli", at=datetime.now(UTC), in_turn=correcting.id
+    )
+    store.turns.mark_corrected(answered, record)
+    table = cli("inspect", "--user", "u-cli", "--recent", "5")
+    assert "1 corrected" in table and "factual: 是 3 个工作日" in table and "退款时限" in table
+    data = json.loads(cli("inspect", "--user", "u-cli", "--json"))
+    assert [turn["error_status"] for turn in data["turns"]] == ["ok", "corrected"]
+    assert list(data["injected"]) == [str(rule.id)]
+    assert json.loads(cli("inspect", "--user", str(uuid.uuid4()), "--json"))["turns"] == []
