@@ -95,7 +95,9 @@ class Settings(BaseSettings):
     reflection_output: OpenAIOutput = Field("auto", description="auto: json_schema, else a tool call, else JSON mode.")
     llm_timeout_s: float = Field(120.0, gt=0, description="One LLM request, before the SDK retries it.")
     llm_max_retries: int = Field(2, ge=0, le=10, description="SDK retries with backoff on 408/409/429/5xx, timeouts.")
-    reflection_max_output_tokens: int = Field(4096, ge=256, le=64000, description="max_tokens of one reflection.")
+    reflection_max_output_tokens: int = Field(
+        8192, ge=256, le=64000, description="max_tokens of one reflection, adaptive thinking included."
+    )
     reflection_max_transcript_chars: int = Field(
         16000, ge=2000, le=200_000, description="Cap on the transcript text sent per reflection (newest turns kept)."
     )
