@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import anthropic._base_client
@@ -12,7 +13,7 @@ import httpx2
 import pytest
 
 from hindsight_insights.models import InsightStatus, Scope
-from hindsight_insights.reflection import REFLECTION_SCHEMA, BatchJob, ReflectionBatch
+from hindsight_insights.reflection import REFLECTION_SCHEMA, BatchJob, BatchNotReady, ReflectionBatch
 from hindsight_insights.store import InsightStore
 from tests.reflection_support import (
     FakeAnthropicApi,
@@ -414,3 +415,19 @@ def test_unknown_ids_never_reach_the_store(store: InsightStore, api: FakeAnthrop
     saved = store.get(report.created[0])
     assert (saved.user_id, saved.source) == ("u_lizong", "reflection:anthropic")
     assert isinstance(saved.id, uuid.UUID)
+
+
+def test_waiting_on_a_batch_that_is_still_processing_gives_up_at_the_deadline(
+    store: InsightStore, api: FakeAnthropicApi
+) -> None:
+    batch_id = "msgbatch_01Q6QJxqk2W3Ho4sMcF6tWZ1"
+    api.on("GET", f"/v1/messages/batches/{batch_id}", ok(_batch(batch_id, "in_progress", {"processing": 40})))
+    engine, reflector = anthropic_engine(store, api)
+    job = BatchJob(
+        batch_id=batch_id, model="claude-sonnet-5-5", submitted_at=datetime(2026, 11, 30, 2, tzinfo=UTC), requests=[]
+    )
+    sleeps: list[float] = []
+
+    with pytest.raises(BatchNotReady, match="still in_progress; collect it later"):
+        ReflectionBatch(engine, reflector, poll_interval_s=60.0, sleep=sleeps.append).wait(job, timeout_s=30.0)
+    assert sleeps == [] and len(api.requests) == 1  # the next poll would pass the deadline: no sleep, no wait

@@ -10,12 +10,18 @@ from collections.abc import Sequence
 import anthropic._base_client
 import pytest
 
+from hindsight_insights.config import Settings
+from hindsight_insights.errors import HindsightError
 from hindsight_insights.models import InsightStatus, Scope, TurnSignals
 from hindsight_insights.reflection import (
+    REFLECTION_SCHEMA,
+    AnthropicReflector,
     ExtractionRequest,
+    OpenAICompatibleReflector,
     ReflectedEvidence,
     ReflectedInsight,
     ReflectionEngine,
+    load_reflector,
 )
 from hindsight_insights.store import InsightStore
 from tests.reflection_support import (
@@ -297,3 +303,23 @@ def test_nightly_reads_one_users_sessions_oldest_first(store: InsightStore, api:
     )
     assert report.session_ids == ["mon", "tue"] and report.variant == "nightly"
     assert store.get(report.created[0]).evidence.session_id == "tue"
+
+
+def test_the_settings_choose_the_reflector(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HINDSIGHT_ANTHROPIC_EFFORT", "")
+    monkeypatch.setenv("HINDSIGHT_ANTHROPIC_MODEL", "claude-haiku-4-5")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
+    from_env = Settings(_env_file=None)
+    assert from_env.anthropic_effort is None and from_env.reflection_llm == "anthropic"
+    claude = load_reflector(from_env)
+    assert isinstance(claude, AnthropicReflector) and claude.model == "claude-haiku-4-5"
+    sent = claude.request("system", "user", REFLECTION_SCHEMA)
+    assert sent["output_config"] == {"format": {"type": "json_schema", "schema": REFLECTION_SCHEMA.json_schema}}
+    chat = load_reflector(
+        settings.model_copy(
+            update={"reflection_llm": "openai", "reflection_base_url": "http://127.0.0.1:9/v1", "reflection_model": "m"}
+        )
+    )
+    assert isinstance(chat, OpenAICompatibleReflector) and chat.mode == "json_schema"
+    with pytest.raises(HindsightError, match="offline needs the rule-based extractor"):
+        load_reflector(settings.model_copy(update={"reflection_llm": "offline"}))
