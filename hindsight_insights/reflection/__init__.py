@@ -1,0 +1,65 @@
+"""Reflection: stored sessions become insights (docs/architecture.md, "Reflection").
+
+`ReflectionEngine(store, load_reflector(settings))` reflects on one session at its end (`reflect_session`), on a
+flagged one (`reflect_anomaly`) or on one user's sessions at night (`reflect_user`); `ReflectionBatch` runs the
+nightly reflections over Anthropic's Message Batches API.
+"""
+
+from __future__ import annotations
+
+from hindsight_insights.reflection.batch import BatchJob, BatchNotReady, BatchRequest, ReflectionBatch
+from hindsight_insights.reflection.claude import AnthropicReflector
+from hindsight_insights.reflection.engine import (
+    MAX_INSIGHTS_PER_REFLECTION,
+    CannotReflect,
+    PreparedReflection,
+    ReflectionEngine,
+)
+from hindsight_insights.reflection.factory import load_reflector
+from hindsight_insights.reflection.llm import ExtractionRequest, Extractor, LlmAnswer, LlmError, Reflector
+from hindsight_insights.reflection.openai_compat import OpenAICompatibleReflector
+from hindsight_insights.reflection.output import (
+    REFLECTION_SCHEMA,
+    MalformedOutput,
+    OutputSchema,
+    ReflectedEvidence,
+    ReflectedInsight,
+    ReflectionOutput,
+    parse_output,
+)
+from hindsight_insights.reflection.prompt import KnownTopic, ReflectionPrompt, build_prompt
+from hindsight_insights.reflection.report import Dropped, ReflectionReport
+from hindsight_insights.reflection.transcript import SessionTranscript, Variant
+
+__all__ = [
+    "MAX_INSIGHTS_PER_REFLECTION",
+    "REFLECTION_SCHEMA",
+    "AnthropicReflector",
+    "BatchJob",
+    "BatchNotReady",
+    "BatchRequest",
+    "CannotReflect",
+    "Dropped",
+    "ExtractionRequest",
+    "Extractor",
+    "KnownTopic",
+    "LlmAnswer",
+    "LlmError",
+    "MalformedOutput",
+    "OpenAICompatibleReflector",
+    "OutputSchema",
+    "PreparedReflection",
+    "ReflectedEvidence",
+    "ReflectedInsight",
+    "ReflectionBatch",
+    "ReflectionEngine",
+    "ReflectionOutput",
+    "ReflectionPrompt",
+    "ReflectionReport",
+    "Reflector",
+    "SessionTranscript",
+    "Variant",
+    "build_prompt",
+    "load_reflector",
+    "parse_output",
+]
