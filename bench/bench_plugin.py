@@ -35,7 +35,7 @@ from hindsight_insights.embedder import load_embedder
 from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import connect_url, ensure_binary, start_local
 from scripts.package_plugin import ROOT, package
-from tests.plugin_runtime import PluginProcess
+from testkit.plugin_runtime import PluginProcess
 
 
 def peak_rss_mib(pid: int) -> float:

@@ -23,7 +23,8 @@ from hindsight_insights.schema import collection_names
 from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, free_port, start_local
 from scripts.package_plugin import ROOT, package
-from tests.plugin_runtime import PluginError, PluginProcess
+from testkit.messages import PluginError
+from testkit.plugin_runtime import PluginProcess
 
 
 @pytest.fixture(scope="module")
@@ -110,15 +111,15 @@ def test_unreachable_weaviate_fails_validation_with_a_message(
     port = free_port()
     with pytest.raises(PluginError) as caught:
         plugin.validate_credentials({**credentials, "weaviate_url": f"http://127.0.0.1:{port}"})
-    assert caught.value.error["error_type"] == "ToolProviderCredentialValidationError"
-    assert f"cannot reach Weaviate at http://127.0.0.1:{port}" in caught.value.error["message"]
-    assert "http://weaviate:8080" in caught.value.error["message"]  # says what it should be inside Dify
+    assert caught.value.error_type == "ToolProviderCredentialValidationError"
+    assert f"cannot reach Weaviate at http://127.0.0.1:{port}" in caught.value.message
+    assert "http://weaviate:8080" in caught.value.message  # says what it should be inside Dify
 
 
 def test_malformed_credentials_name_the_field(plugin: PluginProcess, credentials: dict[str, Any]) -> None:
     with pytest.raises(PluginError) as caught:
         plugin.validate_credentials({**credentials, "top_k": "many", "weaviate_grpc_port": "99999"})
-    message = caught.value.error["message"]
+    message = caught.value.message
     assert "top_k: Input should be a valid integer" in message and "weaviate_grpc_port" in message
     with pytest.raises(PluginError, match="weaviate_url: Field required"):
         plugin.validate_credentials({**credentials, "weaviate_url": " "})
@@ -146,7 +147,7 @@ def test_api_key_is_checked(plugin: PluginProcess, keyed_server: LocalWeaviate, 
     assert plugin.validate_credentials(credentials_for(keyed_server, project, weaviate_api_key="right-key"))
     with pytest.raises(PluginError) as caught:
         plugin.validate_credentials(credentials_for(keyed_server, project, weaviate_api_key="wrong-key"))
-    assert "refused the API key" in caught.value.error["message"]
+    assert "refused the API key" in caught.value.message
     with pytest.raises(PluginError, match="refused the API key"):
         plugin.validate_credentials(credentials_for(keyed_server, project))  # no key at all
 
