@@ -18,13 +18,12 @@ import sys
 import tempfile
 import time
 import uuid
-import warnings
 import zipfile
 from pathlib import Path
 
-from authlib.deprecate import AuthlibDeprecationWarning  # via weaviate-client; it forces "always" on import
+from hindsight_insights.quiet import quiet_dependency_warnings
 
-warnings.filterwarnings("ignore", category=AuthlibDeprecationWarning)
+quiet_dependency_warnings()  # before anything imports weaviate-client
 
 import numpy as np
 

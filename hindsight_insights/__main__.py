@@ -9,15 +9,7 @@ import sys
 
 from hindsight_insights.config import Settings
 from hindsight_insights.errors import HindsightError
-
-
-def _quiet_dependency_warnings() -> None:
-    """weaviate-client imports authlib, which warns about httpx on every start and forces that warning on."""
-    import warnings
-
-    from authlib.deprecate import AuthlibDeprecationWarning
-
-    warnings.filterwarnings("ignore", category=AuthlibDeprecationWarning)
+from hindsight_insights.quiet import quiet_dependency_warnings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("demo", help="start Weaviate, save and search insights in zh and en, print the rules")
     commands.add_parser("ensure-weaviate", help="build or find the local weaviate-server binary and print its path")
     args = parser.parse_args(argv)
-    _quiet_dependency_warnings()
+    quiet_dependency_warnings()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per HTTP request otherwise
     try:

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import warnings
+from hindsight_insights.quiet import quiet_dependency_warnings
 
-# weaviate-client imports authlib, which warns that httpx is deprecated and forces its warnings to "always" on import;
-# the filter must come after that import to win. Not ours to fix.
-from authlib.deprecate import AuthlibDeprecationWarning
-
-warnings.filterwarnings("ignore", category=AuthlibDeprecationWarning)
+quiet_dependency_warnings()  # before anything imports weaviate-client
 
 import uuid
 from collections.abc import Iterator
