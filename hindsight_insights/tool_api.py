@@ -415,6 +415,10 @@ def run(
 # One per plugin process: every tool call with the same credentials reuses one connection and one embedder.
 STORES = StoreCache()
 
+# A workflow wires these variables into later nodes (the rules into a system prompt), so a failed call emits them
+# empty: the chat goes on without rules instead of the workflow failing on a missing variable.
+ERROR_VARIABLES: dict[str, dict[str, str]] = {"search_insight": {"rules": "", "injected_ids": ""}}
+
 
 def invoke(tool: Any, operation: str, params: Mapping[str, Any], stores: StoreCache = STORES) -> Iterator[Any]:
     """The body of a Dify tool's `_invoke`: run the operation and yield its messages."""
@@ -422,5 +426,6 @@ def invoke(tool: Any, operation: str, params: Mapping[str, Any], stores: StoreCa
     result = run(stores, operation, tool.runtime.credentials, params, context)
     yield tool.create_text_message(result.text)
     yield tool.create_json_message(result.json)
-    for name, value in result.variables.items():
+    variables = ERROR_VARIABLES.get(operation, {}) if "error" in result.json else result.variables
+    for name, value in variables.items():
         yield tool.create_variable_message(name, value)
