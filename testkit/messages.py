@@ -7,6 +7,7 @@ never sends). Each runtime client (stdio, PluginRunner, daemon) turns its wire f
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,3 +65,26 @@ def credentials_for(url: str, grpc_port: int, project: str, **changes: str) -> d
         "score_threshold": "0.17",
         **changes,
     }
+
+
+def parse_session_error(text: str, raw: Any) -> PluginError:
+    """The plugin's `{"error_type", "message"}`, as a runtime wraps it: the CLI puts it in a string, the daemon
+    nests it in another such object (error_type PluginInvokeError) whose message is that string."""
+    error_type, message = "unknown", text
+    while message.lstrip().startswith("{"):
+        try:
+            inner = json.loads(message)
+        except json.JSONDecodeError:
+            break
+        if not isinstance(inner, dict) or "message" not in inner:
+            break
+        error_type, message = str(inner.get("error_type", error_type)), str(inner["message"])
+    return PluginError(error_type, message, raw=raw)
+
+
+def error_of(output: ToolOutput) -> dict[str, Any]:
+    """The `{"error": ...}` body of a failed call, after checking its text says so without a stack trace."""
+    text = output.texts[0]
+    assert text.startswith("Error ("), output.texts
+    assert "Traceback" not in text and 'File "' not in text, text
+    return output.json["error"]  # type: ignore[no-any-return]

@@ -91,7 +91,7 @@ class PluginProcess:
         with self._lock:  # one whole line per request, as the daemon writes them
             self.process.stdin.write(json.dumps(envelope, ensure_ascii=False) + "\n")
             self.process.stdin.flush()
-        chunks = []
+        chunks: list[dict[str, Any]] = []
         try:
             while True:
                 message = inbox.get(timeout=timeout_s)
