@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import hashlib
+import re
 import shutil
 import subprocess
 import sys
@@ -29,6 +31,7 @@ from testkit.runtimes import CLI, RuntimeNotFound, Toolchain, toolchain
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILDER_README = Path("readme") / "README.md"
+CHATFLOW = ROOT / "examples" / "hindsight_chatflow.yml"
 MAX_UNCOMPRESSED = 50 * 1024 * 1024
 # What `dify plugin package` runs to write requirements.txt (dify-plugin-daemon, pkg/plugin_packager/packager).
 UV_EXPORT = [
@@ -180,10 +183,49 @@ def package(root: Path, output: Path, cli: Path | None, tools: Toolchain | None 
     return Packaged(output, packager, output.stat().st_size, uncompressed)
 
 
+# ---- the package's identity, as Dify names an installed plugin ---------------------------------------------------
+
+
+def checksum(archive: Path) -> str:
+    """The daemon's checksum of a package (pkg/plugin_packager/decoder/checksum.go): over its files' paths and
+    contents, not the zip's bytes, so both packagers give the same one."""
+
+    def sha256(data: bytes) -> bytes:
+        return hashlib.sha256(data).digest()
+
+    with zipfile.ZipFile(archive) as zipped:
+        parts = [sha256(name.encode()) + sha256(zipped.read(name)) for name in sorted(zipped.namelist())]
+    return hashlib.sha256(b"".join(parts)).hexdigest()
+
+
+def unique_identifier(archive: Path) -> str:
+    """`author/name:version@checksum`: what Dify installs and what a DSL's dependencies pin."""
+    with zipfile.ZipFile(archive) as zipped:
+        manifest = yaml.safe_load(zipped.read("manifest.yaml"))
+    return f"{manifest['author']}/{manifest['name']}:{manifest['version']}@{checksum(archive)}"
+
+
+_PINNED = re.compile(r"(plugin_unique_identifier: )(hindsight-insights/hindsight_insights:\S+)")
+
+
+def pinned_identifier(chatflow: Path = CHATFLOW) -> str | None:
+    found = _PINNED.search(chatflow.read_text())
+    return found.group(2) if found else None
+
+
+def pin_chatflow(identifier: str, chatflow: Path = CHATFLOW) -> None:
+    """Point the example chatflow's package dependency at `identifier`, changing nothing else in the file."""
+    text = chatflow.read_text()
+    if _PINNED.search(text) is None:
+        raise SystemExit(f"package: {chatflow} has no hindsight-insights/hindsight_insights dependency to pin")
+    chatflow.write_text(_PINNED.sub(lambda found: found.group(1) + identifier, text, count=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("-o", "--output", type=Path, default=ROOT / "dist" / "hindsight_insights.difypkg")
     parser.add_argument("--own", action="store_true", help="use the fallback packager even when a CLI is found")
+    parser.add_argument("--pin-chatflow", action="store_true", help="pin the example chatflow to this package")
     args = parser.parse_args()
     cli = None
     if not args.own:
@@ -192,8 +234,15 @@ def main() -> None:
         except RuntimeNotFound as missing:
             print(f"package: {missing}\npackage: falling back to our own packager", file=sys.stderr)
     result = package(ROOT, args.output, cli)
+    identifier = unique_identifier(result.path)
     print(f"packaged with: {result.packager}")
     print(f"{result.path}: {result.size / 2**20:.2f} MiB ({result.uncompressed / 2**20:.2f} MiB uncompressed)")
+    print(f"unique identifier: {identifier}")
+    if args.pin_chatflow:
+        pin_chatflow(identifier)
+        print(f"pinned {CHATFLOW.relative_to(ROOT)} to it")
+    elif pinned_identifier() != identifier:
+        print(f"note: {CHATFLOW.relative_to(ROOT)} pins another build; `make pin-chatflow` updates it", file=sys.stderr)
 
 
 if __name__ == "__main__":

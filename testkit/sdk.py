@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import types
+import warnings
 
 
 def _register_package_without_init() -> None:
@@ -29,18 +30,24 @@ def _register_package_without_init() -> None:
 
 _register_package_without_init()
 
-from dify_plugin.config.integration_config import IntegrationConfig  # noqa: E402
-from dify_plugin.core.entities.plugin.request import (  # noqa: E402
-    PluginInvokeType,
-    ToolActions,
-    ToolInvokeRequest,
-    ToolValidateCredentialsRequest,
-)
-from dify_plugin.entities.tool import ToolInvokeMessage  # noqa: E402
-from dify_plugin.integration.run import PluginRunner  # noqa: E402
+# dify_plugin's entity models use pydantic's deprecated class-based config; pydantic warns once per import. In a
+# plugin process that warning stays hidden (not __main__); here it would reach every test summary. Not ours to fix.
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="Support for class-based `config` is deprecated")
+    from dify_plugin.config.integration_config import IntegrationConfig
+    from dify_plugin.core.entities.plugin.request import (
+        PluginInvokeType,
+        ToolActions,
+        ToolInvokeRequest,
+        ToolValidateCredentialsRequest,
+    )
+    from dify_plugin.entities.model.llm import LLMResultChunk
+    from dify_plugin.entities.tool import ToolInvokeMessage
+    from dify_plugin.integration.run import PluginRunner
 
 __all__ = [
     "IntegrationConfig",
+    "LLMResultChunk",
     "PluginInvokeType",
     "PluginRunner",
     "ToolActions",

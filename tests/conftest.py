@@ -21,6 +21,7 @@ from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import LocalWeaviate, connect_url, ensure_binary, start_local
 from scripts.package_plugin import ROOT, package
 from testkit.messages import credentials_for
+from testkit.runner import RunnerPlugin
 from testkit.runtimes import CLI, DAEMON, Runtime, RuntimeNotFound, Toolchain, toolchain
 
 
@@ -100,6 +101,16 @@ def plugin_package(dify_cli: Path, runtime_toolchain: Toolchain, tmp_path_factor
     """The package `make package` builds, with the real CLI."""
     output = tmp_path_factory.mktemp("package") / "hindsight_insights.difypkg"
     return package(ROOT, output, dify_cli, runtime_toolchain).path
+
+
+@pytest.fixture(scope="session")
+def runner(
+    plugin_package: Path, dify_cli: Path, runtime_toolchain: Toolchain, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunnerPlugin]:
+    """The package under the SDK's PluginRunner and the real CLI, for the whole session (started once: ~5 s)."""
+    plugin = RunnerPlugin(plugin_package, dify_cli, runtime_toolchain, tmp_path_factory.mktemp("runner"))
+    yield plugin
+    plugin.close()
 
 
 # ---- what every plugin test needs -----------------------------------------------------------------------------------

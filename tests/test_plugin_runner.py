@@ -1,5 +1,6 @@
 """The plugin through the Dify SDK's PluginRunner, which drives the real CLI (`dify plugin run`) as Dify's own tests
-do: the package `make package` builds, its venv built by the CLI with uv, against the real Weaviate.
+do: the package `make package` builds, its venv built by the CLI with uv, against the real Weaviate. The `runner`
+fixture (tests/conftest.py) starts it once per session.
 
 The CLI's `plugin run` creates each call's session without a conversation, so `record_turn` gets its session id as
 a parameter here; the daemon tests cover the default from the conversation.
@@ -10,9 +11,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,20 +23,10 @@ from hindsight_insights.weaviate_server import LocalWeaviate, free_port
 from testkit.cases import BAD_SAVES, BAD_SEARCHES, BAD_TURNS, RETURN_ADDRESS, TABLE_PREFERENCE, preference_of
 from testkit.messages import PluginError, credentials_for, error_of
 from testkit.runner import RunnerPlugin
-from testkit.runtimes import Toolchain
 
 # The CLI logs its own set-up (about 36 KiB, mostly one line per chunk of `compileall` output over the new venv)
 # into the stderr pipe PluginRunner never reads; the pipe holds 64 KiB. This leaves room for it to grow a little.
 STARTUP_STDERR_BUDGET = 48 * 1024
-
-
-@pytest.fixture(scope="module")
-def runner(
-    plugin_package: Path, dify_cli: Path, runtime_toolchain: Toolchain, tmp_path_factory: Any
-) -> Iterator[RunnerPlugin]:
-    plugin = RunnerPlugin(plugin_package, dify_cli, runtime_toolchain, tmp_path_factory.mktemp("runner"))
-    yield plugin
-    plugin.close()
 
 
 # ---- start-up ------------------------------------------------------------------------------------------------------
