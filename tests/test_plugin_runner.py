@@ -24,18 +24,20 @@ from testkit.cases import BAD_SAVES, BAD_SEARCHES, BAD_TURNS, RETURN_ADDRESS, TA
 from testkit.messages import PluginError, credentials_for, error_of
 from testkit.runner import RunnerPlugin
 
-# The CLI logs its own set-up (about 36 KiB, mostly one line per chunk of `compileall` output over the new venv)
-# into the stderr pipe PluginRunner never reads; the pipe holds 64 KiB. This leaves room for it to grow a little.
-STARTUP_STDERR_BUDGET = 48 * 1024
+# Besides its per-chunk compileall progress lines (15 to 51 KB, by timing: see testkit/runner.py), the CLI logs a
+# dozen lines of set-up before the plugin is ready; the plugin itself logs nothing.
+STARTUP_BUDGET = 4 * 1024
 
 
 # ---- start-up ------------------------------------------------------------------------------------------------------
 
 
-def test_start_up_output_fits_the_unread_pipe_and_the_plugin_adds_none(
+def test_start_up_output_is_small_and_the_plugin_adds_none(
     runner: RunnerPlugin, plugin_credentials: dict[str, Any]
 ) -> None:
-    assert len(runner.startup_stderr) < STARTUP_STDERR_BUDGET, runner.startup_stderr[-2000:]
+    lines = runner.startup_lines_besides_progress()
+    assert any("local runtime instance ready" in line for line in lines), lines  # the log is the CLI's
+    assert sum(len(line) + 1 for line in lines) < STARTUP_BUDGET, lines
     runner.invoke_tool("search_insight", {"query": "退货"}, plugin_credentials)  # imports and connects everything
     time.sleep(0.5)  # the CLI relays the plugin's stderr asynchronously
     assert runner.plugin_stderr_lines() == []
