@@ -111,6 +111,7 @@ class Daemon:
                 if httpx.get(f"{self.url}/health/check", timeout=1).json().get("status") == "ok":
                     return
             time.sleep(0.1)
+        self.stop()
         raise ServiceError(f"the daemon was not healthy within {timeout_s:.0f}s: {self.log_tail()}")
 
     def stop(self, timeout_s: float = 15) -> None:
@@ -314,9 +315,11 @@ class DaemonStack:
             daemon.start()
             timings["daemon"] = time.perf_counter() - mark
         except BaseException:
-            for service in (inner_api, redis, postgres):
-                if service is not None:
-                    service.close() if isinstance(service, InnerApi) else service.stop()
+            if inner_api is not None:
+                inner_api.close()
+            if redis is not None:
+                redis.stop()
+            postgres.stop()
             raise
         return cls(workdir, postgres, redis, inner_api, daemon, timings)
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
+from graphon.dsl import DslError
 from graphon.graph.graph import Graph
 
 from hindsight_insights.weaviate_server import LocalWeaviate
@@ -97,8 +98,14 @@ def emitted(runner: RunnerPlugin, weaviate_server: LocalWeaviate) -> dict[str, s
 def test_dify_loads_it_into_its_workflow_engine(graph: Graph) -> None:
     classes = {node_id: type(node).__name__ for node_id, node in graph.nodes.items()}
     types = {node_id: data["type"] for node_id, data in nodes().items()}
-    expected = {"start": "StartNode", "tool": "ToolNode", "llm": "LLMNode", "answer": "AnswerNode"}
-    assert classes == {node_id: expected.get(kind, "IfElseNode") for node_id, kind in types.items()}
+    expected = {
+        "start": "StartNode",
+        "tool": "ToolNode",
+        "llm": "LLMNode",
+        "answer": "AnswerNode",
+        "if-else": "IfElseNode",
+    }
+    assert classes == {node_id: expected[kind] for node_id, kind in types.items()}
     assert graph.root_node.id == next(i for i, kind in types.items() if kind == "start")
     assert len(graph.edges) == len(yaml.safe_load(DSL)["workflow"]["graph"]["edges"])
 
@@ -107,7 +114,7 @@ def test_broken_dsl_is_refused_by_the_engine(tmp_path: Path) -> None:
     """The check above can fail: a tool without its plugin dependency does not load."""
     document = yaml.safe_load(DSL)
     document["dependencies"] = [d for d in document["dependencies"] if d["type"] != "package"]
-    with pytest.raises(Exception, match="dependency could not be resolved"):
+    with pytest.raises(DslError, match="dependency could not be resolved"):
         chatflow.load(yaml.safe_dump(document, allow_unicode=True), tmp_path)
 
 

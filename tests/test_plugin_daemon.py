@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from hindsight_insights.store import InsightStore
@@ -191,8 +192,6 @@ def test_backwards_llm_call_reaches_the_inner_api_stand_in(daemon: Installed, st
 
 
 def test_inner_api_refuses_a_wrong_key_as_dify_does(daemon: Installed) -> None:
-    import httpx
-
     response = httpx.post(
         f"{daemon.stack.inner_api.url}/inner/api/invoke/llm",
         headers={"X-Inner-Api-Key": "wrong"},
