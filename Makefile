@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both set everything up first (cached).
-.PHONY: setup demo test test-weaviate-1.27 lint eval bench bench-plugin bench-frozen package
+.PHONY: setup demo test test-weaviate-1.27 lint eval bench bench-plugin bench-frozen package pin-chatflow
 
 setup:
 	@scripts/bootstrap.sh
@@ -15,9 +15,10 @@ lint: setup
 test: lint
 	.venv/bin/python -m pytest
 
-# The same suite against Weaviate 1.27, the oldest version supported (Dify's docker-compose ships it).
+# The same suite against Weaviate 1.27, the oldest version supported (Dify's docker-compose ships it). The daemon
+# tests test the runtime's wiring, not Weaviate: they run once, in `make test`.
 test-weaviate-1.27: setup
-	HINDSIGHT_WEAVIATE_VERSION=1.27.0 .venv/bin/python -m pytest
+	HINDSIGHT_WEAVIATE_VERSION=1.27.0 .venv/bin/python -m pytest -m "not daemon"
 
 eval: setup
 	.venv/bin/python -m bench.eval_retrieval
@@ -31,5 +32,10 @@ bench-plugin: setup
 bench-frozen: setup
 	.venv/bin/python -m bench.bench_frozen
 
+# With Dify's CLI when one is found (HINDSIGHT_DIFY_CLI, PATH, ../shared/tools), else our own packager.
 package: setup
 	.venv/bin/python -m scripts.package_plugin
+
+# Point examples/hindsight_chatflow.yml's plugin dependency at the package this commit builds.
+pin-chatflow: setup
+	.venv/bin/python -m scripts.package_plugin --pin-chatflow

@@ -10,6 +10,10 @@ call blocked every other call of the process (28 s). The target: p95 with a froz
 
 from __future__ import annotations
 
+from hindsight_insights.quiet import quiet_dependency_warnings
+
+quiet_dependency_warnings()  # before anything imports weaviate-client
+
 import argparse
 import random
 import signal
@@ -28,7 +32,8 @@ from hindsight_insights.config import Settings
 from hindsight_insights.store import open_store
 from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, start_local
 from scripts.package_plugin import ROOT, package
-from tests.plugin_runtime import PluginProcess
+from testkit.plugin_runtime import PluginProcess
+from testkit.runtimes import CLI
 
 
 def credentials(server: LocalWeaviate, project: str) -> dict[str, str]:
@@ -56,7 +61,7 @@ def main() -> None:
             store = open_store(healthy.settings(base))
             store.import_many(synthetic_insights(args.insights, rng))
             store.close()
-            package(ROOT, Path(work) / "plugin.difypkg")
+            package(ROOT, Path(work) / "plugin.difypkg", CLI.find())
             with zipfile.ZipFile(Path(work) / "plugin.difypkg") as zipped:
                 zipped.extractall(Path(work) / "plugin")
             plugin = PluginProcess(Path(work) / "plugin", python=sys.executable)

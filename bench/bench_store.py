@@ -19,13 +19,12 @@ import statistics
 import tempfile
 import time
 import uuid
-import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 
-from authlib.deprecate import AuthlibDeprecationWarning  # via weaviate-client; it forces "always" on import
+from hindsight_insights.quiet import quiet_dependency_warnings
 
-warnings.filterwarnings("ignore", category=AuthlibDeprecationWarning)
+quiet_dependency_warnings()  # before anything imports weaviate-client
 
 import numpy as np
 from weaviate.classes.query import HybridFusion, MetadataQuery

@@ -15,14 +15,13 @@ import json
 import tempfile
 import time
 import uuid
-import warnings
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from authlib.deprecate import AuthlibDeprecationWarning  # via weaviate-client; it forces "always" on import
+from hindsight_insights.quiet import quiet_dependency_warnings
 
-warnings.filterwarnings("ignore", category=AuthlibDeprecationWarning)
+quiet_dependency_warnings()  # before anything imports weaviate-client
 
 from hindsight_insights.config import Settings
 from hindsight_insights.models import InsightDraft, InsightStatus

@@ -157,7 +157,8 @@ def record_turn(store: InsightStore, parameters: Parameters, context: Context) -
         }
     )
     turn = store.turns.append(draft)
-    signals = [name for name, on in draft.signals.model_dump().items() if on and name != "feedback"]
+    flagged_by_the_flow = draft.signals.model_dump(include={"tool_error", "stopped_generation", "correction"})
+    signals = [name for name, on in flagged_by_the_flow.items() if on]
     if draft.signals.feedback:
         signals.insert(0, draft.signals.feedback)
     body = {"id": str(turn.id), "session_id": turn.session_id, "turn_index": turn.turn_index, "signals": signals}

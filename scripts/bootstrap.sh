@@ -29,8 +29,8 @@ for candidate in python3.12 "$(command -v pyenv >/dev/null 2>&1 && pyenv root)"/
 done
 [ -n "$PYTHON" ] || PYTHON=3.12
 
-# 3. The venv, exactly as locked.
-"$UV" sync --frozen --quiet --python "$PYTHON"
+# 3. The venv, exactly as locked, with Dify's workflow engine for the example chatflow's test.
+"$UV" sync --frozen --quiet --python "$PYTHON" --group dify-dsl
 
 # 4. The Weaviate server binary (cached; built from the Go module proxy on a miss).
 .venv/bin/python -m hindsight_cli ensure-weaviate >/dev/null

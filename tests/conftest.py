@@ -1,18 +1,16 @@
-"""A real Weaviate server for the whole test session: loopback, free ports, a temporary data dir."""
+"""Session-wide test services: a real Weaviate (loopback, free ports, temporary data), the Dify CLI and the plugin
+package it builds. The runtime-specific fixtures (PluginRunner, the daemon) live in their test modules."""
 
 from __future__ import annotations
 
-import warnings
+from hindsight_insights.quiet import quiet_dependency_warnings
 
-# weaviate-client imports authlib, which warns that httpx is deprecated and forces its warnings to "always" on import;
-# the filter must come after that import to win. Not ours to fix.
-from authlib.deprecate import AuthlibDeprecationWarning
-
-warnings.filterwarnings("ignore", category=AuthlibDeprecationWarning)
+quiet_dependency_warnings()  # before anything imports weaviate-client
 
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import weaviate
@@ -22,6 +20,10 @@ from hindsight_insights.connection import connect_url
 from hindsight_insights.embedder import Embedder, load_embedder
 from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, start_local
+from scripts.package_plugin import ROOT, package
+from testkit.messages import credentials_for
+from testkit.runner import RunnerPlugin
+from testkit.runtimes import CLI, DAEMON, Runtime, RuntimeNotFound, Toolchain, toolchain
 
 
 @pytest.fixture(scope="session")
@@ -62,3 +64,79 @@ def store(client: weaviate.WeaviateClient, project_settings: Settings, embedder:
 @pytest.fixture
 def prompts_dir(settings: Settings) -> Path:
     return settings.prompts_dir
+
+
+# ---- the Dify runtimes and the plugin package ----------------------------------------------------------------------
+
+
+def find_runtime(runtime: Runtime) -> Path:
+    """A missing runtime fails the tests that need it, with how to get it: never a skip."""
+    try:
+        return runtime.find()
+    except RuntimeNotFound as missing:
+        pytest.fail(str(missing), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def runtime_toolchain() -> Toolchain:
+    try:
+        return toolchain()
+    except RuntimeNotFound as missing:
+        pytest.fail(str(missing), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def dify_cli() -> Path:
+    return find_runtime(CLI)
+
+
+@pytest.fixture(scope="session")
+def dify_plugin_daemon() -> Path:
+    return find_runtime(DAEMON)
+
+
+@pytest.fixture(scope="session")
+def plugin_package(dify_cli: Path, runtime_toolchain: Toolchain, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The package `make package` builds, with the real CLI."""
+    output = tmp_path_factory.mktemp("package") / "hindsight_insights.difypkg"
+    return package(ROOT, output, dify_cli, runtime_toolchain).path
+
+
+@pytest.fixture(scope="session")
+def runner(
+    plugin_package: Path, dify_cli: Path, runtime_toolchain: Toolchain, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunnerPlugin]:
+    """The package under the SDK's PluginRunner and the real CLI, for the whole session (started once: ~5 s)."""
+    plugin = RunnerPlugin(plugin_package, dify_cli, runtime_toolchain, tmp_path_factory.mktemp("runner"))
+    yield plugin
+    plugin.close()
+
+
+# ---- what every plugin test needs -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def plugin_project() -> str:
+    """A project per test, named in Chinese as builders do (its collections get a hashed name)."""
+    return f"插件测试-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def plugin_credentials(weaviate_server: LocalWeaviate, plugin_project: str) -> dict[str, Any]:
+    return credentials_for(weaviate_server.url, weaviate_server.grpc_port, plugin_project, weaviate_server.api_key)
+
+
+@pytest.fixture
+def plugin_store(
+    client: weaviate.WeaviateClient, settings: Settings, embedder: Embedder, plugin_project: str
+) -> InsightStore:
+    """The plugin test's project, opened directly, to check what the plugin wrote."""
+    return InsightStore.open(client, settings.model_copy(update={"project": plugin_project}), embedder)
+
+
+@pytest.fixture(scope="session")
+def keyed_server(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalWeaviate]:
+    """A Weaviate with API-key authentication, as Dify's docker-compose runs it: one key, `right-key`."""
+    server = start_local(ensure_binary(settings), tmp_path_factory.mktemp("keyed-weaviate"), api_key="right-key")
+    yield server
+    server.stop()

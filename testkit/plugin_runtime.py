@@ -13,39 +13,10 @@ import subprocess
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
-class PluginError(Exception):
-    """The plugin answered a session with an error event."""
-
-    def __init__(self, error: dict[str, Any]) -> None:
-        self.error = error
-        super().__init__(f"{error.get('error_type')}: {error.get('message')}")
-
-
-@dataclass
-class ToolOutput:
-    messages: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def texts(self) -> list[str]:
-        return [m["message"]["text"] for m in self.messages if m["type"] == "text"]
-
-    @property
-    def json(self) -> dict[str, Any]:
-        (body,) = [m["message"]["json_object"] for m in self.messages if m["type"] == "json"]
-        return body  # type: ignore[no-any-return]
-
-    @property
-    def variables(self) -> dict[str, Any]:
-        return {
-            m["message"]["variable_name"]: m["message"]["variable_value"]
-            for m in self.messages
-            if m["type"] == "variable"
-        }
+from testkit.messages import PluginError, ToolOutput
 
 
 class PluginProcess:
@@ -131,7 +102,8 @@ class PluginProcess:
                 if message["type"] == "end":
                     return chunks
                 if message["type"] == "error":
-                    raise PluginError(message["data"])
+                    error = message["data"]
+                    raise PluginError(str(error.get("error_type")), str(error.get("message")), raw=error)
                 chunks.append(message["data"])
         finally:
             with self._lock:

@@ -1,0 +1,78 @@
+"""Inputs the plugin tests send through every runtime: a sample insight and the bad inputs each tool must refuse."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+RETURN_ADDRESS: dict[str, Any] = {
+    "topic": "退货地址",
+    "kind": "fact",
+    "scene": "售后服务",
+    "action": "当顾客问退货寄到哪里时，告诉他寄到杭州市西湖区文三路 1 号，并写上订单号。",
+    "evidence": "退货地址已经换成杭州文三路 1 号了",
+    "confidence": 0.9,
+}
+
+TABLE_PREFERENCE: dict[str, Any] = {
+    "topic": "comparison format",
+    "kind": "preference",
+    "scene": "option comparison",
+    "action": "When the user weighs options, answer with a table, one row per criterion.",
+    "evidence": "next time just give me a table",
+    "confidence": 0.9,
+    "tags": "format, tables",
+}
+
+# (parameters, field, part of the rule): each must come back as an invalid_input error naming that field.
+BAD_SAVES: list[tuple[dict[str, Any], str, str]] = [
+    ({"insight_json": "{not json"}, "insight_json", "is not valid JSON"),
+    ({"insight_json": "[1, 2]"}, "insight_json", "must be one JSON object"),
+    ({"insight_json": "{}", "topic": "x"}, "insight_json", "either insight_json or the fields"),
+    ({**RETURN_ADDRESS, "kind": "rumour"}, "kind", "Input should be 'preference', 'fact', 'process' or 'lesson'"),
+    ({**RETURN_ADDRESS, "confidence": 2}, "confidence", "less than or equal to 1"),
+    ({**RETURN_ADDRESS, "topic": ""}, "topic", "Field required"),  # Dify sends a blank for an empty field
+    ({**RETURN_ADDRESS, "topic": "   "}, "topic", "Field required"),
+    ({**RETURN_ADDRESS, "evidence": ""}, "evidence.quote", "at least 1 character"),
+    ({**RETURN_ADDRESS, "expire_at": "2020-01-01T00:00:00+08:00"}, "expire_at", "must be in the future"),
+    ({**RETURN_ADDRESS, "tags": ",".join(f"t{i}" for i in range(11))}, "tags", "at most 10"),
+    ({"insight_json": json.dumps({**RETURN_ADDRESS, "colour": "blue"})}, "colour", "Extra inputs are not permitted"),
+]
+
+BAD_SEARCHES: list[tuple[dict[str, Any], str]] = [
+    ({"query": ""}, "query"),
+    ({"query": "x", "top_k": 0}, "top_k"),
+    ({"query": "x", "top_k": 21}, "top_k"),
+    ({"query": "x", "score_threshold": 1.5}, "score_threshold"),
+    ({"query": "x", "language": "fr"}, "language"),
+]
+
+BAD_TURNS: list[tuple[dict[str, Any], str]] = [
+    ({"user_message": "hi", "injected_insight_ids": "not-an-id"}, "injected_insight_ids"),
+    ({"user_message": "", "assistant_message": ""}, "input"),
+    ({"user_message": "hi", "feedback": "meh"}, "signals.feedback"),
+    ({"user_message": "hi", "tool_error": "perhaps"}, "tool_error"),
+]
+
+
+# (tool, parameters, field, part of the rule): odd values a model may send, refused with a clear message.
+ODD_INPUTS: list[tuple[str, dict[str, Any], str, str]] = [
+    ("search_insight", {"query": "x", "top_k": 2.7}, "top_k", "must be a whole number between 1 and 20"),
+    ("search_insight", {"query": "x", "top_k": "inf"}, "top_k", "must be a finite number"),
+    ("search_insight", {"query": "x", "score_threshold": "NaN"}, "score_threshold", "must be a finite number"),
+    ("save_insight", {**RETURN_ADDRESS, "confidence": "NaN"}, "confidence", "finite number"),
+    ("save_insight", {**RETURN_ADDRESS, "evidence": {"quote": "x"}}, "evidence", "must be text, not a JSON object"),
+    ("save_insight", {"insight_json": "[" * 20_000 + "]" * 20_000}, "insight_json", "at most 20,000 are read"),
+    ("save_insight", {"insight_json": "[" * 9_000 + "]" * 9_000}, "insight_json", "nested too deeply"),
+]
+
+
+def preference_of(user: str) -> dict[str, Any]:
+    """A preference of one user, for the forget_user isolation tests."""
+    return {
+        **RETURN_ADDRESS,
+        "kind": "preference",
+        "topic": f"name {user}",
+        "action": f"Call the user {user}.",
+        "evidence": user,
+    }

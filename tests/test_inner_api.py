@@ -1,0 +1,110 @@
+"""The stand-in for Dify's inner API (testkit/inner_api.py), over real HTTP: framing, authentication, and LLM answers
+the Dify SDK accepts. The daemon tests show the daemon reaching it; these pin the request/response handling."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from testkit.inner_api import InnerApi, frame, unframe
+from testkit.sdk import LLMResultChunk
+
+KEY = "inner-key"
+LLM_REQUEST: dict[str, Any] = {
+    "tenant_id": "tenant-1",
+    "user_id": "lao-wang",
+    "type": "llm",
+    "provider": "langgenius/openai/openai",
+    "model": "gpt-4o-mini",
+    "mode": "chat",
+    "completion_params": {},
+    "prompt_messages": [{"role": "user", "content": "叫我老王", "name": "", "tool_calls": None, "tool_call_id": ""}],
+    "tools": None,
+    "stop": None,
+}
+
+
+@pytest.fixture
+def inner_api() -> Iterator[InnerApi]:
+    api = InnerApi(key=KEY, reply=lambda request: "好的，老王。以后都这样称呼您。")
+    yield api
+    api.close()
+
+
+def post(api: InnerApi, path: str, body: dict[str, Any], key: str = KEY) -> httpx.Response:
+    return httpx.post(f"{api.url}/inner/api/{path}", json=body, headers={"X-Inner-Api-Key": key})
+
+
+def test_frames_are_dify_length_prefixed() -> None:
+    packed = frame({"data": "你好", "error": ""})
+    magic, reserved, header_length, length = struct.unpack_from("<BBHI", packed)
+    assert (magic, reserved, header_length) == (0x0F, 0, 0x0A) and packed[8:14] == b"\x00" * 6
+    assert length == len(packed) - 14 and json.loads(packed[14:]) == {"data": "你好", "error": ""}
+    assert list(unframe(packed + frame({"n": 2}))) == [{"data": "你好", "error": ""}, {"n": 2}]
+    with pytest.raises(ValueError, match="bad frame header"):
+        list(unframe(b"\x01" + packed[1:]))
+
+
+def test_non_streaming_answer_is_one_chunk_with_usage(inner_api: InnerApi) -> None:
+    response = post(inner_api, "invoke/llm", {**LLM_REQUEST, "stream": False})
+    assert response.status_code == 200 and response.headers["content-type"] == "text/event-stream"
+    (only,) = list(unframe(response.content))
+    assert only["error"] == ""
+    chunk = LLMResultChunk.model_validate(only["data"])  # the SDK's own model parses it
+    assert chunk.model == "gpt-4o-mini" and chunk.delta.message.content == "好的，老王。以后都这样称呼您。"
+    assert chunk.delta.finish_reason == "" and chunk.delta.usage is not None
+    assert chunk.delta.usage.total_tokens == chunk.delta.usage.prompt_tokens + chunk.delta.usage.completion_tokens
+
+
+def test_streaming_answer_is_pieces_then_a_stop_chunk(inner_api: InnerApi) -> None:
+    response = post(inner_api, "invoke/llm", {**LLM_REQUEST, "stream": True})
+    chunks = [LLMResultChunk.model_validate(item["data"]) for item in unframe(response.content)]
+    assert len(chunks) > 2
+    assert "".join(str(c.delta.message.content) for c in chunks) == "好的，老王。以后都这样称呼您。"
+    assert [c.delta.index for c in chunks] == list(range(len(chunks)))
+    assert [c.delta.finish_reason for c in chunks][-1] == "stop" and chunks[-1].delta.usage is not None
+    assert all(c.delta.usage is None and c.delta.finish_reason is None for c in chunks[:-1])
+
+
+def test_every_call_is_recorded(inner_api: InnerApi) -> None:
+    post(inner_api, "invoke/llm", {**LLM_REQUEST, "stream": False})
+    (call,) = inner_api.calls_to("invoke/llm")
+    assert call.body["prompt_messages"][0]["content"] == "叫我老王" and call.headers["x-inner-api-key"] == KEY
+
+
+def test_a_wrong_key_gets_404_as_from_dify(inner_api: InnerApi) -> None:
+    assert post(inner_api, "invoke/llm", LLM_REQUEST, key="wrong").status_code == 404
+    assert len(inner_api.calls) == 1  # still recorded, for the test to see what was sent
+
+
+def test_tenant_and_user_are_required(inner_api: InnerApi) -> None:
+    assert post(inner_api, "invoke/llm", {**LLM_REQUEST, "tenant_id": ""}).status_code == 400
+
+
+def test_other_backwards_calls_fail_as_dify_reports_a_failure(inner_api: InnerApi) -> None:
+    response = post(inner_api, "invoke/tool", {"tenant_id": "t", "user_id": "u", "provider": "x", "tool": "y"})
+    assert response.json() == {"data": None, "error": "invoke/tool is not answered by the test stand-in"}
+
+
+def test_a_chunked_request_body_is_read(inner_api: InnerApi) -> None:
+    """Go's HTTP client (the daemon) sends bodies of unknown length chunked."""
+    host, port = inner_api.url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    body = json.dumps({**LLM_REQUEST, "stream": False}).encode()
+    connection.request(
+        "POST",
+        "/inner/api/invoke/llm",
+        body=iter([body[:40], body[40:]]),
+        headers={"X-Inner-Api-Key": KEY, "Content-Type": "application/json"},
+        encode_chunked=True,
+    )
+    response = connection.getresponse()
+    assert response.status == 200 and len(list(unframe(response.read()))) == 1
+    connection.close()
+    assert inner_api.calls_to("invoke/llm")[0].body["user_id"] == "lao-wang"

@@ -1,0 +1,468 @@
+"""The plugin through the Dify SDK's PluginRunner, which drives the real CLI (`dify plugin run`) as Dify's own tests
+do: the package `make package` builds, its venv built by the CLI with uv, against the real Weaviate. The `runner`
+fixture (tests/conftest.py) starts it once per session.
+
+The CLI's `plugin run` creates each call's session without a conversation, so `record_turn` gets its session id as
+a parameter here; the daemon tests cover the default from the conversation.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import weaviate
+
+from hindsight_insights.config import Settings
+from hindsight_insights.store import InsightStore
+from hindsight_insights.store.schema import collection_names
+from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, free_port, start_local
+from testkit.cases import (
+    BAD_SAVES,
+    BAD_SEARCHES,
+    BAD_TURNS,
+    ODD_INPUTS,
+    RETURN_ADDRESS,
+    TABLE_PREFERENCE,
+    preference_of,
+)
+from testkit.messages import PluginError, credentials_for, error_of
+from testkit.runner import RunnerPlugin
+
+# Besides its per-chunk compileall progress lines (15 to 51 KB, by timing: see testkit/runner.py), the CLI logs a
+# dozen lines of set-up before the plugin is ready; the plugin itself logs nothing.
+STARTUP_BUDGET = 4 * 1024
+
+
+# ---- start-up ------------------------------------------------------------------------------------------------------
+
+
+def test_start_up_output_is_small_and_the_plugin_adds_none(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any]
+) -> None:
+    lines = runner.startup_lines_besides_progress()
+    assert any("local runtime instance ready" in line for line in lines), lines  # the log is the CLI's
+    assert sum(len(line) + 1 for line in lines) < STARTUP_BUDGET, lines
+    runner.invoke_tool("search_insight", {"query": "退货"}, plugin_credentials)  # imports and connects everything
+    time.sleep(0.5)  # the CLI relays the plugin's stderr asynchronously
+    assert runner.plugin_stderr_lines() == []
+
+
+# ---- credentials ---------------------------------------------------------------------------------------------------
+
+
+def test_good_credentials_validate_and_create_the_collections(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], client: weaviate.WeaviateClient, plugin_project: str
+) -> None:
+    assert runner.validate_credentials(plugin_credentials) is True
+    assert client.collections.exists(collection_names(plugin_project).insights)
+
+
+def test_unreachable_weaviate_fails_validation_with_a_message(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any]
+) -> None:
+    port = free_port()
+    with pytest.raises(PluginError) as caught:
+        runner.validate_credentials({**plugin_credentials, "weaviate_url": f"http://127.0.0.1:{port}"})
+    assert caught.value.error_type == "ToolProviderCredentialValidationError"
+    assert f"cannot reach Weaviate at http://127.0.0.1:{port}" in caught.value.message
+    assert "http://weaviate:8080" in caught.value.message  # says what it should be inside Dify
+
+
+def test_malformed_credentials_name_the_field(runner: RunnerPlugin, plugin_credentials: dict[str, Any]) -> None:
+    with pytest.raises(PluginError) as caught:
+        runner.validate_credentials({**plugin_credentials, "top_k": "many", "weaviate_grpc_port": "99999"})
+    assert "top_k: Input should be a valid integer" in caught.value.message
+    assert "weaviate_grpc_port" in caught.value.message
+    with pytest.raises(PluginError, match="weaviate_url: Field required"):
+        runner.validate_credentials({**plugin_credentials, "weaviate_url": " "})
+
+
+def test_api_key_is_checked(runner: RunnerPlugin, keyed_server: LocalWeaviate, plugin_project: str) -> None:
+    keyed = credentials_for(keyed_server.url, keyed_server.grpc_port, plugin_project, "right-key")
+    assert runner.validate_credentials(keyed)
+    for wrong in ("wrong-key", ""):  # a wrong key, and none at all
+        with pytest.raises(PluginError) as caught:
+            runner.validate_credentials({**keyed, "weaviate_api_key": wrong})
+        assert caught.value.error_type == "ToolProviderCredentialValidationError"
+        assert "refused the API key" in caught.value.message
+
+
+# ---- save and search -----------------------------------------------------------------------------------------------
+
+
+def test_save_then_search_in_chinese(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    saved = runner.invoke_tool("save_insight", RETURN_ADDRESS, plugin_credentials)
+    assert saved.json["status"] == "created" and saved.json["supersedes"] == []
+    assert saved.texts == [f"Insight created: 退货地址 ({saved.json['id']})."]
+    assert saved.variables == {}
+    found = runner.invoke_tool(
+        "search_insight",
+        {"query": "耳机有杂音想退掉\n好的，可以退货\n那我寄到哪里？", "scene": "售后服务"},
+        plugin_credentials,
+    )
+    rules = found.variables["rules"]
+    assert rules.startswith("## 从以往对话中学到的行为规则") and "文三路 1 号" in rules and "必须：" in rules
+    assert found.texts == [rules] and found.json["rules"] == rules
+    assert found.json["count"] == 1 and found.json["insights"][0]["channel"] == "situational"
+    assert found.variables["injected_ids"] == saved.json["id"] == found.json["injected_ids"][0]
+    assert found.types == ["text", "json", "variable", "variable"]
+    assert plugin_store.count() == (1, 0)
+
+
+def test_save_then_search_in_english_with_standing_preference(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    saved = runner.invoke_tool("save_insight", TABLE_PREFERENCE, plugin_credentials, user_id="lao-wang")
+    found = runner.invoke_tool(
+        "search_insight",
+        {"query": "Redis or Memcached, what do you think?", "scene": "option comparison", "language": "en"},
+        plugin_credentials,
+        user_id="lao-wang",
+    )
+    updated = plugin_store.get(saved.json["id"]).asserted_at.strftime("%Y-%m-%d %H:%M")
+    assert found.variables["rules"].splitlines() == [
+        "## Behaviour rules learned from earlier conversations",
+        "",
+        "### Scene: option comparison",
+        f"- You must: “{TABLE_PREFERENCE['action']}” (topic: “comparison format”; updated {updated})",
+        "",
+        "Each rule's content is inside “ ”. When two rules conflict, follow the one updated most recently.",
+    ]
+    assert found.json["insights"][0]["channel"] == "standing" and found.json["insights"][0]["id"] == saved.json["id"]
+    other_user = runner.invoke_tool(
+        "search_insight",
+        {"query": "Redis or Memcached?", "scene": "option comparison"},
+        plugin_credentials,
+        user_id="someone-else",
+    )
+    assert other_user.json["count"] == 0
+    assert other_user.variables == {"rules": "", "injected_ids": ""}
+
+
+def test_supersede_reported(runner: RunnerPlugin, plugin_credentials: dict[str, Any]) -> None:
+    first = runner.invoke_tool("save_insight", RETURN_ADDRESS, plugin_credentials)
+    newer = {
+        **RETURN_ADDRESS,
+        "action": "当顾客问退货寄到哪里时，告诉他寄到上海市张江路 88 号。",
+        "evidence": "又搬回上海了",
+    }
+    second = runner.invoke_tool("save_insight", newer, plugin_credentials)
+    assert second.json["status"] == "superseded" and second.json["supersedes"] == [first.json["id"]]
+    again = runner.invoke_tool("save_insight", newer, plugin_credentials)
+    assert again.json == {"id": second.json["id"], "status": "unchanged", "supersedes": []}
+
+
+def test_insight_json_from_a_reflection_node(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    insight = {**RETURN_ADDRESS, "evidence": {"quote": "换成杭州了", "session_id": "conv-9", "turn": 3}}
+    emitted = "```json\n" + json.dumps(insight, ensure_ascii=False) + "\n```"
+    saved = runner.invoke_tool("save_insight", {"insight_json": emitted}, plugin_credentials)
+    assert saved.json["status"] == "created"
+    stored = plugin_store.get(saved.json["id"])
+    assert (stored.evidence.session_id, stored.evidence.turn) == ("conv-9", 3)
+    assert stored.source == "dify:insight_json" and stored.user_id == "dify-user-1"  # the caller the runtime passed
+
+
+@pytest.mark.parametrize("empty", ["{}", " { } ", "```json\n{}\n```"])
+def test_empty_insight_json_saves_nothing(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore, empty: str
+) -> None:
+    output = runner.invoke_tool("save_insight", {"insight_json": empty}, plugin_credentials)
+    assert output.json == {"id": None, "status": "nothing_learned", "supersedes": []}
+    assert output.texts == ["Nothing learned: the insight JSON was empty, so nothing was saved."]
+    assert plugin_store.count() == (0, 0)
+
+
+@pytest.mark.parametrize(("parameters", "field", "rule"), BAD_SAVES)
+def test_save_rejects_bad_input_and_writes_nothing(
+    runner: RunnerPlugin,
+    plugin_credentials: dict[str, Any],
+    plugin_store: InsightStore,
+    parameters: dict[str, Any],
+    field: str,
+    rule: str,
+) -> None:
+    error = error_of(runner.invoke_tool("save_insight", parameters, plugin_credentials))
+    assert error["type"] == "invalid_input"
+    assert any(p["field"] == field and rule in p["rule"] for p in error["problems"]), error
+    assert plugin_store.count() == (0, 0)
+
+
+@pytest.mark.parametrize(("parameters", "field"), BAD_SEARCHES)
+def test_search_rejects_bad_input_and_still_emits_empty_variables(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], parameters: dict[str, Any], field: str
+) -> None:
+    output = runner.invoke_tool("search_insight", parameters, plugin_credentials)
+    assert [p["field"] for p in error_of(output)["problems"]] == [field]
+    assert output.variables == {"rules": "", "injected_ids": ""}  # a workflow wired to them goes on without rules
+
+
+def test_expired_insight_is_not_injected(runner: RunnerPlugin, plugin_credentials: dict[str, Any]) -> None:
+    soon = (datetime.now(UTC) + timedelta(seconds=1)).isoformat()
+    runner.invoke_tool("save_insight", {**RETURN_ADDRESS, "expire_at": soon}, plugin_credentials)
+    time.sleep(1.5)
+    found = runner.invoke_tool("search_insight", {"query": "退货寄到哪里", "scene": "售后服务"}, plugin_credentials)
+    assert found.json["count"] == 0 and found.variables["rules"] == ""
+
+
+# ---- turns and forgetting ------------------------------------------------------------------------------------------
+
+
+def test_record_turn(runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore) -> None:
+    saved = runner.invoke_tool("save_insight", RETURN_ADDRESS, plugin_credentials)
+    session = f"conv-{uuid.uuid4().hex[:8]}"
+    parameters = {
+        "session_id": session,
+        "user_message": "不对，地址是杭州的",
+        "assistant_message": "抱歉，已更正。",
+        "scene": "售后服务",
+        "feedback": "dislike",
+        "correction": True,
+        "tool_error": False,
+        "injected_insight_ids": saved.json["id"],
+    }
+    first = runner.invoke_tool("record_turn", parameters, plugin_credentials)
+    assert first.json == {
+        "id": first.json["id"],
+        "session_id": session,
+        "turn_index": 0,
+        "signals": ["dislike", "correction"],
+    }
+    second = runner.invoke_tool(
+        "record_turn", {"session_id": session, "user_message": "好的", "feedback": "none"}, plugin_credentials
+    )
+    assert second.json["turn_index"] == 1 and second.json["signals"] == []
+    turns = plugin_store.turns.session(session)
+    assert [t.user_message for t in turns] == ["不对，地址是杭州的", "好的"]
+    assert turns[0].user_id == "dify-user-1" and turns[0].signals.correction
+    assert [str(i) for i in turns[0].injected_insight_ids] == [saved.json["id"]]
+
+
+def test_record_turn_without_a_session_is_refused(runner: RunnerPlugin, plugin_credentials: dict[str, Any]) -> None:
+    """No session id and no conversation (the CLI gives none): the turn cannot be filed, and says so."""
+    error = error_of(runner.invoke_tool("record_turn", {"user_message": "hi"}, plugin_credentials))
+    assert [p["field"] for p in error["problems"]] == ["session_id"]
+
+
+@pytest.mark.parametrize(("parameters", "field"), BAD_TURNS)
+def test_record_turn_rejects_bad_input(
+    runner: RunnerPlugin,
+    plugin_credentials: dict[str, Any],
+    plugin_store: InsightStore,
+    parameters: dict[str, Any],
+    field: str,
+) -> None:
+    output = runner.invoke_tool("record_turn", {"session_id": "conv-2", **parameters}, plugin_credentials)
+    assert field in [p["field"] for p in error_of(output)["problems"]]
+    assert plugin_store.count() == (0, 0)
+
+
+def test_forget_user_deletes_the_callers_data_after_confirmation(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    for user in ("alice", "bob"):
+        runner.invoke_tool("save_insight", preference_of(user), plugin_credentials, user_id=user)
+        turn = {"session_id": f"c-{user}", "user_message": f"I am {user}"}
+        runner.invoke_tool("record_turn", turn, plugin_credentials, user_id=user)
+    assert plugin_store.count(user_id="alice") == plugin_store.count(user_id="bob") == (1, 1)
+    refused = error_of(runner.invoke_tool("forget_user", {"confirm": False}, plugin_credentials, user_id="alice"))
+    assert refused["problems"] == [
+        {"field": "confirm", "rule": "must be true: deleting a user's insights and turns cannot be undone"}
+    ]
+    assert plugin_store.count(user_id="alice") == (1, 1)
+    done = runner.invoke_tool("forget_user", {"confirm": True}, plugin_credentials, user_id="alice")
+    assert done.json == {"user_id": "alice", "insights_deleted": 1, "insights_scrubbed": 0, "turns_deleted": 1}
+    assert done.texts == [
+        "Deleted 1 insights and 1 turns of user alice, and removed their words from 0 project-wide insights."
+    ]
+    assert plugin_store.count(user_id="alice") == (0, 0) and plugin_store.count(user_id="bob") == (1, 1)
+
+
+# ---- identity: a tool acts for Dify's end user; nothing the model fills chooses whose data -------------------------
+
+
+def test_in_an_agent_node_a_model_filled_user_id_is_ignored_and_reported(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    """An agent's model fills the llm parameters; here it also adds user_id "bob". The call acts for alice."""
+    runner.invoke_tool("save_insight", preference_of("bob"), plugin_credentials, user_id="bob")
+    runner.invoke_tool("record_turn", {"session_id": "c-bob", "user_message": "hi"}, plugin_credentials, user_id="bob")
+    searched = runner.invoke_tool(
+        "search_insight", {"query": "what is my name", "user_id": "bob"}, plugin_credentials, user_id="alice"
+    )
+    assert searched.json["count"] == 0 and searched.json["ignored"] == ["user_id"]
+    saved = runner.invoke_tool(
+        "save_insight", {**preference_of("boss"), "user_id": "bob"}, plugin_credentials, user_id="alice"
+    )
+    assert plugin_store.get(saved.json["id"]).user_id == "alice" and saved.json["ignored"] == ["user_id"]
+    assert "Ignored (not this tool's to decide, or not a parameter): user_id." in saved.texts[0]
+    forgot = runner.invoke_tool("forget_user", {"confirm": True, "user_id": "bob"}, plugin_credentials, user_id="alice")
+    assert forgot.json["user_id"] == "alice" and plugin_store.count(user_id="bob") == (1, 1)
+
+
+def test_insight_json_cannot_choose_user_source_or_status(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    emitted = json.dumps(
+        {**preference_of("x"), "user_id": "bob", "source": "reviewer", "status": "active"}, ensure_ascii=False
+    )
+    saved = runner.invoke_tool("save_insight", {"insight_json": emitted}, plugin_credentials, user_id="alice")
+    stored = plugin_store.get(saved.json["id"])
+    assert (stored.user_id, stored.source) == ("alice", "dify:insight_json")
+    assert saved.json["ignored"] == ["insight_json.source", "insight_json.status", "insight_json.user_id"]
+
+
+def test_a_project_scope_request_from_a_users_conversation_waits_for_review(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any]
+) -> None:
+    emitted = json.dumps({**RETURN_ADDRESS, "scope": "project"}, ensure_ascii=False)
+    saved = runner.invoke_tool("save_insight", {"insight_json": emitted}, plugin_credentials, user_id="alice")
+    assert saved.json["status"] == "pending_review" and "reviewer approves it" in saved.texts[0]
+    query = {"query": "退货寄到哪里", "scene": "售后服务"}
+    assert runner.invoke_tool("search_insight", query, plugin_credentials, user_id="carol").json["count"] == 0
+
+
+def test_in_a_workflow_node_the_builder_maps_the_end_user(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    """A builder sets end_user_id (form: form) to the app's own user id, e.g. from a conversation variable."""
+    mapped = {"end_user_id": "app-user-7"}
+    saved = runner.invoke_tool(
+        "save_insight", {**preference_of("x"), **mapped}, plugin_credentials, user_id="dify-session-user"
+    )
+    assert plugin_store.get(saved.json["id"]).user_id == "app-user-7"
+    turn = runner.invoke_tool("record_turn", {"session_id": "c-7", "user_message": "hi", **mapped}, plugin_credentials)
+    assert plugin_store.turns.session("c-7")[0].user_id == "app-user-7" and "ignored" not in turn.json
+    found = runner.invoke_tool("search_insight", {"query": "name", "scene": "售后服务", **mapped}, plugin_credentials)
+    assert found.json["insights"][0]["id"] == saved.json["id"]
+    unmapped = runner.invoke_tool("search_insight", {"query": "name", "scene": "售后服务"}, plugin_credentials)
+    assert unmapped.json["count"] == 0
+
+
+def test_forgetting_another_user_needs_the_builders_switch(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    runner.invoke_tool("save_insight", preference_of("bob"), plugin_credentials, user_id="bob")
+    other = {"confirm": True, "target_user_id": "bob"}
+    refused = error_of(runner.invoke_tool("forget_user", other, plugin_credentials, user_id="operator"))
+    assert refused["problems"][0]["field"] == "target_user_id" and "allow_other_users" in refused["problems"][0]["rule"]
+    assert plugin_store.count(user_id="bob") == (1, 0)
+    done = runner.invoke_tool(
+        "forget_user", {**other, "allow_other_users": True}, plugin_credentials, user_id="operator"
+    )
+    assert done.json == {"user_id": "bob", "insights_deleted": 1, "insights_scrubbed": 0, "turns_deleted": 0}
+    assert plugin_store.count(user_id="bob") == (0, 0)
+
+
+# ---- odd inputs ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("tool", "parameters", "field", "rule"), ODD_INPUTS)
+def test_odd_inputs_are_refused_with_a_clear_message(
+    runner: RunnerPlugin,
+    plugin_credentials: dict[str, Any],
+    plugin_store: InsightStore,
+    tool: str,
+    parameters: dict[str, Any],
+    field: str,
+    rule: str,
+) -> None:
+    error = error_of(runner.invoke_tool(tool, parameters, plugin_credentials))
+    assert error["type"] == "invalid_input"
+    assert any(p["field"] == field and rule in p["rule"] for p in error["problems"]), error
+    assert plugin_store.count() == (0, 0)
+
+
+def test_odd_inputs_that_are_converted_as_documented(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    in_a_year = int((datetime.now(UTC) + timedelta(days=365)).timestamp())
+    odd = {**RETURN_ADDRESS, "topic": 404, "action": "遇到 404\x00 时先检查链接。", "expire_at": str(in_a_year)}
+    saved = runner.invoke_tool("save_insight", odd, plugin_credentials)
+    stored = plugin_store.get(saved.json["id"])
+    assert (stored.topic, stored.action) == ("404", "遇到 404 时先检查链接。")
+    assert stored.expire_at == datetime.fromtimestamp(in_a_year, UTC)
+    long_query = "我想退货。" * 50_000  # 250,000 characters: only the newest 4,000 are embedded
+    found = runner.invoke_tool("search_insight", {"query": long_query, "scene": "售后服务"}, plugin_credentials)
+    assert "error" not in found.json
+
+
+# ---- failures of the environment -----------------------------------------------------------------------------------
+
+
+def test_unreachable_weaviate_is_a_clear_tool_error(runner: RunnerPlugin, plugin_credentials: dict[str, Any]) -> None:
+    down = {**plugin_credentials, "weaviate_url": f"http://127.0.0.1:{free_port()}"}
+    for tool, parameters in [
+        ("save_insight", RETURN_ADDRESS),
+        ("search_insight", {"query": "退货"}),
+        ("record_turn", {"session_id": "s", "user_message": "hi"}),
+        ("forget_user", {"confirm": True}),
+    ]:
+        output = runner.invoke_tool(tool, parameters, down)
+        error = error_of(output)
+        assert error["type"] == "weaviate_unavailable" and "cannot reach Weaviate" in error["message"], tool
+        expected = {"rules": "", "injected_ids": ""} if tool == "search_insight" else {}
+        assert output.variables == expected, tool
+
+
+@pytest.fixture
+def second_server(settings: Settings, tmp_path: Path) -> Iterator[LocalWeaviate]:
+    server = start_local(ensure_binary(settings), tmp_path / "second-weaviate")
+    yield server
+    server.stop()
+
+
+def test_a_stopped_weaviate_fails_every_tool_in_seconds_with_a_plain_message(
+    runner: RunnerPlugin, second_server: LocalWeaviate, plugin_project: str
+) -> None:
+    credentials = server_credentials(second_server, plugin_project)
+    assert runner.validate_credentials(credentials)  # connected and cached, then the server goes away
+    second_server.stop()
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("save_insight", RETURN_ADDRESS),
+        ("search_insight", {"query": "退货"}),
+        ("record_turn", {"session_id": "c", "user_message": "hi"}),
+    ]
+    for tool, parameters in calls:
+        started = time.monotonic()
+        error = error_of(runner.invoke_tool(tool, parameters, credentials))
+        assert time.monotonic() - started < 10, tool  # it took 63 s: weaviate-client's five retries
+        assert error["type"] == "weaviate_unavailable" and "could not be reached" in error["message"], error
+        assert "debug_error_string" not in error["message"] and "StatusCode" not in error["message"]
+
+
+def test_a_wrong_grpc_port_fails_in_seconds(runner: RunnerPlugin, plugin_credentials: dict[str, Any]) -> None:
+    wrong = {**plugin_credentials, "weaviate_grpc_port": str(free_port())}
+    started = time.monotonic()
+    error = error_of(runner.invoke_tool("search_insight", {"query": "退货"}, wrong))
+    assert time.monotonic() - started < 10 and "could not be reached" in error["message"], error
+
+
+def test_a_key_changed_while_connected_is_reported_as_refused(
+    runner: RunnerPlugin, settings: Settings, tmp_path: Path, plugin_project: str
+) -> None:
+    binary, data = ensure_binary(settings), tmp_path / "rekeyed"
+    server = start_local(binary, data, api_key="first-key")
+    credentials = server_credentials(server, plugin_project)
+    assert runner.validate_credentials(credentials)
+    server.stop()
+    server = start_local(binary, data, http_port=server.http_port, grpc_port=server.grpc_port, api_key="second-key")
+    try:
+        error = error_of(runner.invoke_tool("search_insight", {"query": "退货"}, credentials))
+        assert "refused the API key" in error["message"], error
+    finally:
+        server.stop()
+
+
+def server_credentials(server: LocalWeaviate, project: str) -> dict[str, Any]:
+    return credentials_for(server.url, server.grpc_port, project, server.api_key)

@@ -1,0 +1,116 @@
+"""The plugin over the daemon's stdio protocol, spoken by our own client (testkit/plugin_runtime.py): only what the
+real runtimes cannot show. Everything a builder sees goes through PluginRunner and the daemon instead
+(test_plugin_runner.py, test_plugin_daemon.py).
+
+- Stdout is the protocol channel. The runtimes skip (and log) a line that is not a protocol message, so only a
+  client that reads the raw stream can prove the plugin never writes one.
+- Concurrency: Dify sends calls in parallel; this client controls how they interleave on one plugin process, and
+  sees every heartbeat (a frozen Weaviate must stall neither the other calls nor the heartbeats).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import signal
+import sys
+import time
+import zipfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hindsight_insights.config import Settings
+from hindsight_insights.store import InsightStore
+from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, start_local
+from testkit.cases import RETURN_ADDRESS
+from testkit.messages import credentials_for, error_of
+from testkit.plugin_runtime import PluginProcess
+
+
+@pytest.fixture(scope="module")
+def plugin_dir(plugin_package: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("plugin") / "unpacked"
+    with zipfile.ZipFile(plugin_package) as zipped:
+        zipped.extractall(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def plugin(plugin_dir: Path) -> Iterator[PluginProcess]:
+    process = PluginProcess(plugin_dir, python=sys.executable)
+    yield process
+    process.close()
+
+
+def test_stdout_carries_only_protocol_messages(plugin: PluginProcess, plugin_credentials: dict[str, Any]) -> None:
+    plugin.invoke_tool("save_insight", RETURN_ADDRESS, plugin_credentials)
+    plugin.invoke_tool("search_insight", {"query": "退货寄到哪里", "scene": "售后服务"}, plugin_credentials)
+    plugin.invoke_tool("search_insight", {"query": "x", "top_k": 0}, plugin_credentials)  # an error result too
+    assert json.loads(plugin.stdout_lines[0])["author"] == "hindsight-insights"  # the manifest comes first
+    for line in plugin.stdout_lines[1:]:
+        assert "event" in json.loads(line), line
+    assert "".join(plugin.stderr_lines) == ""  # and nothing on stderr either (see hindsight_insights/quiet.py)
+
+
+def test_concurrent_calls(
+    plugin: PluginProcess, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    """Dify sends requests in parallel; the SDK runs them in a gevent-patched thread pool over one connection."""
+
+    def save(index: int) -> str:
+        parameters = {
+            **RETURN_ADDRESS,
+            "topic": f"规则 {index}",
+            "action": f"第 {index} 条规则：按编号 {index} 处理。",
+            "evidence": f"证据 {index}",
+        }
+        return str(plugin.invoke_tool("save_insight", parameters, plugin_credentials).json["status"])
+
+    def search(index: int) -> int:
+        parameters = {"query": f"规则 {index}", "scene": "售后服务"}
+        return int(plugin.invoke_tool("search_insight", parameters, plugin_credentials).json["count"])
+
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(save, range(16))) == ["created"] * 16
+        assert all(count >= 1 for count in pool.map(search, range(16)))
+    assert plugin_store.count() == (16, 0)
+
+
+@pytest.fixture
+def frozen_server(settings: Settings, tmp_path: Path) -> Iterator[LocalWeaviate]:
+    server = start_local(ensure_binary(settings), tmp_path / "frozen-weaviate")
+    yield server
+    server.process.send_signal(signal.SIGCONT)
+    server.stop()
+
+
+def test_a_frozen_weaviate_stalls_no_other_call_and_no_heartbeat(
+    plugin_dir: Path, plugin_credentials: dict[str, Any], frozen_server: LocalWeaviate, plugin_project: str
+) -> None:
+    """Heartbeats are only visible on the raw stream; the runtimes turn a missing one into a restart."""
+    plugin = PluginProcess(plugin_dir, python=sys.executable, env={"HEARTBEAT_INTERVAL": "1"})
+    frozen = credentials_for(frozen_server.url, frozen_server.grpc_port, plugin_project, frozen_server.api_key)
+    try:
+        for credentials in (plugin_credentials, frozen):
+            assert plugin.validate_credentials(credentials)
+        frozen_server.process.send_signal(signal.SIGSTOP)
+        frozen_since = time.monotonic()
+        with ThreadPoolExecutor(2) as pool:
+            stalled = pool.submit(plugin.invoke_tool, "search_insight", {"query": "退货"}, frozen)
+            answered_meanwhile = 0
+            while not stalled.done():
+                output = plugin.invoke_tool("search_insight", {"query": "退货寄到哪里"}, plugin_credentials)
+                assert "error" not in output.json, output.json
+                answered_meanwhile += int(not stalled.done())
+            error = error_of(stalled.result())
+        assert answered_meanwhile >= 10, answered_meanwhile
+        assert error["type"] == "weaviate_unavailable" and "did not answer in time" in error["message"]
+        beats = [t for t in plugin.heartbeat_times if t >= frozen_since]
+        gaps = [later - earlier for earlier, later in itertools.pairwise([frozen_since, *beats, time.monotonic()])]
+        assert len(beats) >= 3 and max(gaps) < 3, gaps  # every second, as configured, while the call hung
+    finally:
+        plugin.close()
