@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both set everything up first (cached).
-.PHONY: setup demo test test-weaviate-1.27 lint eval eval-corrections bench bench-plugin package
+.PHONY: setup demo test test-weaviate-1.27 lint eval eval-corrections eval-poisoning bench bench-plugin package
 
 setup:
 	@scripts/bootstrap.sh
@@ -22,9 +22,12 @@ test-weaviate-1.27: setup
 eval: setup
 	.venv/bin/python -m bench.eval_retrieval
 
-# Correction detection on its hand-labelled set (pure functions, seconds).
+# Correction detection, the poisoning screen and redaction on their hand-labelled sets (pure functions, seconds).
 eval-corrections: setup
 	.venv/bin/python -m bench.eval_corrections
+
+eval-poisoning: setup
+	.venv/bin/python -m bench.eval_poisoning
 
 bench: setup
 	.venv/bin/python -m bench.bench_store
