@@ -191,7 +191,7 @@ ASPECTS: list[tuple[str, str, str, re.Pattern[str]]] = [
             "length",
             "回复长度",
             "answer length",
-            r"(短一[点些]|简短|简洁|精简|长一[点些]|详细一[点些]|啰嗦|太长|太短|[\d一二三四五六七八九十两]+\s*(个字|字|句话|句)"
+            r"(短一[点些]|简短|简洁|精简|长一[点些]|详细一[点些]|啰嗦|太长|太短|(?<![\d一二三四五六七八九十两])[\d一二三四五六七八九十两]{1,5}\s*(个字|字|句话|句)"
             r"(以内|之内|左右)?|\bunder \d+ words\b|\bshorter\b|\bconcise\b|\bbrief\b|too long|get to the point|"
             r"one paragraph|wall of text|disclaimers?|caveats?|免责|铺垫|废话|套话|"
             r"\b(answers|replies|responses|messages|it|them)\s+(short|brief|tight|concise)\b|short(er)? version|"
@@ -534,7 +534,7 @@ TEMPORAL = _rules(
         "temporal_zh",
         r"(这个月|本月|这周|本周|这星期|今天|今晚|明天|今年|本季度|这季度|这个季度|这次|本次|活动期间|促销期间|大促期间|"
         r"春节期间|国庆期间|节假日期间|双十一期间|双11期间|暂时|临时|目前|截至[^,。]{1,10}|截止到[^,。]{1,10}|"
-        r"[\d一二三四五六七八九十]+月(底|\d+[日号])前|年底前|限时)",
+        r"(?<![\d一二三四五六七八九十])[\d一二三四五六七八九十]{1,3}月(底|\d{1,2}[日号])前|年底前|限时)",
     ),
     (
         "temporal_en",

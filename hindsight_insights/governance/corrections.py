@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 
 from hindsight_insights.governance import correction_rules as rules
 from hindsight_insights.governance.quantities import Quantity, anchors, quantities
@@ -116,6 +117,18 @@ class _Turn:
     @property
     def zh(self) -> bool:
         return has_han(self.message.source)
+
+    @cached_property
+    def message_quantities(self) -> list[Quantity]:
+        return quantities(self.message.text, _clause_spans(self.message))
+
+    @cached_property
+    def previous_anchors(self) -> frozenset[str]:
+        return anchors(self.previous.text) if self.previous else frozenset()
+
+    @cached_property
+    def previous_quantities(self) -> list[Quantity]:
+        return quantities(self.previous.text, _clause_spans(self.previous)) if self.previous else []
 
 
 def detect(message: str, previous_assistant: str | None = None) -> Correction:
@@ -410,6 +423,10 @@ def _explicit(turn: _Turn) -> Correction | None:
     )
 
 
+# How far around a verdict word its guards look (a clause, generously): bounded, so long messages stay linear.
+_WINDOW = 60
+
+
 def _verdict(sentence: _Sentence) -> tuple[str, int] | None:
     """A verdict word in the sentence that survives its guards: (rule name, offset)."""
     text = sentence.text
@@ -425,7 +442,7 @@ def _verdict(sentence: _Sentence) -> tuple[str, int] | None:
             if name.endswith("_zh") and (
                 rules.VERDICT_ATTRIBUTIVE_ZH.match(text, at + len(match.group()) - 2)
                 or rules.VERDICT_ATTRIBUTIVE_ZH.match(text, at)
-                or rules.VERDICT_IN_REQUEST.search(text[:at])
+                or rules.VERDICT_IN_REQUEST.search(text[max(at - _WINDOW, 0) : at])
                 or ("错" in match.group() and _self_report(sentence, at))
             ):
                 continue
@@ -446,7 +463,7 @@ def _self_report(sentence: _Sentence, at: int) -> bool:
 def _wrong_is_verdict(text: str, at: int) -> bool:
     """'wrong' judges the answer ("that's wrong", "wrong again", "that's the wrong date", "you sent the wrong file"),
     not a thing the user mentions ("how do I undo a wrong commit", "I deleted the wrong file", "incorrect password")."""
-    before, after = text[:at], text[at:]
+    before, after = text[max(at - _WINDOW, 0) : at], text[at : at + _WINDOW]
     you = re.search(r"\byou(r)?\b", before)
     if re.search(r"\b(that|this|it)('s| is| was) (the |a |an )?$", before):
         return True
@@ -470,6 +487,8 @@ def _contrast(turn: _Turn, has_verdict: bool) -> _Value | None:
     """不是X，是Y / X, not Y, where the assistant said X (or, with no assistant turn, next to a verdict)."""
     previous = turn.previous.text if turn.previous else ""
     for sentence in filter(_usable, turn.sentences):
+        if "不" not in sentence.text and "not" not in sentence.text:
+            continue  # every contrast needs one (and the scan is costly on long messages)
         for name, pattern in rules.CONTRAST:
             for match in pattern.finditer(sentence.text[: sentence.stated_end]):
                 old, new = match["old"].strip(), match["new"].strip()
@@ -687,8 +706,8 @@ def _original_value(turn: _Turn, value: _Value) -> str | None:
     """The assistant's clause holding a value of the same kind as the user's, but a different one."""
     if turn.previous is None:
         return None
-    theirs = quantities(turn.previous.text, _clause_spans(turn.previous))
-    mine = [q for q in quantities(turn.message.text, _clause_spans(turn.message)) if value.start <= q.start < value.end]
+    theirs = turn.previous_quantities
+    mine = [q for q in turn.message_quantities if value.start <= q.start < value.end]
     for quantity in mine:
         for other in theirs:
             if quantity.compatible(other) and not quantity.same_value(other):
@@ -732,10 +751,9 @@ def _clause_spans(folded: Folded) -> list[tuple[int, int]]:
 def _contradiction(turn: _Turn, sentence: _Sentence) -> tuple[Quantity, Quantity] | None:
     """A value of this sentence and a different value of the same kind and subject in the assistant's turn."""
     assert turn.previous is not None
-    spans = _clause_spans(turn.message)
     end = sentence.span.start + sentence.stated_end  # reported speech and a trailing question state nothing
-    mine = [q for q in quantities(turn.message.text, spans) if sentence.span.start <= q.start < end]
-    theirs = quantities(turn.previous.text, _clause_spans(turn.previous))
+    mine = [q for q in turn.message_quantities if sentence.span.start <= q.start < end]
+    theirs = turn.previous_quantities
     for quantity in mine:
         same_kind = [q for q in theirs if quantity.compatible(q)]
         if not same_kind or any(quantity.same_value(q) for q in same_kind):
@@ -761,22 +779,10 @@ def _period(text: str) -> str | None:
 
 
 def _other_period(turn: _Turn, mine: Quantity, theirs: Quantity) -> bool:
-    """上个季度做了 80 万 against 这个季度目标 100 万: values of different periods do not contradict each other."""
+    """上个季度做了 80 万 against 这个季度目标 100 万: values of different periods do not contradict each other. The
+    value itself may be a period (2023 年 against 2022 年), so only the words around it count."""
     assert turn.previous is not None
-    my_clause = next(
-        (c for s in sentences(turn.message.text) for c in clauses(s) if c.start <= mine.start < c.end), None
-    )
-    their_clause = next(
-        (c for s in sentences(turn.previous.text) for c in clauses(s) if c.start <= theirs.start < c.end), None
-    )
-    if my_clause is None or their_clause is None:
-        return False
-    # The value itself may be a period (2023 年 against 2022 年): only the words around it count.
-    my_text = turn.message.text[my_clause.start : mine.start] + " " + turn.message.text[mine.end : my_clause.end]
-    their_text = (
-        turn.previous.text[their_clause.start : theirs.start] + " " + turn.previous.text[theirs.end : their_clause.end]
-    )
-    my_period, their_period = _period(my_text), _period(their_text)
+    my_period, their_period = _period(mine.context(turn.message.text)), _period(theirs.context(turn.previous.text))
     return my_period is not None and their_period is not None and my_period != their_period
 
 
@@ -785,10 +791,9 @@ def _new_quantity(turn: _Turn, sentence: _Sentence) -> Quantity | None:
     give. A number of another kind ("错了，你看第 3 行") points at something; it replaces nothing."""
     if turn.previous is None:
         return None
-    spans = _clause_spans(turn.message)
-    theirs = quantities(turn.previous.text, _clause_spans(turn.previous))
+    theirs = turn.previous_quantities
     end = sentence.span.start + sentence.stated_end
-    for quantity in quantities(turn.message.text, spans):
+    for quantity in turn.message_quantities:
         same_kind = [q for q in theirs if quantity.compatible(q)]
         if sentence.span.start <= quantity.start < end and same_kind and not any(map(quantity.same_value, same_kind)):
             return quantity
@@ -812,7 +817,7 @@ def _changed_fact(turn: _Turn, sentence: _Sentence) -> Correction | None:
     update = rules.UPDATE.search(text)
     if not update:
         return None
-    previous_words = anchors(turn.previous.text)
+    previous_words = turn.previous_anchors
     for clause in clauses(sentence.span):
         if clause.start >= sentence.span.start + sentence.stated_end or not rules.STATEMENT.search(clause.text):
             continue

@@ -45,7 +45,7 @@ _HOMOGLYPHS = str.maketrans(
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "$": "s", "!": "i"})
 # A word that mixes letters with leet digits or symbols: 1gn0re, pr3v10us. Plain numbers are left alone, and so are
 # e-mail addresses (@ stays @).
-_LEET_WORD = re.compile(r"(?=[\w$!]*[a-z])(?=[\w$!]*[0134578$!])[\w$!]{2,}")
+_LEET_WORD = re.compile(r"(?<![a-z0-9$!])(?=[a-z0-9$!]*[a-z])(?=[a-z0-9$!]*[0134578$!])[a-z0-9$!]{2,}")
 _SEPARATOR = r"[\s.\-_·•*|/\\+~,，。、]"
 # A run of three or more single characters with one separator between each: i.g.n.o.r.e, 忽 略 之 前.
 _SPACED_RUN = re.compile(rf"(?<![^\W_])(?:[^\W_]{_SEPARATOR}{{1,2}}){{2,}}[^\W_](?![^\W_])")

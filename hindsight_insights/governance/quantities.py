@@ -20,6 +20,7 @@ bigrams without function characters), so the detector can check that two values 
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -118,6 +119,11 @@ class Quantity:
     start: int
     end: int
     anchors: frozenset[str]
+    clause: tuple[int, int] = (0, 0)  # [start, end) of the clause it sits in
+
+    def context(self, text: str) -> str:
+        """The words of its clause around it (the value itself left out)."""
+        return text[self.clause[0] : self.start] + " " + text[self.end : self.clause[1]]
 
     def same_value(self, other: Quantity) -> bool:
         return self.value == other.value
@@ -205,13 +211,16 @@ def _value(match: re.Match[str]) -> tuple[float | tuple[str | int, ...] | str, s
 def quantities(text: str, clause_spans: list[tuple[int, int]]) -> list[Quantity]:
     """Every quantity in folded text, each with the anchors of the clause it sits in (spans are [start, end))."""
     found: list[Quantity] = []
+    starts = [start for start, _ in clause_spans]
     for match in _QUANTITY.finditer(text):
         parsed = _value(match)
         if parsed is None:
             continue
         value, unit = parsed
         start, end = match.span()
-        clause = next(((s, e) for s, e in clause_spans if s <= start < e), (0, len(text)))
+        index = bisect.bisect_right(starts, start) - 1
+        inside = index >= 0 and clause_spans[index][0] <= start < clause_spans[index][1]
+        clause = clause_spans[index] if inside else (0, len(text))
         context = text[clause[0] : start] + " " + text[end : clause[1]]
-        found.append(Quantity(value, unit, start, end, anchors(context)))
+        found.append(Quantity(value, unit, start, end, anchors(context), clause))
     return found

@@ -58,13 +58,13 @@ _KEY_PREFIXES = re.compile(
 )
 _SEPARATOR = r"\s*(?:[:=]|是|为|is|was)\s*[\"'“]?\s*|\s+"
 _KEY_LABEL = re.compile(
-    r"(?P<label>[a-z0-9_.-]*(?:api[_-]?key|apikey|secret(?:[_-]?(?:access[_-]?)?key)?|access[_-]?key(?:[_-]?id)?|"
+    r"(?<![a-z0-9_.-])(?P<label>[a-z0-9_.-]{0,40}?(?:api[_-]?key|apikey|secret(?:[_-]?(?:access[_-]?)?key)?|access[_-]?key(?:[_-]?id)?|"
     r"private[_-]?key|client[_-]?secret|access[_-]?token|refresh[_-]?token|auth[_-]?token|token|authorization)|"
     r"密钥|秘钥|令牌)"
     rf"(?:{_SEPARATOR})(?P<secret>[a-z0-9+/=_.~-]{{12,}})"
 )
 _PASSWORD = re.compile(
-    r"(?P<label>[a-z0-9_]*(?:password|passwd|pwd)|pass(?:code|phrase)|密码|口令)"
+    r"(?P<label>(?<![a-z0-9_])[a-z0-9_]{0,40}?(?:password|passwd|pwd)|pass(?:code|phrase)|密码|口令)"
     r"(?P<sep>\s*(?:[:=]|是|为|改成了|改成|改为|设为|设置为|is|was)\s*[\"'“]?\s*|\s+)"
     r"(?P<secret>[\x21-\x7e]{4,64}?)(?=[\"'”]?(?:[\s,。，;；、)）]|[.!?](?:\s|$)|$|[\u4e00-\u9fff]))"
 )
