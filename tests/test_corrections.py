@@ -69,6 +69,10 @@ TRIGGERS: dict[CorrectionType, list[tuple[str, str | None, str]]] = {
         ("sources en", None, "Please include sources when you quote numbers."),
         ("conversation en", None, "I hate it when you repeat my question back to me."),
         ("numbers zh", None, "我是做财务的，数字都给我精确到分"),
+        ("standing wish zh", None, "以后回复我的时候带上订单号"),
+        ("standing wish en", None, "Next time, tell me the price before the details."),
+        ("wording with 'the word' en", None, "Please don't use the word 'leverage' with me."),
+        ("tone zh", "您好！非常感谢您的耐心等待～", "说话直接点就行"),
     ],
     PROCESS: [
         ("gate before zh", "我现在就帮您办理退款。", "退款之前要先确认商品已经退回仓库"),
@@ -170,6 +174,10 @@ LOOKALIKES: list[tuple[str, str | None, str]] = [
     ("request, not a wake-up name zh", None, "明天早上 7 点叫我起床"),
     ("call me back en", None, "Call me back at 5 pm please."),
     ("plain en", None, "hello"),
+    ("own plan, not a wish zh", None, "以后这个工作交给我来做"),
+    ("someone else's habit en", None, "he always replies to me late"),
+    ("later, not a standing wish zh", None, "以后有问题再找你"),
+    ("one-off artifact en", None, "Give me a one-sentence summary of the meeting."),
 ]
 
 

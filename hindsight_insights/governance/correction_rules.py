@@ -154,6 +154,7 @@ ADDRESS = _rules(
     ),
     ("address_zh", r"(别|不要|不用|别再|不要再|不必)(叫|称呼|喊)我(?P<old>[^,。!?;\s]{1,6}?)(?=了|啦|,|。|!|$|听|太)"),
     ("address_zh", r"(别|不要|不用|别再|不要再|不必)(叫|称呼|喊)我"),
+    ("address_zh", r"(不喜欢|讨厌|别|不要)(被|人家)(叫|称呼|喊)(我)?(做|作|为)?(?P<old>[^,。!?;\s]{1,6})"),
     ("address_zh", r"别(叫|称呼|喊)(?P<old>[^,。!?;\s]{1,4}?)(了|啦|,|。|!|$)"),
     (
         "address_en",
@@ -171,7 +172,8 @@ ADDRESS = _rules(
     ),
     (
         "wording_en",
-        r"\b(drop|stop saying|stop using|don'?t say|don'?t use|quit saying|no more|lose) (the )?[“\"'‘]"
+        r"\b(drop|stop saying|stop using|don'?t say|don'?t use|quit saying|no more|lose) (the )?((words?|"
+        r"phrases?|terms?) )?[“\"'‘]"
         r"(?P<old>[^”\"'’]{1,20})[”\"'’]",
     ),
 )
@@ -195,6 +197,8 @@ ASPECTS: list[tuple[str, str, str, re.Pattern[str]]] = [
             r"(以内|之内|左右)?|\bunder \d+ words\b|\bshorter\b|\bconcise\b|\bbrief\b|too long|get to the point|"
             r"one paragraph|wall of text|disclaimers?|caveats?|免责|铺垫|废话|套话|"
             r"\b(answers|replies|responses|messages|it|them)\s+(short|brief|tight|concise)\b|short(er)? version|"
+            r"\bshort (answers|replies|responses)\b|\b(in|to) (one|a single|two|three|\d+) (sentences?|lines?|"
+            r"paragraphs?|bullets?)\b|"
             r"简短版|简版|(控制|限制)在|不(要)?超过|\b(at most|max|no more than)\b)",
         ),
         (
@@ -226,7 +230,7 @@ ASPECTS: list[tuple[str, str, str, re.Pattern[str]]] = [
             "answer language",
             r"(中文|英文|英语|简体|繁体|粤语|日语|韩语|法语|德语|西班牙语|俄语|缩写|术语|大白话|通俗|\bchinese\b|\benglish\b|"
             r"\bjapanese\b|\bkorean\b|\bspanish\b|\bfrench\b|\bgerman\b|\brussian\b|\bportuguese\b|\bitalian\b|"
-            r"\blanguage\b|\bjargon\b|acronyms?|abbreviations?)",
+            r"\blanguage\b|\bjargon\b|acronyms?|abbreviations?|\bbritish\b|\bamerican spelling\b|\bspelling\b)",
         ),
         (
             "code",
@@ -235,13 +239,14 @@ ASPECTS: list[tuple[str, str, str, re.Pattern[str]]] = [
             r"((示例|代码|code|snippet|example|样例)[^.。]{0,20}(\bgo\b|golang|python|java\b|typescript|\bts\b|"
             r"javascript|\bjs\b|rust|c\+\+|kotlin|swift|php|ruby|shell|bash)|(\bgo\b|golang|python|java|typescript|"
             r"javascript|rust|kotlin|swift|php|ruby)\s*(版本|的)?[^,.。]{0,6}(示例|代码|code|snippets?|examples?)|"
-            r"(代码|code)[^.。]{0,30}(注释|comments?|type hints|类型注解))",
+            r"(代码|code|sql|脚本|script|quer(y|ies)|函数|functions?)[^.。]{0,30}(注释|comments?|type hints|类型注解))",
         ),
         (
             "tone",
             "语气",
             "tone",
-            r"(语气|口吻|客气|正式|随意|轻松|口语化|寒暄|客套|开场白|感叹号|表情|颜文字|道歉|敬语|emoji|\bcasual\b|\bformal\b|"
+            r"(语气|口吻|客气|正式|随意|轻松|口语化|寒暄|客套|开场白|感叹号|表情|颜文字|道歉|敬语|直接[一点]+|说话直接|别绕|"
+            r"\bstraightforward\b|\bbe direct\b|emoji|\bcasual\b|\bformal\b|"
             r"\bfriendl|\btone\b|pleasantries|exclamation|small talk|fake cheer|\bfluff\b|apologi[sz]|开头用|结尾用|"
             r"开头别|结尾别|问候语|\bgreeting|\bsign-?off\b)",
         ),
@@ -249,7 +254,8 @@ ASPECTS: list[tuple[str, str, str, re.Pattern[str]]] = [
             "numbers",
             "数字格式",
             "number format",
-            r"(小数|保留[\d一两二三]位|千分位|精确到|\bdecimals?\b|\brounded?\b|decimal places)",
+            r"(小数|保留[\d一两二三]位|千分位|精确到|阿拉伯数字|汉字数字|大写数字|\bdecimals?\b|\brounded?\b|"
+            r"decimal places)",
         ),
         (
             "depth",
@@ -290,7 +296,7 @@ DIRECTIVE = re.compile(
     r"list|talk|speak|be|try|limit|leave|spell|cite|link|break|split|number|tell|send)\b|\bplease\b|"
     r"from now on|going forward|\balways\b|\bnever\b|i'?d (like|prefer|rather)|\bi prefer\b|\bi want\b|"
     r"我不喜欢|我讨厌|受不了|不喜欢|我喜欢|\bi (hate|don'?t like|can'?t stand|like|love) (it )?when\b|"
-    r"\bi (hate|don'?t like|can'?t stand)\b)"
+    r"\bi (hate|don'?t like|can'?t stand|like|love|prefer|want)\b)"
 )
 # A complaint about the answer just given is a wish for the next ones: 太长了, too formal. Only with an assistant turn.
 COMPLAINT = re.compile(
@@ -305,8 +311,17 @@ STANDING = re.compile(
     r"\b(answers|replies|responses|figures|dates|numbers|emails|messages|code|tables|bullets|bullet points|"
     r"emojis|exclamation marks|headings|acronyms|abbreviations)\b|\bplease\b|"
     r"i prefer|i'?d prefer|"
-    r"i'?d rather|\bi like\b|我喜欢|我更喜欢|我习惯|我不喜欢|我讨厌|受不了|\bi (hate|don'?t like|can'?t stand)\b)"
+    r"i'?d rather|\bi like\b|我喜欢|我更喜欢|我习惯|我不喜欢|我讨厌|受不了|\bi (hate|don'?t like|can'?t stand)\b|"
+    r"same language|whatever language)"
 )
+# The assistant's answers to this user, named: 给我, 回复我, 跟我, reply, with me. A standing marker plus one of these
+# is a wish about how to be answered, whatever its aspect (以后回复我的时候带上订单号).
+ADDRESSED = re.compile(
+    r"((?<![交留借还带])给我|发我|回复我|回我|回答我|跟我|对我|和我|告诉我|"
+    r"\b(reply|respond|answer|talk to me|write to me|with me|to me|give me|send me|show me|tell me)\b)"
+)
+# A sentence about someone else or the user's own plan (he always replies to me late, 我以后来做) is no wish.
+NOT_A_WISH = re.compile(r"^\W*(he|she|they|his|her|their|i'?ll|i will|他|她|他们|她们|我会|我来|我要|我以后|我今后)\b")
 # Words that mark a wish as standing beyond doubt; they outweigh a one-off object.
 MARKED_STANDING = re.compile(
     r"(以后|今后|往后|下次|统一|一律|每次|from now on|going forward|next time|\balways\b|\bnever\b|in future)"
@@ -318,8 +333,9 @@ ONE_OFF_ITEM = re.compile(r"(把它|\b(make|write|get) it\b)")
 ONE_OFF = re.compile(
     r"(这句|这段|这篇|这份|这张|这个表|这封|这条|这些|这几|这次|上面|下面的|刚才的|一下|一[个份篇封段条](?!就|即可)|"
     r"翻译|\btranslate\b|\b(this|these|the following|the above|attached)\s(?!is\b|was\b|one\b|way\b|sounds\b|looks\b|"
-    r"reads\b|seems\b|feels\b)[a-z]+|\b(a|an)\s([a-z]+\s){0,2}(email|letter|message|post|reply|note|memo|bio|summary|"
-    r"table|list|report|draft|version)\b|^\W*how (do|can|should) i\b)"
+    r"reads\b|seems\b|feels\b|go\b|goes\b|are\b|were\b)[a-z]+|\b(write|draft|give me|make|create|send|prepare|compose|"
+    r"do)\s(me\s)?(a|an)\s([\w-]+\s){0,2}(email|letter|message|post|reply|note|memo|bio|summary|table|list|report|draft|"
+    r"version)\b|^\W*how (do|can|should) i\b)"
 )
 
 # --------------------------------------------------------------------------------------------------- process

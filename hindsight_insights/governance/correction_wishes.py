@@ -47,9 +47,7 @@ def preference(turn: Turn) -> Correction | None:
         reason = _has_reason(turn, sentence, directive.start())
         inherent = any(aspect[0] in rules.INHERENT_ASPECTS for aspect in aspects)
         marked = rules.MARKED_STANDING.search(sentence.text)
-        if not marked and (
-            rules.ONE_OFF.search(sentence.text) or (rules.ONE_OFF_ITEM.search(sentence.text) and not reason)
-        ):
+        if not marked and _one_off(sentence, reason):
             turn.signals.append("guard:one_off_request")
             continue
         if not (inherent or standing or reason):
@@ -67,6 +65,37 @@ def preference(turn: Turn) -> Correction | None:
             topic=topic_zh if turn.zh else topic_en,
             signals=tuple(signals),
         )
+    return None
+
+
+def _one_off(sentence: Sentence, reason: bool) -> bool:
+    """A wish about one thing (this report, 这段话, "make it…"), judged in the clauses that name the aspect: "keep the
+    tone professional, these go to clients" is general, whatever the next clause says."""
+    named = [c.text for c in clauses(sentence.span) if any(aspect[3].search(c.text) for aspect in rules.ASPECTS)]
+    text = " ".join(named) or sentence.text
+    return bool(rules.ONE_OFF.search(text) or (rules.ONE_OFF_ITEM.search(text) and not reason))
+
+
+def standing_wish(turn: Turn) -> Correction | None:
+    """A standing directive about the answers to this user, of any aspect: 以后回复我的时候带上订单号, from now on
+    always tell me the stock level. Runs after the process step, so 以后方案发客户前先给我过目 stays a process."""
+    for sentence in turn.sentences:
+        text = sentence.text
+        if sentence.reported_at < len(text) or sentence.conditional:
+            continue
+        if (sentence.question and not rules.POLITE_REQUEST.search(text)) or rules.NOT_A_WISH.search(text):
+            continue
+        marked = rules.MARKED_STANDING.search(text)
+        addressed = rules.ADDRESSED.search(text)
+        if marked and addressed and rules.DIRECTIVE.search(text) and not _one_off(sentence, reason=False):
+            return Correction(
+                CorrectionType.PREFERENCE,
+                PREFERENCE_STANDING,
+                corrected=_directive_span(turn, sentence),
+                original=original_overlap(turn, text),
+                topic="回复方式" if turn.zh else "how to answer",
+                signals=("preference:standing_wish", f"standing:{marked.group()}", f"addressed:{addressed.group()}"),
+            )
     return None
 
 

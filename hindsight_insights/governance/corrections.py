@@ -22,7 +22,8 @@ The decision, in order (the first that holds wins):
 
   1. the user fixes their own typo (我刚才打错了, my typo) -> none;
   2. a preference: a form of address, or a directive about an aspect of the answers (correction_rules.ASPECTS);
-  3. a process: an order, a gate, a route or a rule of the work (correction_rules.PROCESS);
+  3. a process: an order, a gate, a route or a rule of the work (correction_rules.PROCESS); then a standing wish
+     about the answers to this user of any other aspect (以后回复我的时候带上订单号);
   4. an explicit correction: a verdict (错了, wrong) or a contrast (不是X，是Y; X, not Y) -> factual when a
      replacement value is stated, negative when it is not;
   5. an implicit correction: a value that contradicts one in the previous assistant turn (same unit, same subject,
@@ -53,7 +54,7 @@ from hindsight_insights.governance.correction_types import (
     Correction,
     CorrectionType,
 )
-from hindsight_insights.governance.correction_wishes import preference, process
+from hindsight_insights.governance.correction_wishes import preference, process, standing_wish
 from hindsight_insights.governance.text import fold, sentences
 
 __all__ = ["Condition", "Correction", "CorrectionType", "detect"]
@@ -66,7 +67,7 @@ def detect(message: str, previous_assistant: str | None = None) -> Correction:
     self_fix = rules.first(rules.SELF_CORRECTION, turn.message.text)
     if self_fix:
         return Correction(CorrectionType.NONE, 0.0, signals=(f"guard:{self_fix[0]}",))
-    for step in (preference, process, explicit, implicit):
+    for step in (preference, process, standing_wish, explicit, implicit):
         found = step(turn)
         if found is not None:
             return _with_condition(found, turn)
