@@ -10,15 +10,22 @@ Families, in the order the detector consults them:
               questions about whether something is right, rhetorical or surprised questions, agreement, praise,
               thanks, declined offers, "actually" that opens a new request, and words that merely contain 错/不对/
               wrong (错题本, 错误提示, "the wrong file" that the user deleted).
-  preference  how the user wants to be treated or answered: a form of address (叫我老王, don't call me sir), or a
-              directive (请, 以后, 统一, please, use, keep…) about an aspect of the answers (structure, length,
-              format, units, currency, language, code language, tone).
+  preference  how the user wants to be treated or answered: a form of address (叫我老王, don't call me sir), a
+              phrase of the assistant's the user forbids (别说“亲”, drop the 'champ'), or a directive (请, 以后,
+              统一, please, use, keep…) or a complaint about the last answer (太长了, too formal) naming an aspect of
+              the answers (ASPECTS: structure, length, format, dates, units, currency, language, code, tone,
+              numbers, depth, sources, conversation style); a format-like aspect also needs a sign that the wish is
+              general (STANDING, or a reason about the user) and no one-off object (ONE_OFF: 这份报告, this
+              article, translate…). After the process rules, a standing marker plus the user's answers
+              (以后…回复我…, from now on … me) is a preference of any aspect.
   process     how the work must be done: an order (先…再…, X之前先Y, before…, first…then), a gate (审批后才能,
               needs sign-off), a route (go through the portal), a rule (这是规定, policy), or "do X, not the Y you
               proposed".
   verdict     the user says the answer is wrong (错了, 不对, 理解错了, 答非所问, wrong, incorrect, misunderstood, no).
-  replacement the right value is stated: a contrast (不是X，是Y / X, not Y), a cue (应该是, 其实是, 改到, should be,
-              actually it's, moved to, now), or a plain statement "是…/is …" next to a verdict.
+  replacement the right value is stated: a contrast (不是X，是Y / X, not Y), a correction cue (应该是, 其实是,
+              should be, actually it's), an update cue (改到, 现在是, moved to, is now), or a plain statement
+              "是…/is …" of a concrete or short value next to a verdict; a value that names nothing (有问题, a
+              different issue) is no replacement.
   update      the fact changed since the assistant learned it (升级了, 改了, 现在是, changed, now, no longer):
               with a shared subject and a new value, an implicit correction.
   condition   how widely a correction applies: temporal (这个月, this quarter), context_specific (对 VIP 客户,

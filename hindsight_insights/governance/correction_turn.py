@@ -1,6 +1,6 @@
 """A user message and the assistant turn before it, read once for the correction detector: sentences with the
 guards that hold on them (question, conditional, reported speech, agreement…), and quoting helpers that return the
-users' and the assistant's own words."""
+user's and the assistant's own words."""
 
 from __future__ import annotations
 
@@ -58,8 +58,17 @@ class Turn:
         return quantities(self.previous.text, clause_spans(self.previous)) if self.previous else []
 
 
+def read(message: str, previous: str | None) -> Turn:
+    """Fold both turns and read the message's sentences."""
+    turn = Turn(fold(message), fold(previous) if previous else None, [])
+    turn.sentences = [analyse(span) for span in sentences(turn.message.text)]
+    return turn
+
+
 # ------------------------------------------------------------------------------------------------ sentences
 def analyse(span: Span) -> Sentence:
+    """A sentence with its guards: whether it asks (a final '?', 吗, a question word in its last clause), whether
+    only its last clause asks, whether it is conditional, where reported speech starts, and the look-alike guards."""
     text = span.text
     body = text.rstrip(" .。!?")
     question = text.rstrip().endswith("?") or bool(rules.QUESTION_PARTICLE.search(body))

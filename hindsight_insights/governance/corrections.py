@@ -45,25 +45,20 @@ from __future__ import annotations
 from hindsight_insights.governance import correction_rules as rules
 from hindsight_insights.governance.correction_explicit import explicit
 from hindsight_insights.governance.correction_implicit import implicit
-from hindsight_insights.governance.correction_turn import (
-    Turn,
-    analyse,
-)
+from hindsight_insights.governance.correction_turn import Turn, read
 from hindsight_insights.governance.correction_types import (
     Condition,
     Correction,
     CorrectionType,
 )
 from hindsight_insights.governance.correction_wishes import preference, process, standing_wish
-from hindsight_insights.governance.text import fold, sentences
 
 __all__ = ["Condition", "Correction", "CorrectionType", "detect"]
 
 
 def detect(message: str, previous_assistant: str | None = None) -> Correction:
     """Whether `message` corrects the assistant's `previous_assistant` turn, and how (see the module docstring)."""
-    turn = Turn(fold(message), fold(previous_assistant) if previous_assistant else None, [])
-    turn.sentences = [analyse(span) for span in sentences(turn.message.text)]
+    turn = read(message, previous_assistant)
     self_fix = rules.first(rules.SELF_CORRECTION, turn.message.text)
     if self_fix:
         return Correction(CorrectionType.NONE, 0.0, signals=(f"guard:{self_fix[0]}",))
