@@ -33,6 +33,7 @@ class Report:
     split: str
     count: int
     confusion: dict[tuple[str, str], int]  # (label, predicted) -> count
+    quotes: dict[str, tuple[int, int]]  # field -> (agreeing, compared) on correctly typed items with a label
 
     def predicted(self, kind: str) -> int:
         return sum(n for (_, guess), n in self.confusion.items() if guess == kind)
@@ -59,12 +60,30 @@ class Report:
         return sum(self.confusion.get((kind, kind), 0) for kind in CLASSES) / self.count if self.count else 0.0
 
 
+def agrees(found: str | None, label: str | None) -> bool:
+    """The same quote, loosely: one contains the other, or they share most characters (Jaccard >= 0.5)."""
+    if not found or not label:
+        return False
+    mine, theirs = found.strip().lower(), label.strip().lower()
+    if mine in theirs or theirs in mine:
+        return True
+    return len(set(mine) & set(theirs)) / len(set(mine) | set(theirs)) >= 0.5
+
+
 def evaluate(items: list[dict[str, Any]], split: str) -> Report:
     chosen = [item for item in items if item["split"] == split]
     confusion: Counter[tuple[str, str]] = Counter()
+    quotes = {"corrected": [0, 0], "original": [0, 0]}
     for item in chosen:
-        confusion[(item["type"], detect(item["message"], item["previous_assistant"]).type.value)] += 1
-    return Report(split, len(chosen), dict(confusion))
+        found = detect(item["message"], item["previous_assistant"])
+        confusion[(item["type"], found.type.value)] += 1
+        if found.type.value != item["type"]:
+            continue
+        for name, value in (("corrected", found.corrected), ("original", found.original)):
+            if item[name]:
+                quotes[name][0] += agrees(value, item[name])
+                quotes[name][1] += 1
+    return Report(split, len(chosen), dict(confusion), {name: (a, b) for name, (a, b) in quotes.items()})
 
 
 def _percent(value: float | None) -> str:
@@ -82,6 +101,8 @@ def render(report: Report) -> str:
     nones = report.labelled("none")
     wrong = nones - report.confusion.get(("none", "none"), 0)
     lines.append(f"false corrections on none: {wrong}/{nones} = {report.false_correction_rate:.1%}")
+    agreeing = ", ".join(f"{name} {a}/{b}" for name, (a, b) in report.quotes.items())
+    lines.append(f"quotes agreeing with the label (correctly typed items that have one): {agreeing}")
     lines.append("confusion (rows: label, columns: predicted)")
     lines.append(" " * 12 + "".join(f"{kind[:10]:>11}" for kind in CLASSES))
     for label in CLASSES:
