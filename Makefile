@@ -1,5 +1,6 @@
 # The two commands of the README: `make demo` and `make test`. Both set everything up first (cached).
-.PHONY: setup demo test test-weaviate-1.27 lint eval bench bench-plugin bench-frozen package pin-chatflow
+.PHONY: setup demo test test-weaviate-1.27 lint eval eval-corrections eval-poisoning bench bench-plugin bench-frozen \
+	package pin-chatflow
 
 setup:
 	@scripts/bootstrap.sh
@@ -22,6 +23,13 @@ test-weaviate-1.27: setup
 
 eval: setup
 	.venv/bin/python -m bench.eval_retrieval
+
+# Correction detection, the poisoning screen and redaction on their hand-labelled sets (pure functions, seconds).
+eval-corrections: setup
+	.venv/bin/python -m bench.eval_corrections
+
+eval-poisoning: setup
+	.venv/bin/python -m bench.eval_poisoning
 
 bench: setup
 	.venv/bin/python -m bench.bench_store

@@ -1,0 +1,140 @@
+"""Correction detection on the hand-labelled set (bench/data/corrections.json): per-class precision and recall, the
+rate of false corrections on messages that correct nothing, and the confusion matrix.
+
+The holdout split is the headline: the rules were tuned on the tune split only. `--errors` lists the tune split's
+misclassified items (never the holdout's, which must not steer the rules).
+
+    make eval-corrections    (or: .venv/bin/python -m bench.eval_corrections [--errors])
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hindsight_insights.governance.corrections import CorrectionType, detect
+
+DATA = Path(__file__).parent / "data" / "corrections.json"
+CLASSES = [kind.value for kind in CorrectionType]
+CORRECTIONS = [kind for kind in CLASSES if kind != CorrectionType.NONE]
+
+
+def load() -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = json.loads(DATA.read_text(encoding="utf-8"))["items"]
+    return items
+
+
+@dataclass(frozen=True)
+class Report:
+    split: str
+    count: int
+    confusion: dict[tuple[str, str], int]  # (label, predicted) -> count
+    quotes: dict[str, tuple[int, int]]  # field -> (agreeing, compared) on correctly typed items with a label
+
+    def predicted(self, kind: str) -> int:
+        return sum(n for (_, guess), n in self.confusion.items() if guess == kind)
+
+    def labelled(self, kind: str) -> int:
+        return sum(n for (label, _), n in self.confusion.items() if label == kind)
+
+    def precision(self, kind: str) -> float | None:
+        predicted = self.predicted(kind)
+        return self.confusion.get((kind, kind), 0) / predicted if predicted else None
+
+    def recall(self, kind: str) -> float | None:
+        labelled = self.labelled(kind)
+        return self.confusion.get((kind, kind), 0) / labelled if labelled else None
+
+    @property
+    def false_correction_rate(self) -> float:
+        """Share of messages labelled none that the detector calls a correction of any kind."""
+        nones = self.labelled("none")
+        return (nones - self.confusion.get(("none", "none"), 0)) / nones if nones else 0.0
+
+    @property
+    def accuracy(self) -> float:
+        return sum(self.confusion.get((kind, kind), 0) for kind in CLASSES) / self.count if self.count else 0.0
+
+
+def agrees(found: str | None, label: str | None) -> bool:
+    """The same quote, loosely: one contains the other, or they share most characters (Jaccard >= 0.5)."""
+    if not found or not label:
+        return False
+    mine, theirs = found.strip().lower(), label.strip().lower()
+    if mine in theirs or theirs in mine:
+        return True
+    return len(set(mine) & set(theirs)) / len(set(mine) | set(theirs)) >= 0.5
+
+
+def evaluate(items: list[dict[str, Any]], split: str) -> Report:
+    chosen = [item for item in items if item["split"] == split]
+    confusion: Counter[tuple[str, str]] = Counter()
+    quotes = {"corrected": [0, 0], "original": [0, 0]}
+    for item in chosen:
+        found = detect(item["message"], item["previous_assistant"])
+        confusion[(item["type"], found.type.value)] += 1
+        if found.type.value != item["type"]:
+            continue
+        for name, value in (("corrected", found.corrected), ("original", found.original)):
+            if item[name]:
+                quotes[name][0] += agrees(value, item[name])
+                quotes[name][1] += 1
+    return Report(split, len(chosen), dict(confusion), {name: (a, b) for name, (a, b) in quotes.items()})
+
+
+def _percent(value: float | None) -> str:
+    return "   n/a" if value is None else f"{value:6.1%}"
+
+
+def render(report: Report) -> str:
+    lines = [f"== {report.split} ({report.count} messages), accuracy {report.accuracy:.1%}"]
+    lines.append(f"{'class':<12}{'precision':>10}{'recall':>8}{'labelled':>10}{'predicted':>11}")
+    for kind in CORRECTIONS:
+        lines.append(
+            f"{kind:<12}{_percent(report.precision(kind)):>10}{_percent(report.recall(kind)):>8}"
+            f"{report.labelled(kind):>10}{report.predicted(kind):>11}"
+        )
+    nones = report.labelled("none")
+    wrong = nones - report.confusion.get(("none", "none"), 0)
+    lines.append(f"false corrections on none: {wrong}/{nones} = {report.false_correction_rate:.1%}")
+    agreeing = ", ".join(f"{name} {a}/{b}" for name, (a, b) in report.quotes.items())
+    lines.append(f"quotes agreeing with the label (correctly typed items that have one): {agreeing}")
+    lines.append("confusion (rows: label, columns: predicted)")
+    lines.append(" " * 12 + "".join(f"{kind[:10]:>11}" for kind in CLASSES))
+    for label in CLASSES:
+        cells = "".join(f"{report.confusion.get((label, guess), 0):>11}" for guess in CLASSES)
+        lines.append(f"{label:<12}{cells}")
+    return "\n".join(lines)
+
+
+def tune_errors(items: list[dict[str, Any]]) -> list[str]:
+    """The tune split's misclassified items, with the signals behind each decision. Tune only, by design."""
+    lines = []
+    for item in items:
+        if item["split"] != "tune":
+            continue
+        found = detect(item["message"], item["previous_assistant"])
+        if found.type.value != item["type"]:
+            lines.append(f"{item['id']} {item['type']} -> {found.type.value} {list(found.signals)}: {item['message']}")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--errors", action="store_true", help="list the tune split's misclassified items")
+    parser.add_argument("--split", choices=["both", "holdout", "tune"], default="both", help="which figures to print")
+    args = parser.parse_args()
+    items = load()
+    splits = ["holdout", "tune"] if args.split == "both" else [args.split]
+    print("\n\n".join(render(evaluate(items, split)) for split in splits))
+    if args.errors:
+        print()
+        print("\n".join(tune_errors(items)) or "no tune errors")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,291 @@
+"""Explicit corrections: a verdict (错了, wrong) or a contrast (不是X，是Y; X, not Y), factual when the right value
+is stated and negative when it is not; a correction cue on its own (明明是, actually it's) or an update cue (改到,
+moved to). The fourth step of the correction detector (corrections.py)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from hindsight_insights.governance import correction_rules as rules
+from hindsight_insights.governance.correction_implicit import new_quantity
+from hindsight_insights.governance.correction_turn import (
+    Sentence,
+    Turn,
+    clause_of,
+    head,
+    original_overlap,
+    previous_subject,
+    quote,
+    quote_previous,
+    quote_previous_at,
+    short,
+)
+from hindsight_insights.governance.correction_types import (
+    BARE,
+    CONCRETE,
+    GENERAL,
+    IMPLICIT,
+    SOURCED,
+    Correction,
+    CorrectionType,
+)
+from hindsight_insights.governance.quantities import anchors
+from hindsight_insights.governance.text import has_han
+
+
+# ------------------------------------------------------------------------------------------------- explicit
+@dataclass(frozen=True)
+class _Value:
+    """A stated right value: the rule that found it, where it is (absolute offsets), and what it replaces."""
+
+    rule: str
+    sentence: Sentence
+    start: int
+    end: int
+    old: str | None  # the replaced words, when the user names them (不是X，是Y)
+
+
+def explicit(turn: Turn) -> Correction | None:
+    verdict: tuple[str, Sentence, int] | None = None
+    for sentence in turn.sentences:
+        found = _verdict(sentence)
+        if found:
+            verdict = (found[0], sentence, found[1])
+            break
+    value = _contrast(turn, verdict is not None)
+    if value is None and verdict is not None:
+        value = _stated_value(turn, verdict[1], verdict[2])
+    if value is None and verdict is None:
+        value = _cued_value(turn, rules.CORRECTION_CUE)
+        if value is None:
+            update = _cued_value(turn, rules.UPDATE_CUE)
+            if update is not None:
+                return _update(turn, update)
+    if value is None:
+        return (
+            None if verdict is None else Correction(CorrectionType.NEGATIVE, BARE, signals=(f"verdict:{verdict[0]}",))
+        )
+    signals = ([f"verdict:{verdict[0]}"] if verdict else []) + [f"replacement:{value.rule}"]
+    clause = clause_of(value.sentence.span, value.start)
+    corrected = quote(turn.message, clause.start, clause.end)
+    concrete = _concrete(turn.message.text[value.start : value.end], turn.message.source)
+    confidence = CONCRETE if concrete else SOURCED if _cites_source(turn) else GENERAL
+    original = quote_previous(turn, value.old) if value.old else _original_value(turn, value)
+    return Correction(
+        CorrectionType.FACTUAL,
+        confidence,
+        corrected=corrected,
+        original=original or original_overlap(turn, clause.text),
+        topic=head(turn.message, clause) or previous_subject(turn, original) or short(corrected or "", turn.zh),
+        signals=tuple(signals + (["concrete_value"] if concrete else [])),
+    )
+
+
+# How far around a verdict word its guards look (a clause, generously): bounded, so long messages stay linear.
+_WINDOW = 60
+
+
+def _verdict(sentence: Sentence) -> tuple[str, int] | None:
+    """A verdict word in the sentence that survives its guards: (rule name, offset)."""
+    text = sentence.text
+    if sentence.question or sentence.conditional or {"rhetorical", "doubt"} & set(sentence.guards):
+        return None
+    for name, pattern in rules.VERDICT:
+        for match in pattern.finditer(text):
+            at = match.start()
+            if at >= sentence.stated_end:
+                continue
+            if name == "no_en" and ({"approval", "decline"} & set(sentence.guards)):
+                continue
+            if name.endswith("_zh") and (
+                rules.VERDICT_ATTRIBUTIVE_ZH.match(text, at + len(match.group()) - 2)
+                or rules.VERDICT_ATTRIBUTIVE_ZH.match(text, at)
+                or rules.VERDICT_IN_REQUEST.search(text[max(at - _WINDOW, 0) : at])
+                or ("错" in match.group() and _self_report(sentence, at))
+            ):
+                continue
+            if name == "wrong_en" and not _wrong_is_verdict(text, at):
+                continue
+            if "decline" in sentence.guards or ("approval" in sentence.guards and name == "no_en"):
+                continue
+            return name, at
+    return None
+
+
+def _self_report(sentence: Sentence, at: int) -> bool:
+    """我把密码输错了: the user reports their own slip in the clause before the verdict."""
+    clause = clause_of(sentence.span, sentence.span.start + at)
+    return bool(rules.SELF_REPORT_ZH.search(sentence.text[clause.start - sentence.span.start : at]))
+
+
+def _wrong_is_verdict(text: str, at: int) -> bool:
+    """'wrong' judges the answer ("that's wrong", "wrong again", "that's the wrong date", "you sent the wrong file"),
+    not a thing the user mentions ("how do I undo a wrong commit", "I deleted the wrong file", "incorrect password")."""
+    before, after = text[max(at - _WINDOW, 0) : at], text[at : at + _WINDOW]
+    you = re.search(r"\byou(r)?\b", before)
+    if re.search(r"\b(that|this|it)('s| is| was) (the |a |an )?$", before):
+        return True
+    if rules.VERDICT_IN_REQUEST.search(before) and not you:
+        return False
+    if (re.search(r"\b(a|an|the|some|any)\s+$", before) or rules.WRONG_NOUN.match(after)) and not you:
+        return False
+    if re.search(r"\b(something|nothing|anything|what)('s| is)?\s*$", before):
+        return False
+    return not re.search(r"\b(i|my)\b", before) or bool(you)
+
+
+def _usable(sentence: Sentence) -> bool:
+    """A sentence that can state a right value: not a question, a hypothetical, a doubt or a new request."""
+    if sentence.question or sentence.conditional or sentence.reported_at == 0:
+        return False
+    return not {"rhetorical", "new_request", "doubt"} & set(sentence.guards)
+
+
+def _contrast(turn: Turn, has_verdict: bool) -> _Value | None:
+    """不是X，是Y / X, not Y, where the assistant said X (or, with no assistant turn, next to a verdict)."""
+    previous = turn.previous.text if turn.previous else ""
+    for sentence in filter(_usable, turn.sentences):
+        if "不" not in sentence.text and "not" not in sentence.text:
+            continue  # every contrast needs one (and the scan is costly on long messages)
+        for name, pattern in rules.CONTRAST:
+            for match in pattern.finditer(sentence.text[: sentence.stated_end]):
+                old, new = match["old"].strip(), match["new"].strip()
+                if not (_meaningful(new) and _meaningful(old)):
+                    continue
+                if _mentioned(old, previous) or (has_verdict and not previous):
+                    start = sentence.span.start
+                    return _Value(name, sentence, start + match.start("new"), start + match.end("new"), old)
+    return None
+
+
+def _update(turn: Turn, value: _Value) -> Correction:
+    """A changed fact stated without a verdict (deadline 改到下周三了): an implicit correction."""
+    clause = clause_of(value.sentence.span, value.start)
+    original = _original_value(turn, value) or original_overlap(turn, clause.text)
+    corrected = quote(turn.message, clause.start, clause.end)
+    return Correction(
+        CorrectionType.FACTUAL,
+        IMPLICIT,
+        corrected=corrected,
+        original=original,
+        topic=head(turn.message, clause) or previous_subject(turn, original) or short(corrected or "", turn.zh),
+        signals=(f"implicit:{value.rule}",),
+    )
+
+
+def _cued_value(turn: Turn, table: list[rules.Rule]) -> _Value | None:
+    """A replacement cue on its own (明明是 2023 年, actually it's 60, should be June), stating a value the assistant's
+    turn does not contain. A hedged guess (应该是网络问题吧, I think it's…) is not a correction."""
+    if turn.previous is None:
+        return None
+    for sentence in filter(_usable, turn.sentences):
+        text = sentence.text[: sentence.stated_end]
+        if rules.HEDGE.search(text):
+            continue
+        for name, pattern in table:
+            for match in pattern.finditer(text):
+                new = match["new"].strip()
+                if _meaningful(new) and not _mentioned_exactly(new, turn.previous.text):
+                    start = sentence.span.start
+                    return _Value(name, sentence, start + match.start("new"), start + match.end("new"), None)
+    return None
+
+
+def _mentioned_exactly(words: str, previous: str) -> bool:
+    return words.strip(" \"'“”‘’「」") in previous
+
+
+def _stated_value(turn: Turn, verdict_sentence: Sentence, verdict_at: int) -> _Value | None:
+    """The right value stated around a verdict: a replacement cue (应该是, should be), a plain statement (是…, is …)
+    or a value the assistant did not give. A concrete value wins over a general one, then the nearest sentence."""
+    found: list[tuple[bool, int, _Value]] = []
+    verdict_index = turn.sentences.index(verdict_sentence)
+    for index, sentence in enumerate(turn.sentences):
+        if not _usable(sentence) or abs(index - verdict_index) > 1:
+            continue
+        text, start = sentence.text[: sentence.stated_end], sentence.span.start
+        for table in (rules.CORRECTION_CUE, rules.UPDATE_CUE, rules.COPULA_VALUE):
+            for name, pattern in table:
+                for match in pattern.finditer(text):
+                    new = match["new"].strip()
+                    if sentence is verdict_sentence and match.start("new") <= verdict_at < match.end("new"):
+                        continue  # the verdict itself ("you're looking at our old plan") is not the value
+                    if not _meaningful(new) or rules.VERDICT_IN_REQUEST.match(new) or rules.GENERIC_VALUE.search(new):
+                        continue
+                    concrete = _concrete(new, turn.message.source)
+                    if table is rules.COPULA_VALUE and not (concrete or _names_something(new, turn)):
+                        continue  # "no, it's a different thing" states no value
+                    value = _Value(name, sentence, start + match.start("new"), start + match.end("new"), None)
+                    found.append((concrete, abs(index - verdict_index), value))
+        quantity = new_quantity(turn, sentence)
+        if quantity is not None:
+            found.append(
+                (True, abs(index - verdict_index), _Value("new_value", sentence, quantity.start, quantity.end, None))
+            )
+    if not found:
+        return None
+    found.sort(key=lambda item: (not item[0], item[1]))
+    return found[0][2]
+
+
+def _meaningful(value: str) -> bool:
+    value = value.strip(" \"'“”‘’「」")
+    if not value or rules.DEMONSTRATIVE.match(value):
+        return False
+    if first_verdict := rules.first(rules.VERDICT, value):
+        return first_verdict[1].start() > 0
+    return True
+
+
+def _mentioned(words: str, previous: str) -> bool:
+    """Whether the assistant's turn said `words` (or shares a content word or value with them)."""
+    words = words.strip(" \"'“”‘’「」")
+    if not previous or not words:
+        return False
+    if words in previous:
+        return True
+    if anchors(words) & anchors(previous):
+        return True
+    numbers = re.findall(r"\d+(?:\.\d+)?", words)
+    return bool(numbers) and all(re.search(rf"(?<![\d.]){re.escape(n)}(?![\d])", previous) for n in numbers)
+
+
+def _concrete(value: str, source: str) -> bool:
+    """A value someone can check: a number, a code, a quoted or capitalised name."""
+    if re.search(r"\d|[一二两三四五六七八九十百千万]\s*[个年月天周级元块次人号楼点]", value):
+        return True
+    if re.search(r"[\"“”「」‘’']", value):
+        return True
+    words = value.split()
+    return any(word[:1].isalpha() and word.lower() in source.lower() and _capitalised(word, source) for word in words)
+
+
+def _names_something(value: str, turn: Turn) -> bool:
+    """A short value the assistant did not say: 售后组, 铂金会员, the Team plan. Long clauses state reasons."""
+    value = value.strip(" \"'“”‘’「」")
+    short = len(value) <= 10 if has_han(value) else len(value.split()) <= 5
+    previous = turn.previous.text if turn.previous else ""
+    return short and value not in previous
+
+
+def _capitalised(word: str, source: str) -> bool:
+    at = source.lower().find(word.lower())
+    return at >= 0 and source[at].isupper()
+
+
+def _cites_source(turn: Turn) -> bool:
+    return rules.first(rules.SOURCE, turn.message.text) is not None
+
+
+def _original_value(turn: Turn, value: _Value) -> str | None:
+    """The assistant's clause holding a value of the same kind as the user's, but a different one."""
+    if turn.previous is None:
+        return None
+    theirs = turn.previous_quantities
+    mine = [q for q in turn.message_quantities if value.start <= q.start < value.end]
+    for quantity in mine:
+        for other in theirs:
+            if quantity.compatible(other) and not quantity.same_value(other):
+                return quote_previous_at(turn, other)
+    return None

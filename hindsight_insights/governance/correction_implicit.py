@@ -1,0 +1,132 @@
+"""Implicit corrections: a value that contradicts the assistant's (same kind, same subject, a different value)
+or a changed fact with a new word (我是铂金会员，上个月就升级了). The fifth step of the correction detector."""
+
+from __future__ import annotations
+
+from hindsight_insights.governance import correction_rules as rules
+from hindsight_insights.governance.correction_turn import (
+    Sentence,
+    Turn,
+    clause_of,
+    original_overlap,
+    quote,
+    quote_previous_at,
+    subject,
+)
+from hindsight_insights.governance.correction_types import (
+    IMPLICIT,
+    Correction,
+    CorrectionType,
+)
+from hindsight_insights.governance.quantities import Quantity, anchors
+from hindsight_insights.governance.text import clauses
+
+
+# ------------------------------------------------------------------------------------------------- implicit
+def implicit(turn: Turn) -> Correction | None:
+    previous = turn.previous
+    if previous is None or rules.ADDS_INFORMATION.search(turn.message.text):
+        return None
+    for sentence in turn.sentences:
+        text = sentence.text
+        if sentence.question or sentence.conditional or sentence.reported_at == 0:
+            continue
+        if rules.REQUEST.search(text) or {"approval", "decline", "new_request", "doubt"} & set(sentence.guards):
+            continue
+        contradiction = _contradiction(turn, sentence)
+        if contradiction is not None:
+            mine, theirs = contradiction
+            clause = clause_of(sentence.span, mine.start)
+            return Correction(
+                CorrectionType.FACTUAL,
+                IMPLICIT,
+                corrected=quote(turn.message, clause.start, clause.end),
+                original=quote_previous_at(turn, theirs),
+                topic=subject(turn, clause, mine),
+                signals=("implicit:different_value", f"unit:{mine.unit or 'bare'}"),
+            )
+        changed = _changed_fact(turn, sentence)
+        if changed is not None:
+            return changed
+    return None
+
+
+def _contradiction(turn: Turn, sentence: Sentence) -> tuple[Quantity, Quantity] | None:
+    """A value of this sentence and a different value of the same kind and subject in the assistant's turn."""
+    assert turn.previous is not None
+    end = sentence.span.start + sentence.stated_end  # reported speech and a trailing question state nothing
+    mine = [q for q in turn.message_quantities if sentence.span.start <= q.start < end]
+    theirs = turn.previous_quantities
+    for quantity in mine:
+        same_kind = [q for q in theirs if quantity.compatible(q)]
+        if not same_kind or any(quantity.same_value(q) for q in same_kind):
+            continue  # nothing to contradict, or the user repeats the assistant's value
+        for other in same_kind:
+            if _other_period(turn, quantity, other):
+                continue
+            unique = quantity.unit in _SLOT_UNITS and sum(q.unit == quantity.unit for q in theirs) == 1
+            if quantity.anchors & other.anchors or unique:
+                return quantity, other
+    return None
+
+
+# Units of a value that fills one slot of what the assistant said (the weekday, the time, the room's capacity): a
+# different one contradicts it even without a shared word. Money and counts are not among them: a new price or amount
+# is as often about another thing (我只能出 199, 我还花了 3000).
+_SLOT_UNITS = frozenset({"weekday", "clock", "date", "level", "floor", "building", "person", "seat", "code"})
+
+
+def _period(text: str) -> str | None:
+    match = rules.PERIOD.search(text)
+    return match.group() if match else None
+
+
+def _other_period(turn: Turn, mine: Quantity, theirs: Quantity) -> bool:
+    """上个季度做了 80 万 against 这个季度目标 100 万: values of different periods do not contradict each other. The
+    value itself may be a period (2023 年 against 2022 年), so only the words around it count."""
+    assert turn.previous is not None
+    my_period, their_period = _period(mine.context(turn.message.text)), _period(theirs.context(turn.previous.text))
+    return my_period is not None and their_period is not None and my_period != their_period
+
+
+def new_quantity(turn: Turn, sentence: Sentence) -> Quantity | None:
+    """A value in the sentence that replaces one of the assistant's: the same kind, a value the assistant did not
+    give. A number of another kind ("错了，你看第 3 行") points at something; it replaces nothing."""
+    if turn.previous is None:
+        return None
+    theirs = turn.previous_quantities
+    end = sentence.span.start + sentence.stated_end
+    for quantity in turn.message_quantities:
+        same_kind = [q for q in theirs if quantity.compatible(q)]
+        if sentence.span.start <= quantity.start < end and same_kind and not any(map(quantity.same_value, same_kind)):
+            return quantity
+    return None
+
+
+def _changed_fact(turn: Turn, sentence: Sentence) -> Correction | None:
+    """我是铂金会员啊，上个月就升级了: a statement about something the assistant mentioned, a sign that it changed,
+    and a content word the assistant did not use."""
+    assert turn.previous is not None
+    text = sentence.text
+    update = rules.UPDATE.search(text)
+    if not update:
+        return None
+    previous_words = turn.previous_anchors
+    for clause in clauses(sentence.span):
+        if clause.start >= sentence.span.start + sentence.stated_end or not rules.STATEMENT.search(clause.text):
+            continue
+        words = anchors(clause.text)
+        shared, new = words & previous_words, words - previous_words
+        if shared and new:
+            # The subject is the word both turns use (会员 in 铂金会员 / 黄金会员); the last one is the head noun.
+            last = max(shared, key=lambda word: clause.text.rfind(word))
+            at = clause.start + clause.text.rfind(last)
+            return Correction(
+                CorrectionType.FACTUAL,
+                IMPLICIT,
+                corrected=quote(turn.message, clause.start, clause.end),
+                original=original_overlap(turn, clause.text),
+                topic=turn.message.quote(at, at + len(last)),
+                signals=("implicit:changed_fact", f"update:{update.group()}"),
+            )
+    return None

@@ -1,0 +1,601 @@
+"""The rule tables of the correction detector (corrections.py): every cue it knows, in zh and en.
+
+All patterns run on folded text (text.fold: NFKC, lower case, simplified Chinese), so full-width, traditional and
+upper-case spellings need no entries of their own. Each table is a list of (name, pattern); the name is what
+`Correction.signals` reports when the pattern fires, so a decision can always be traced to the rule that made it.
+
+Families, in the order the detector consults them:
+
+  guards      look-alikes that must not fire: the user fixing their own typo, reported speech, hypotheticals,
+              questions about whether something is right, rhetorical or surprised questions, agreement, praise,
+              thanks, declined offers, "actually" that opens a new request, and words that merely contain 错/不对/
+              wrong (错题本, 错误提示, "the wrong file" that the user deleted).
+  preference  how the user wants to be treated or answered: a form of address (叫我老王, don't call me sir), a
+              phrase of the assistant's the user forbids (别说“亲”, drop the 'champ'), or a directive (请, 以后,
+              统一, please, use, keep…) or a complaint about the last answer (太长了, too formal) naming an aspect of
+              the answers (ASPECTS: structure, length, format, dates, units, currency, language, code, tone,
+              numbers, depth, sources, conversation style); a format-like aspect also needs a sign that the wish is
+              general (STANDING, or a reason about the user) and no one-off object (ONE_OFF: 这份报告, this
+              article, translate…). After the process rules, a standing marker plus the user's answers
+              (以后…回复我…, from now on … me) is a preference of any aspect.
+  process     how the work must be done: an order (先…再…, X之前先Y, before…, first…then), a gate (审批后才能,
+              needs sign-off), a route (go through the portal), a rule (这是规定, policy), or "do X, not the Y you
+              proposed".
+  verdict     the user says the answer is wrong (错了, 不对, 理解错了, 答非所问, wrong, incorrect, misunderstood, no).
+  replacement the right value is stated: a contrast (不是X，是Y / X, not Y), a correction cue (应该是, 其实是,
+              should be, actually it's), an update cue (改到, 现在是, moved to, is now), or a plain statement
+              "是…/is …" of a concrete or short value next to a verdict; a value that names nothing (有问题, a
+              different issue) is no replacement.
+  update      the fact changed since the assistant learned it (升级了, 改了, 现在是, changed, now, no longer):
+              with a shared subject and a new value, an implicit correction.
+  condition   how widely a correction applies: temporal (这个月, this quarter), context_specific (对 VIP 客户,
+              for orders over $500), source_specific (官网上写的是, according to the contract).
+"""
+
+from __future__ import annotations
+
+import re
+
+Rule = tuple[str, re.Pattern[str]]
+
+
+def _rules(*pairs: tuple[str, str]) -> list[Rule]:
+    return [(name, re.compile(pattern)) for name, pattern in pairs]
+
+
+def first(rules: list[Rule], text: str) -> tuple[str, re.Match[str]] | None:
+    """The first rule of the table that matches `text`, with its match."""
+    for name, pattern in rules:
+        match = pattern.search(text)
+        if match:
+            return name, match
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------- guards
+# The user corrects their own words: the assistant made no mistake, there is nothing to learn.
+SELF_CORRECTION = _rules(
+    ("self_typo_zh", r"我(刚才|刚刚|前面|之前|上面|刚)?(说|打|写|输|填|记|看|发|讲|搞|弄|选|给)错"),
+    ("self_typo_zh", r"(打错字|笔误|口误|是我(写|打|说|输|记|搞|弄)错|我的错|怪我)"),
+    ("self_typo_en", r"\b(my (bad|mistake|typo)|typo on my (end|side|part)|i (mistyped|misspoke|misread))\b"),
+    ("self_typo_en", r"\b(sorry,? i meant|i (typed|wrote|said|gave you) the wrong|i was wrong)\b"),
+)
+
+# Somebody else said it: "老板说这份周报写得不对", "a customer says the tracking number is wrong". Whatever follows
+# the frame in the sentence is reported, not the user's verdict on the assistant.
+REPORTED = _rules(
+    (
+        "reported_zh",
+        r"(老板|领导|经理|主管|同事|客户|用户|顾客|买家|他们|她们|他|她|对方|有人|别人|大家|学生|老师|家长|朋友|财务|"
+        r"hr|pm|qa|人事|上级|甲方|审计|产品|运营|测试|开发|研发|设计|老大|leader|boss|客服|销售|法务|"
+        r"(?<![你您我])(小|老)[\u4e00-\u9fff]|[\u4e00-\u9fff](总|工|哥|姐|经理|老师))"
+        r"[^,。!?;]{0,8}?(说|反馈|表示|认为|觉得|投诉|提到|指出|抱怨|吐槽|嫌|质疑|来电|让我|要我|叫我|要求)",
+    ),
+    ("reported_zh", r"(听说|据说|网上说|有人说)"),
+    (
+        "reported_en",
+        r"\b(boss|manager|lead|customer|client|user|colleague|coworker|he|she|they|someone|somebody|people|"
+        r"everyone|qa|finance|legal|auditor|teacher|guide|policy|docs?|article|book|website|manual|handbook|wiki|"
+        r"document|email|ticket)s?\b[^.?!]{0,24}?\b(said|says|say|told me|tells me|asked me|wants me|thinks|"
+        r"think|claims?|complained|complains|reported|reports|mentioned|mentions|insists?|pointed out|feels?)\b",
+    ),
+)
+
+# A condition that makes the message a "what if": 如果运费是 15 元的话，总价是多少？
+CONDITIONAL = re.compile(
+    r"(如果|假如|假设|要是|万一|倘若|假使|的话|\bif\b|\bwhat if\b|\bsuppose\b|\bimagine\b|\bwere\b|\bwould\b|会不会)"
+)
+
+# Questions about whether something is right are not verdicts: 你确定是杭州吗？ wait, is that right?
+DOUBT = re.compile(
+    r"(确定|对吗|对不对|是不是|没错吧|真的吗|核实一下|核对一下|确认一下|再查一下|再看看|再算一下|有没有搞错|"
+    r"\bright\?|\bsure\b|\bcorrect\?|\baccurate\?|double-?check|\bverify\b|are you certain|is that (right|true))"
+)
+
+# Rhetorical and surprised questions with a negation: 不是很好吗？ 这不是挺好的嘛 哈哈不是吧 isn't that great?
+RHETORICAL = re.compile(
+    r"(不是[^,。!?]{0,8}(吗|嘛|么)|^\W*(哈+\W*)?不是吧|不会吧|难道|真的假的|不就是|"
+    r"\b(isn'?t|aren'?t|wasn'?t) (that|it|this|they|those) (great|good|nice|perfect|awesome|fine|enough)|"
+    r"\bno way\b|\blol\b)"
+)
+
+# Agreement, praise, thanks and declined offers: "对，就是这样", "不用了，谢谢", "no worries", "not bad — ship it".
+APPROVAL = re.compile(
+    r"(^\W*(对|对的|是的|没错|嗯嗯|好的|好|行|可以|收到|明白|了解|ok|okay|yes|yep|yeah|right|exactly|sure|great|perfect)"
+    r"(?=\W|$)|就是这样|没问题|挺好|很好|不错|就按|就这么|这版|没事|没关系|不要紧|不怪你|辛苦|谢谢|"
+    r"\b(thanks|thank you|no worries|no problem|not bad|looks good|sounds good|ship it|that'?s (right|correct|it|"
+    r"perfect|great)|(it'?s|is|are) (fine|good|ok|okay|perfect|great)|as is|exactly what|well done|nice)\b)"
+)
+DECLINE = re.compile(
+    r"(不用了|不用改|不用换|不需要了?|不必了?|算了|先不用|暂时不用|不麻烦|"
+    r"\b(no,? thanks|no,? thank you|no need|not now|not needed|i'?m good|that'?s ok|that'?s fine|we'?re good)\b)"
+)
+
+# "Actually, can you also…", "Actually 我还想问一下": actually opening a new request, not a correction.
+NEW_REQUEST = re.compile(
+    r"(\bactually,? (can|could|would|will) you\b|\bactually,? (i|we) (also |still )?(want|need|wonder|have)|"
+    r"\balso\b.*\?|我还想|还想问|再问一下|顺便问)"
+)
+
+# Another thing, not the same one: 我还有一个订单，金额 50 元 / I have another order for $50. Blocks implicit ones.
+ADDS_INFORMATION = re.compile(
+    r"(还有一|另外|另一|又一|再加|再来|也|额外|\b(another|also|other|second|too|as well|plus|in addition)\b)"
+)
+
+# A favour asked now ("帮我先查物流再看退款", "can you first…") is a request, not a rule of the work.
+FAVOUR = re.compile(r"(帮我|帮忙|麻烦你|\b(can|could|would) you\b)")
+# Rule-like wording that makes a process stand on its own, without an assistant turn it corrects.
+RULE_LIKE = re.compile(
+    r"(规定|规矩|制度|流程是|以后|每次|一律|必须|务必|\b(always|never|policy|rule|must|every time|whenever)\b)"
+)
+# The user reports their own slip (我把密码输错了), not a verdict on the assistant.
+SELF_REPORT_ZH = re.compile(r"我(?!们|要|想|说的|问的|需要的)[^,。你您]{0,10}$")
+
+# A question that is a polite request (能不能短一点？can you keep answers short?) may state a preference.
+POLITE_REQUEST = re.compile(r"(能不能|可不可以|能否|可以[^,。]{0,8}吗|\b(can|could|would|will) you\b)")
+
+# Asking for something, not stating a value: blocks implicit corrections (a number in a request is a parameter).
+REQUEST = re.compile(
+    r"(帮我|请|麻烦|能不能|能否|可不可以|可以帮|给我|我想|我要|想要|\b(can|could|would|will) you\b|\bplease\b|"
+    r"\blet'?s\b|\blet me\b|\bi'?d like\b|\bi want\b|\bi need\b|^\W*(book|send|make|add|create|draft|find|show))"
+)
+
+# A question (besides a final '?'): a Chinese clause ending in a question particle or holding a question word.
+# 呢 also ends statements (手册上写着呢), so it asks only with a question word.
+QUESTION_PARTICLE = re.compile(r"(吗|么)\W*$")
+QUESTION_WORD_ZH = re.compile(
+    r"(什么|怎么|怎样|为什么|为啥|哪里|哪儿|哪个|哪些|多少|几[点号天个]|是否|有没有|能不能|是不是)"
+)
+QUESTION_EN = re.compile(
+    r"^\W*(how|what|what's|where|when|why|which|who|is|are|was|were|do|does|did|can i|could i|should i|shall i)\b"
+)
+
+# ----------------------------------------------------------------------------------------------- preference
+# A form of address. The name must end its clause (叫我老王就行, call me Sam): 叫我起床 and "call me back" are requests.
+_NOT_A_NAME = r"(?!起|去|来|做|帮|查|看|吃|回|等|别|不|一下|一声|过去|电话|打)"
+ADDRESS = _rules(
+    (
+        "address_zh",
+        rf"(以后|今后|请|就)?(?<![别要用再必])(叫|称呼|喊)我(为)?\s*{_NOT_A_NAME}(?P<name>[^,。!?;]{{1,12}}?)"
+        r"(就行|就好|就可以|即可|吧|好了|,|。|!|$)",
+    ),
+    ("address_zh", r"(别|不要|不用|别再|不要再|不必)(叫|称呼|喊)我(?P<old>[^,。!?;\s]{1,6}?)(?=了|啦|,|。|!|$|听|太)"),
+    ("address_zh", r"(别|不要|不用|别再|不要再|不必)(叫|称呼|喊)我"),
+    ("address_zh", r"(不喜欢|讨厌|别|不要)(被|人家)(叫|称呼|喊)(我)?(做|作|为)?(?P<old>[^,。!?;\s]{1,6})"),
+    ("address_zh", r"别(叫|称呼|喊)(?P<old>[^,。!?;\s]{1,4}?)(了|啦|,|。|!|$)"),
+    (
+        "address_en",
+        r"\bcall me (?!back|later|tomorrow|at\b|when|if\b|on\b|in\b|after|before|asap|now|again|tonight|sometime)"
+        r"(?P<name>[a-z][\w.'-]{0,15}(?: [a-z][\w.'-]{0,15})?)(?=[,.!;]|$| please| instead| from now| going forward)",
+    ),
+    (
+        "address_en",
+        r"\b(don'?t|do not|stop|never) call(ing)? me\b|\baddress me as\b|\bi'?m not (a |an )?(sir|ma'?am)\b",
+    ),
+    # A phrase of the assistant's that the user forbids: 别每次都说“好的呢亲”, drop the 'champ'.
+    (
+        "wording_zh",
+        r"(别|不要|不用|别再|不要再|不许)(每次|老是|总是)?(都)?(说|叫|用|写|加)\s*[“\"'‘「](?P<old>[^”\"'’」]{1,20})[”\"'’」]",
+    ),
+    (
+        "wording_en",
+        r"\b(drop|stop saying|stop using|don'?t say|don'?t use|quit saying|no more|lose) (the )?((words?|"
+        r"phrases?|terms?) )?[“\"'‘]"
+        r"(?P<old>[^”\"'’]{1,20})[”\"'’]",
+    ),
+)
+
+# Aspects of an answer, each with its topic (zh, en). A preference names one of them.
+ASPECTS: list[tuple[str, str, str, re.Pattern[str]]] = [
+    (name, zh, en, re.compile(pattern))
+    for name, zh, en, pattern in [
+        (
+            "structure",
+            "回答结构",
+            "answer structure",
+            r"(结论|要点|重点|总结|摘要|summary|conclusion|tl;?dr|bottom line|\bdetails?\b|放最前|放前面|放后面|"
+            r"分点|分条|直接(给|说)(答案|结论|结果)|选项|一大堆|推荐一个|绕弯子|\boptions\b|\balternatives\b)",
+        ),
+        (
+            "length",
+            "回复长度",
+            "answer length",
+            r"(短一[点些]|简短|简洁|精简|长一[点些]|详细一[点些]|啰嗦|太长|太短|(?<![\d一二三四五六七八九十两])[\d一二三四五六七八九十两]{1,5}\s*(个字|字|句话|句)"
+            r"(以内|之内|左右)?|\bunder \d+ words\b|\bshorter\b|\bconcise\b|\bbrief\b|too long|get to the point|"
+            r"one paragraph|wall of text|disclaimers?|caveats?|免责|铺垫|废话|套话|"
+            r"\b(answers|replies|responses|messages|it|them)\s+(short|brief|tight|concise)\b|short(er)? version|"
+            r"\bshort (answers|replies|responses)\b|\b(in|to) (one|a single|two|three|\d+) (sentences?|lines?|"
+            r"paragraphs?|bullets?)\b|"
+            r"简短版|简版|(控制|限制)在|不(要)?超过|\b(at most|max|no more than)\b)",
+        ),
+        (
+            "format",
+            "输出格式",
+            "format",
+            r"(表格|列表|清单|编号|序号|markdown|加粗|小标题|格式|json|纯文本|代码块|署名|签名|落款|图表|"
+            r"\bbullet|\bnumbered\b|\btables?\b|plain text|\bheadings?\b|\bbold\b|\bformat|\bsignature\b|\bsign off\b|"
+            r"\bcharts?\b|\bparagraphs\b)",
+        ),
+        (
+            "dates",
+            "日期时间格式",
+            "date format",
+            r"(日期|时间用|时间格式|yyyy|dd/mm|mm/dd|24\s*小时制|时区|北京时间|\bdates\b|date format|time format|"
+            r"24-hour|spell the month|time ?zone|\butc\b|\bgmt\b)",
+        ),
+        (
+            "units",
+            "单位",
+            "units",
+            r"(单位|换成万|万元|亿元|摄氏|华氏|公制|英制|公斤|公里|\bmetric\b|\bimperial\b|celsius|fahrenheit|\bunits\b|"
+            r"\bin (mb|gb|kb|tb|km|miles|kg|lbs|pounds|inches|cm|celsius|fahrenheit)\b)",
+        ),
+        ("currency", "币种", "currency", r"(\busd\b|美元|人民币|\brmb\b|\bdollars\b|\beuros?\b|\bcurrency\b)"),
+        (
+            "language",
+            "回复语言",
+            "answer language",
+            r"(中文|英文|英语|简体|繁体|粤语|日语|韩语|法语|德语|西班牙语|俄语|缩写|术语|大白话|通俗|\bchinese\b|\benglish\b|"
+            r"\bjapanese\b|\bkorean\b|\bspanish\b|\bfrench\b|\bgerman\b|\brussian\b|\bportuguese\b|\bitalian\b|"
+            r"\blanguage\b|\bjargon\b|acronyms?|abbreviations?|\bbritish\b|\bamerican spelling\b|\bspelling\b)",
+        ),
+        (
+            "code",
+            "示例代码语言",
+            "code language",
+            r"((示例|代码|code|snippet|example|样例)[^.。]{0,20}(\bgo\b|golang|python|java\b|typescript|\bts\b|"
+            r"javascript|\bjs\b|rust|c\+\+|kotlin|swift|php|ruby|shell|bash)|(\bgo\b|golang|python|java|typescript|"
+            r"javascript|rust|kotlin|swift|php|ruby)\s*(版本|的)?[^,.。]{0,6}(示例|代码|code|snippets?|examples?)|"
+            r"(代码|code|sql|脚本|script|quer(y|ies)|函数|functions?)[^.。]{0,30}(注释|comments?|type hints|类型注解))",
+        ),
+        (
+            "tone",
+            "语气",
+            "tone",
+            r"(语气|口吻|客气|正式|随意|轻松|口语化|寒暄|客套|开场白|感叹号|表情|颜文字|道歉|敬语|直接[一点]+|说话直接|别绕|"
+            r"\bstraightforward\b|\bbe direct\b|emoji|\bcasual\b|\bformal\b|"
+            r"\bfriendl|\btone\b|pleasantries|exclamation|small talk|fake cheer|\bfluff\b|apologi[sz]|开头用|结尾用|"
+            r"开头别|结尾别|问候语|\bgreeting|\bsign-?off\b)",
+        ),
+        (
+            "numbers",
+            "数字格式",
+            "number format",
+            r"(小数|保留[\d一两二三]位|千分位|精确到|阿拉伯数字|汉字数字|大写数字|\bdecimals?\b|\brounded?\b|"
+            r"decimal places)",
+        ),
+        (
+            "depth",
+            "讲解深度",
+            "level of detail",
+            r"(一步一步|分步骤|举[个几]?例子|举例|初学者|新手|小白|说人话|深入一[点些]|专业一[点些]|只要代码|直接给代码|"
+            r"不用解释|别解释|讲思路|说思路|讲原理|只讲|step by step|explain like|\bbeginner|\bin depth\b|high-level|"
+            r"code only|just the code|"
+            r"no explanations?|don'?t explain|more detail|less detail|with examples)",
+        ),
+        (
+            "sources",
+            "引用来源",
+            "sources",
+            r"(出处|来源|引用|参考链接|附上链接|带上链接|\bsources?\b|\bcitations?\b|\bcite\b|\breferences?\b|\blinks?\b)",
+        ),
+        (
+            "conversation",
+            "对话方式",
+            "conversation style",
+            r"(重复我的问题|复述我的|别问我|少问|反问|repeat my question|restate my question|ask me so many|"
+            r"stop asking|follow-up questions|with a question|\bend(ing)? (every|each|your) (message|answer|reply))",
+        ),
+    ]
+]
+# Aspects that only ever describe answers; the others (format, units, language…) also occur in one-off requests
+# ("把这份报告整理成表格"), so those need a sign that the wish is general.
+INHERENT_ASPECTS = frozenset({"structure", "length", "tone", "conversation"})
+
+# Directive: the user asks for something (zh particles and verbs, en imperatives).
+DIRECTIVE = re.compile(
+    r"(以后|今后|往后|下次|每次|一律|统一|请|麻烦|换成|改成|写成|用|给|加上|去掉|别|不要|不用|放|能不能|可不可以|"
+    r"可以[^,。]{0,8}吗|就行|就好|即可|吧\W*$|一[点些]|的时候|控制在|限制在|不超过|而不是|"
+    r"\b(don'?t|do not|stop|avoid|next time)\b|,\s*not\b|^\W*[a-z ]{2,30}\bplease\W*$|"
+    r"\bwhen(ever)? you\b[^,]{2,40},\s*(please )?[a-z]+|"
+    r"^\W*(please|use|give|keep|make|skip|drop|stop|avoid|write|put|no|always|never|just|cut|add|switch|answer|"
+    r"reply|respond|show|format|lead|start|don'?t|do not|can you|could you|would you|less|more|include|explain|"
+    r"list|talk|speak|be|try|limit|leave|spell|cite|link|break|split|number|tell|send)\b|\bplease\b|"
+    r"from now on|going forward|\balways\b|\bnever\b|i'?d (like|prefer|rather)|\bi prefer\b|\bi want\b|"
+    r"我不喜欢|我讨厌|受不了|不喜欢|我喜欢|\bi (hate|don'?t like|can'?t stand|like|love) (it )?when\b|"
+    r"\bi (hate|don'?t like|can'?t stand|like|love|prefer|want)\b)"
+)
+# A complaint about the answer just given is a wish for the next ones: 太长了, too formal. Only with an assistant turn.
+COMPLAINT = re.compile(
+    r"(太(长|啰嗦|多|短|复杂|专业|正式|随意|假|官方|绕)|\btoo (long|wordy|verbose|formal|casual|short|much|technical|"
+    r"stiff|robotic)\b|\bway too\b)"
+)
+# Signs that a wish is general, not a one-off request.
+STANDING = re.compile(
+    r"(以后|今后|往后|下次|每次|一律|统一|都|所有|全部|的时候|给我的回复|回复|回答|输出|"
+    r"from now on|going forward|in future|next time|\balways\b|\bnever\b|\ball\b|\bany\b|\bevery\b|"
+    r"when(ever)? you (talk|write|reply|give|send|answer|explain)|\bwith me\b|\bto me\b|总是|老是|"
+    r"\b(answers|replies|responses|figures|dates|numbers|emails|messages|code|tables|bullets|bullet points|"
+    r"emojis|exclamation marks|headings|acronyms|abbreviations)\b|\bplease\b|"
+    r"i prefer|i'?d prefer|"
+    r"i'?d rather|\bi like\b|我喜欢|我更喜欢|我习惯|我不喜欢|我讨厌|受不了|\bi (hate|don'?t like|can'?t stand)\b|"
+    r"same language|whatever language)"
+)
+# The assistant's answers to this user, named: 给我, 回复我, 跟我, reply, with me. A standing marker plus one of these
+# is a wish about how to be answered, whatever its aspect (以后回复我的时候带上订单号).
+ADDRESSED = re.compile(
+    r"((?<![交留借还带])给我|发我|回复我|回我|回答我|跟我|对我|和我|告诉我|"
+    r"\b(reply|respond|answer|talk to me|write to me|with me|to me|give me|send me|show me|tell me)\b)"
+)
+# A sentence about someone else or the user's own plan (he always replies to me late, 我以后来做) is no wish.
+NOT_A_WISH = re.compile(r"^\W*(he|she|they|his|her|their|i'?ll|i will|他|她|他们|她们|我会|我来|我要|我以后|我今后)\b")
+# Words that mark a wish as standing beyond doubt; they outweigh a one-off object.
+MARKED_STANDING = re.compile(
+    r"(以后|今后|往后|下次|统一|一律|每次|from now on|going forward|next time|\balways\b|\bnever\b|in future)"
+)
+# A reason about the user ("我都是在手机上看", "I'm in Germany") makes a wish a standing one.
+REASON = re.compile(r"(我|我们|咱们|\bi\b|\bi'?m\b|\bwe\b|\bwe'?re\b|\bour\b|\bmy\b|\bme\b)")
+# A one-off object: this report, 这句话, "make it…". Translation and how-to questions are requests, not preferences.
+ONE_OFF_ITEM = re.compile(r"(把它|\b(make|write|get) it\b)")
+ONE_OFF = re.compile(
+    r"(这句|这段|这篇|这份|这张|这个表|这封|这条|这些|这几|这次|上面|下面的|刚才的|一下|一[个份篇封段条](?!就|即可)|"
+    r"翻译|\btranslate\b|\b(this|these|the following|the above|attached)\s(?!is\b|was\b|one\b|way\b|sounds\b|looks\b|"
+    r"reads\b|seems\b|feels\b|go\b|goes\b|are\b|were\b)[a-z]+|\b(write|draft|give me|make|create|send|prepare|compose|"
+    r"do)\s(me\s)?(a|an)\s([\w-]+\s){0,2}(email|letter|message|post|reply|note|memo|bio|summary|table|list|report|draft|"
+    r"version)\b|^\W*how (do|can|should) i\b)"
+)
+
+# --------------------------------------------------------------------------------------------------- process
+PROCESS = _rules(
+    ("order_first_then_zh", r"先(?P<first>[^。;]{1,30}?)[,]?\s*(再|然后|之后|才|后)(?P<then>[^,。;]{1,30})"),
+    (
+        "wait_then_zh",
+        r"等(?!我|一下|会儿|等)(?P<first>[^,。;]{2,24}?)(了|完|之后|以后|后)?[,]?\s*再(?!说|看|聊|讲|决定|议)(?P<then>[^,。;]{1,24})",
+    ),
+    (
+        "done_then_zh",
+        r"(?P<first>[^,。;]{1,24}?)(完了|完|好了|之后|以后)再(?!说|看|聊|讲|决定|议)(?P<then>[^,。;]{1,24})",
+    ),
+    (
+        "gate_before_zh",
+        r"(?P<then>[^,。;]{1,24}?)(之前|以前|前)[,]?\s*(得|要|必须|需要|应该|务必|一定要|先)+(?P<first>[^,。;]{1,30})",
+    ),
+    ("gate_after_zh", r"(?P<first>[^,。;]{1,24}?)(后|之后|以后|了|完|通过)才(能|可以|可)(?P<then>[^,。;]{1,24})"),
+    ("gate_only_zh", r"只有(?P<first>[^,。;]{2,24}?)才(能|可以|可)(?P<then>[^,。;]{1,24})"),
+    (
+        "gate_not_before_zh",
+        r"(没|未)(?P<first>[^,。;]{2,24}?)(之前|以前|前)(不能|不可以|不要|别|不准)(?P<then>[^,。;]{1,24})",
+    ),
+    ("route_to_zh", r"(要|得|必须|需要|应该|统一)(转给|交给|找|提交给|上报给|报给)[^,。;]{1,16}"),
+    ("first_step_zh", r"第一步(是|要|先|得)|步骤是|(?<![对做说])(处理|操作)流程"),
+    ("must_first_zh", r"(要|得|必须|需要|应该|务必|一定要)先(?P<first>[^,。;]{1,30})"),
+    ("not_directly_zh", r"(别|不要|不能|不可以|不准)(直接|上来就|急着|马上|自己)(?P<then>[^,。;]{1,24})"),
+    ("rule_zh", r"(这是|是我们|按|公司的|组里的|部门的|我们组的|我们的)(规定|规矩|流程|制度|要求|惯例)|流程是"),
+    ("obligation_zh", r"(要|必须|得|需要|务必)(抄送|走|经过|报备|备案|登记|审批|审核|复核|验证|核验|核对)"),
+    ("route_zh", r"(要|得|必须|需要|应该|统一)?(走|通过|找)(?P<first>[^,。;]{1,16}?)(流程|审批|系统|平台|门户|工单)"),
+    ("before_en", r"^\W*before (?P<then>[^,]{3,40}),? (?P<first>[^.;]{3,80})"),
+    ("before_en", r"(?P<first>[^,.;]{3,80}?)\s+before\s+(?P<then>[^,.;]{3,40})"),
+    ("first_then_en", r"\bfirst\b[^.;]*?\bthen\b|,? then (?!you'?ll|we'?ll|it|i )[a-z]+"),
+    ("imperative_first_en", r"^\W*(?!i\b|we\b|it\b|the\b)[a-z]+\b[^,.;]{0,60}\bfirst\b"),
+    ("order_en", r"\b(not the other way (a)?round|not after|not before|in that order)\b"),
+    ("once_then_en", r"^\W*once (?P<first>[^,]{3,60}),\s*(then )?(?P<then>[^.;]{3,60})"),
+    ("instead_en", r"^\W*instead of (?P<then>[^,]{3,60}),\s*(?P<first>[^.;]{3,60})"),
+    ("steps_en", r"\b(the (process|procedure|steps?) (is|are)|step (1|one)|the first step)\b"),
+    ("make_sure_en", r"\b(make sure|be sure|remember) (to|you)\b[^.;]{3,80}\b(before|first|then)\b"),
+    (
+        "escalate_en",
+        r"\b(escalate (it |this |these )?to|loop in|always cc|cc the|"
+        r"check with (the |your )?[a-z ]{1,20} (before|first))\b",
+    ),
+    (
+        "route_en",
+        r"\b(go(es)? through|handled by|routed? (to|through)|should go to|"
+        r"goes to the [a-z ]{1,20}(team|desk|portal|queue))\b",
+    ),
+    (
+        "gate_en",
+        r"\b(needs?|requires?|must get|has to get|have to get)\b[^.;]{0,40}\b(sign-?off|approval|review|sign off)\b|"
+        r"\bmust be (approved|reviewed|signed off)\b|\bonly after\b|\bnot until\b|"
+        r"\b(don'?t|do not|never)\b[^.;]{0,50}\b(until|without)\b",
+    ),
+    ("rule_en", r"\b(policy|our rule|the rule is|standard procedure|sop|that'?s the process|by the book)\b"),
+)
+# Process rules that need an obligation or an imperative around them to be a rule and not a narrative.
+NEEDS_OBLIGATION = frozenset({"before_en", "first_then_en"})
+OBLIGATION_EN = re.compile(
+    r"(\b(you|we) (need to|have to|must|should|always|are supposed to|'ve got to|gotta)\b|\bneeds?\b|\brequires?\b|"
+    r"\bmust\b|\balways\b|\bnever\b|\bhave to\b|\bshould\b|^\W*(?!i\b|i'|we\b|we'|it\b|it'|the\b|this\b|that\b|"
+    r"there\b|they\b|he\b|she\b|my\b|our\b|let\b|let's\b|can\b|could\b|would\b|will\b|if\b|so\b|and\b|but\b|ok\b|yes\b|no\b|"
+    r"thanks\b|what\b|how\b|why\b|when\b|where\b|who\b|is\b|are\b|was\b|were\b|do\b|does\b|did\b)[a-z]+\b|"
+    r"\b(for|on|in) (a |an |the )?[a-z0-9]+,? you [a-z]+)"
+)
+# A process the rule cites as binding raises the confidence: 这是规定, policy, always.
+BINDING = re.compile(r"(规定|规矩|制度|必须|务必|一定要|\bpolicy\b|\bmust\b|\balways\b|\brule\b|\brequired?\b)")
+# "X，别Y": the user replaces the action the assistant proposed. Y must echo the assistant's turn.
+INSTEAD_ZH = re.compile(r"(?P<do>[^,。;]{2,24}),\s*(别|不要|不能|不用)(?P<dont>[^,。;]{2,24})")
+
+# ---------------------------------------------------------------------------------------------------- verdict
+_WRONG_VERBS = r"(搞|弄|记|写|看|算|查|填|听|读|拼|标|选|发|找|想|认|配|设|列|译|用|理解|统计|计算|翻译|报价|说)"
+VERDICT = _rules(
+    ("wrong_zh", rf"{_WRONG_VERBS}(得)?错"),
+    ("wrong_zh", r"(看|搞|弄|写|说|算|排)反了?"),
+    ("wrong_zh", r"(?<![出报])错了|错啦|是错的|都错|全错|又错"),
+    (
+        "wrong_zh",
+        r"(?<!对)不对(?![劲称外应齐等口付比于照接准])|不太对|不正确|有误|不准确|(?<!是)不是这样|并不是|根本不是|才不是|(?<!是)不是的",
+    ),
+    (
+        "wrong_zh",
+        r"答非所问|不是我(要|想要|问|说)的|(?<!是)不是这个意思|跟我(说|要|问)的不一样|和我(说|要|问)的不一样|(?<!是)不是那[个张份本家条]",
+    ),
+    (
+        "wrong_zh",
+        r"(?<!是)不是(这|那)[个张份里几些条件位家本种款]|还是不行|不管用|牛头不对马嘴|胡说|瞎说|没听懂|误会了|理解偏了|没有的事|哪有",
+    ),
+    ("wrong_en", r"\bwrong\b|\bincorrect\b"),
+    (
+        "wrong_en",
+        r"\bnot (right|correct|true|accurate|quite|it)\b|\bisn'?t (right|correct|true|accurate)\b",
+    ),
+    ("wrong_en", r"\bthat'?s not (it|how|what|true|right|correct)\b|\bmisunderstood\b|\bmisread\b|\bmisheard\b"),
+    ("wrong_en", r"\bmixed (it |them |those )?up\b|\bbackwards\b|\b(don'?t|doesn'?t) add up\b|\bdoesn'?t match\b"),
+    (
+        "wrong_en",
+        r"\b(not|isn'?t|wasn'?t) what i (asked|meant|wanted|said|needed)\b|\bthat'?s false\b|\bnonsense\b|"
+        r"\bnot even close\b",
+    ),
+    (
+        "wrong_en",
+        r"\b(that|this)( fix| solution| answer| suggestion| one)? (doesn'?t|does not|didn'?t|did not|won'?t) work\b",
+    ),
+    (
+        "wrong_zh",
+        r"离谱|胡扯|瞎编|乱说|乱讲|扯淡|不靠谱|差远了|没解决|问题还在|还是错|完全不对|你在说什么|不是这个问题",
+    ),
+    ("wrong_zh", r"^\W*(不是|没有|不)(啊|呀|的)?\W*$"),
+    (
+        "wrong_en",
+        r"\b(makes no sense|doesn'?t make (any )?sense|what are you talking about|you'?re wrong|you are wrong|"
+        r"that'?s a mistake|i never said|i didn'?t (say|ask for)|not helpful)\b|^\W*(please )?try again\b",
+    ),
+    (
+        "wrong_en",
+        r"\b(it|that|this|your (fix|answer|solution|suggestion)|the fix)\s+(still\s+)?(didn'?t|doesn'?t|won'?t|"
+        r"does not|did not)\s+(work|help|fix)\b|\bstill (wrong|broken|not working|failing)\b",
+    ),
+    ("wrong_en", r"\bout of date\b|\boutdated\b|\byou'?re looking at (our|the|an) old\b|\bthat'?s (an )?old\b"),
+    ("no_en", r"^\W*((hmm+|uh|um|well|ugh)\W+)?(no|nope|nah)\b(?=\s*[,.!;]|\s*$|\s+(no|just|not|that|it|you)\b)"),
+)
+# "wrong" used of a thing, not as a verdict: "a wrong commit", "incorrect password" (unless "you … the wrong"). The
+# nouns excluded here are what an answer gets wrong ("wrong date", "wrong total"), which stays a verdict.
+WRONG_NOUN = re.compile(
+    r"(wrong|incorrect)\s+(?!again\b|about\b|on\b|there\b|here\b|though\b|too\b|answer\b|number\b|date\b|figure\b|"
+    r"one\b|day\b|time\b|amount\b|total\b|person\b|address\b|price\b)[a-z]{3,}"
+)
+# A verdict word used as an adjective of a thing in a request: 请把表里不对的数据标红, 错的那几行.
+VERDICT_ATTRIBUTIVE_ZH = re.compile(r"(不对|错|错误)的(?=[\u4e00-\u9fff])")
+# Verdict words inside a how/where question or a request to look: 帮我看看哪里不对.
+VERDICT_IN_REQUEST = re.compile(
+    r"(哪里|哪儿|什么地方|为什么|怎么|是否|有没有|看看|检查|找出|标出|帮我|\bwhat'?s\b|\bwhy\b|\bhow\b)"
+)
+
+# -------------------------------------------------------------------------------------------------- replacement
+CONTRAST = _rules(
+    ("contrast_zh", r"不是(?P<old>[^,。;!?]{1,20}?)[,]?\s*(而)?是(?P<new>[^,。;!?]{1,30})"),
+    ("contrast_zh", r"(?P<new>是[^,。;!?]{1,20}?)[,]?\s*不是(?P<old>[^,。;!?]{1,20})"),
+    (
+        "contrast_zh",
+        r"不(在|用|叫|走|姓|属于)(?P<old>[^,。;!?]{1,20}?)[,]?\s*(而)?(是|在|用|叫|走|姓|属于)(?P<new>[^,。;!?]{1,30})",
+    ),
+    ("contrast_en", r"\bnot (?P<old>[^,.;!?—]{1,30}?),? but (?P<new>[^,.;!?—]{1,40})"),
+    ("contrast_en", r"(?P<new>[^,.;!?—]{2,60}?),?\s+(though,?\s+)?not (?P<old>[^,.;!?—]{1,30})"),
+)
+# Cues that the assistant was wrong and here is the right value (应该是, 其实是, should be, actually it's).
+CORRECTION_CUE = _rules(
+    (
+        "cue_zh",
+        r"(应该是|应是|其实是|实际上是|实际是|明明是|本来就?是|正确的是|准确地说|才对|才是)(?P<new>[^,。;!?]{0,30})",
+    ),
+    (
+        "cue_en",
+        r"\b(should be|actually (it'?s|it is|is|was|are|were|they)|it'?s actually|in fact|"
+        r"the (right|correct) [a-z]+ is)\b(?P<new>[^,.;!?]{0,40})",
+    ),
+)
+# Cues that the fact changed since the assistant learned it (改到, 现在是, moved to, is now): on their own, an
+# implicit correction; next to a verdict, the replacement.
+UPDATE_CUE = _rules(
+    ("update_zh", r"(改到|改成了|改为|换成了|变成了?|调成了?|调整为|现在是|已经是)(?P<new>[^,。;!?]{0,30})"),
+    (
+        "update_en",
+        r"\b((is|are) now|(was|were|has been|have been|got) (moved|changed|pushed|updated|raised|lowered|increased|"
+        r"reduced) to|moved to|changed to)\b(?P<new>[^,.;!?]{0,40})",
+    ),
+)
+# A guess is not a correction: 应该是网络问题吧, I think it's the cache.
+HEDGE = re.compile(
+    r"(吧\W*$|可能|也许|大概|估计|我觉得|我猜|我想|\bmaybe\b|\bprobably\b|\bi think\b|\bi guess\b|\bperhaps\b)"
+)
+# A plain statement of a value, next to a verdict: "错了，是30天内", "no, Northwind's AM is Raj Patel now". Not
+# 不是/还是/但是 (a negation or a conjunction), not a progressive ("I was asking about…").
+COPULA_VALUE = _rules(
+    (
+        "copula_zh",
+        r"(?<![不没非可但还也总要于凡只若])(是|为)\s*(?!这|那|不是|的|吧|啊|吗|么|什么|多少|怎么|哪)(?P<new>[^,。;!?]{1,30})",
+    ),
+    (
+        "copula_en",
+        r"\b(is|are|was|were|'s|'re)\s+(?!not\b|n'?t\b|wrong|right\b|correct|incorrect|how\b|what\b|that\b|this\b|it\b|"
+        r"fine\b|ok\b|okay\b|true\b|false\b|the same\b|just\b|also\b|[a-z]+ing\b)(?P<new>[^,.;!?—]{1,40})",
+    ),
+)
+# A stated value that names no value: 有问题, 是另一个, "a different issue", "something else".
+GENERIC_VALUE = re.compile(
+    r"(问题|错误|毛病|不同|不一样|别的|其他|另一|另外|一回事|两回事|\b(different|another|other|same|problem|issue|"
+    r"mistake|error|something|nothing|confus\w*|off|missing|broken)\b)"
+)
+# Words of a value that is only pointed at, not given: 不是这里, not that one.
+DEMONSTRATIVE = re.compile(r"^\W*(这|那|这样|那样|这里|那里|这个|那个|这么|那么|that|this|it|what|how|one)\W*$")
+
+# ------------------------------------------------------------------------------------------------------ update
+UPDATE = re.compile(
+    r"(升级了|降级了|改了|换了|变了|调了|调整了|更新了|涨了|降了|改成|改到|换成|调成|变成|现在是|已经是|早就|"
+    r"现在|\bnow\b|\bchanged\b|\bmoved\b|\bno longer\b|\banymore\b|\bused to\b|\braised\b|\blowered\b|"
+    r"\bupgraded\b|\bswitched\b|\brenamed\b|\bupdated\b|\bsince\b)"
+)
+# A period a value belongs to: values of different periods are about different things.
+PERIOD = re.compile(
+    r"((上|这|本|下)个?(月|季度|周|星期|年|财年)|去年|今年|明年|前年|(last|this|next) (month|quarter|week|year)|"
+    r"q[1-4]|h[12]|\d{4}\s*年)"
+)
+# A copula statement about something: 我是铂金会员, it's the Team plan.
+STATEMENT = re.compile(r"(^|[^不])(是|为)|改成|改到|换成|变成|调成|\b(is|are|was|were|'s|'re)\b")
+
+# --------------------------------------------------------------------------------------------------- condition
+TEMPORAL = _rules(
+    (
+        "temporal_zh",
+        r"(这个月|本月|这周|本周|这星期|今天|今晚|明天|今年|本季度|这季度|这个季度|这次|本次|活动期间|促销期间|大促期间|"
+        r"春节期间|国庆期间|节假日期间|双十一期间|双11期间|暂时|临时|目前|截至[^,。]{1,10}|截止到[^,。]{1,10}|"
+        r"(?<![\d一二三四五六七八九十])[\d一二三四五六七八九十]{1,3}月(底|\d{1,2}[日号])前|年底前|限时)",
+    ),
+    (
+        "temporal_en",
+        r"\b(this (month|week|quarter|year|time|weekend)|today|tonight|for now|temporarily|"
+        r"(until|through|till) (the end of (the )?(month|week|quarter|year)|"
+        r"(january|february|march|april|may|june|july|august|september|october|november|december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+        r"next [a-z]+)( \d{1,2}(st|nd|rd|th)?)?|\d{1,2}(st|nd|rd|th)|\d{4}-\d{2}-\d{2})|"
+        r"during (the )?[a-z]+( [a-z]+)?|for the (holidays|promotion|sale)|limited time)\b",
+    ),
+)
+CONTEXT = _rules(
+    (
+        "context_zh",
+        r"(对于?|针对)\s*(?P<detail>[^,。]{1,12}?)(客户|用户|订单|单子|员工|会员|工单)|"
+        r"(?P<detail2>[^,。]{1,12}?)(以上|以下)的(单子|订单|客户|金额|合同)|如果是(?P<detail3>[^,。]{1,12})|"
+        r"(遇到|碰到)(?P<detail4>[^,。]{1,12})|当(?P<detail5>[^,。]{1,12})(时|的时候)|(?P<detail6>[^,。]{1,12})的情况下|"
+        r"(?P<detail7>[^,。]{1,12})的时候",
+    ),
+    (
+        "context_en",
+        r"\b(for (vip|enterprise|new|existing|premium|business|international|wholesale|p[0-4]|sev[0-4]|internal|"
+        r"external)\b[a-z0-9 ]{0,20}|if (it'?s|the|a|an|you'?re) [^,.]{1,30}|"
+        r"when(ever)? (?!you (talk|write|reply|respond|answer))[^,.]{1,30}|"
+        r"(for )?(orders|anything|amounts|discounts) (over|above|under|below) \S+|only (for|in|on|when) [^,.]{1,30})",
+    ),
+)
+SOURCE = _rules(
+    (
+        "source_zh",
+        r"(官网|官方网站|合同|手册|员工手册|文档|说明书|包装盒?|标签|发票|收据|订单|系统|后台|群里|邮件|通知|公告|"
+        r"规章|制度|截图|页面)(上|里|中)?(写的是|写着|写得|显示|说的|标着|印着|贴着|注明|规定)|"
+        r"根据[^,。]{1,15}|按照[^,。]{1,15}(规定|要求|文件|合同|制度)",
+    ),
+    (
+        "source_en",
+        r"\b(according to (the )?[^,.]{1,30}|(it'?s|it is) (printed|written|listed|stated) (right )?(on|in) "
+        r"(the |our )?[a-z ]{1,20}|the (website|docs|documentation|contract|handbook|receipt|label|invoice|policy|"
+        r"manual|email|notice|spec) (says|said|shows|states|lists)|per (the )?[a-z]+ (policy|contract|handbook|docs)|"
+        r"(hr|it|finance|pm|legal|the vendor) (sent|posted|announced|confirmed) [^,.]{1,30})",
+    ),
+)

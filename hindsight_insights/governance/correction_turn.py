@@ -1,0 +1,220 @@
+"""A user message and the assistant turn before it, read once for the correction detector: sentences with the
+guards that hold on them (question, conditional, reported speech, agreement…), and quoting helpers that return the
+user's and the assistant's own words."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from hindsight_insights.governance import correction_rules as rules
+from hindsight_insights.governance.quantities import Quantity, anchors, quantities
+from hindsight_insights.governance.text import Folded, Span, clauses, fold, has_han, sentences
+
+
+@dataclass
+class Sentence:
+    span: Span
+    question: bool
+    conditional: bool
+    reported_at: int  # offset in the sentence where reported speech starts; len(text) when none
+    guards: list[str] = field(default_factory=list)
+    tail_at: int = -1  # offset of a last clause that asks (…，能周四送吗), when the rest states; -1 when none
+
+    @property
+    def stated_end(self) -> int:
+        """Where the user's own statement ends: before reported speech and before a trailing question clause."""
+        return min(self.reported_at, self.tail_at if self.tail_at >= 0 else len(self.text))
+
+    @property
+    def text(self) -> str:
+        return self.span.text
+
+
+@dataclass
+class Turn:
+    """The message and the previous assistant turn, folded and split once."""
+
+    message: Folded
+    previous: Folded | None
+    sentences: list[Sentence]
+    signals: list[str] = field(default_factory=list)
+
+    @property
+    def zh(self) -> bool:
+        return has_han(self.message.source)
+
+    @cached_property
+    def message_quantities(self) -> list[Quantity]:
+        return quantities(self.message.text, clause_spans(self.message))
+
+    @cached_property
+    def previous_anchors(self) -> frozenset[str]:
+        return anchors(self.previous.text) if self.previous else frozenset()
+
+    @cached_property
+    def previous_quantities(self) -> list[Quantity]:
+        return quantities(self.previous.text, clause_spans(self.previous)) if self.previous else []
+
+
+def read(message: str, previous: str | None) -> Turn:
+    """Fold both turns and read the message's sentences."""
+    turn = Turn(fold(message), fold(previous) if previous else None, [])
+    turn.sentences = [analyse(span) for span in sentences(turn.message.text)]
+    return turn
+
+
+# ------------------------------------------------------------------------------------------------ sentences
+def analyse(span: Span) -> Sentence:
+    """A sentence with its guards: whether it asks (a final '?', 吗, a question word in its last clause), whether
+    only its last clause asks, whether it is conditional, where reported speech starts, and the look-alike guards."""
+    text = span.text
+    body = text.rstrip(" .。!?")
+    question = text.rstrip().endswith("?") or bool(rules.QUESTION_PARTICLE.search(body))
+    parts = re.split(r"[,、]", body)
+    # 呢 also ends statements (手册上写着呢); a question word in the last clause asks (账号被锁了怎么办).
+    question = question or (not text.rstrip().endswith(("。", "!")) and bool(rules.QUESTION_WORD_ZH.search(parts[-1])))
+    tail_only = len(parts) > 1 and has_han(parts[-1]) and not rules.QUESTION_EN.search(text)
+    if question and tail_only and not any(rules.QUESTION_WORD_ZH.search(part) for part in parts[:-1]):
+        # 我是铂金会员啊，上个月就升级了，你们系统没更新吗: only the last clause asks; the others state.
+        question = False
+    reported = rules.first(rules.REPORTED, text)
+    sentence = Sentence(span, question, bool(rules.CONDITIONAL.search(text)), len(text))
+    if reported:
+        sentence.reported_at = reported[1].start()
+        sentence.guards.append(reported[0])
+    if question:
+        sentence.guards.append("question")
+    elif (tail_only and text.rstrip().endswith("?")) or rules.QUESTION_PARTICLE.search(body):
+        sentence.guards.append("tail_question")
+        sentence.tail_at = len(body) - len(parts[-1])
+    if sentence.conditional:
+        sentence.guards.append("conditional")
+    for name, pattern in (
+        ("rhetorical", rules.RHETORICAL),
+        ("approval", rules.APPROVAL),
+        ("decline", rules.DECLINE),
+        ("new_request", rules.NEW_REQUEST),
+        ("doubt", rules.DOUBT),
+    ):
+        if pattern.search(text):
+            sentence.guards.append(name)
+    return sentence
+
+
+def quote(folded: Folded, start: int, end: int) -> str | None:
+    return folded.quote(start, end) or None
+
+
+def clause_of(sentence: Span, position: int) -> Span:
+    """The clause of `sentence` holding absolute offset `position`."""
+    for clause in clauses(sentence):
+        if clause.start <= position < clause.end:
+            return clause
+    return sentence
+
+
+def short(text: str, zh: bool) -> str | None:
+    if not text:
+        return None
+    text = text.strip(" ,.;:!?，。；：！？")
+    if zh:
+        return text[:20]
+    return " ".join(text.split()[:6]).strip(" ,.;:!?")
+
+
+def clause_spans(folded: Folded) -> list[tuple[int, int]]:
+    return [(c.start, c.end) for s in sentences(folded.text) for c in clauses(s)]
+
+
+def quote_previous(turn: Turn, words: str) -> str | None:
+    """The clause of the assistant's turn that holds `words`."""
+    previous = turn.previous
+    if previous is None:
+        return None
+    words = words.strip(" \"'“”‘’「」")
+    best: tuple[int, Span] | None = None
+    for sentence in sentences(previous.text):
+        for clause in clauses(sentence):
+            score = 10 if words and words in clause.text else len(anchors(words) & anchors(clause.text))
+            if score and (best is None or score > best[0]):
+                best = (score, clause)
+    return quote(previous, best[1].start, best[1].end) if best else None
+
+
+def original_overlap(turn: Turn, text: str) -> str | None:
+    """The sentence of the assistant's turn sharing the most content words with `text`, if any."""
+    previous = turn.previous
+    if previous is None:
+        return None
+    mine = anchors(text)
+    best: tuple[int, Span] | None = None
+    for sentence in sentences(previous.text):
+        score = len(mine & anchors(sentence.text))
+        if score and (best is None or score > best[0]):
+            best = (score, sentence)
+    return quote(previous, best[1].start, best[1].end) if best else None
+
+
+def quote_previous_at(turn: Turn, quantity: Quantity) -> str | None:
+    assert turn.previous is not None
+    for sentence in sentences(turn.previous.text):
+        if sentence.start <= quantity.start < sentence.end:
+            clause = clause_of(sentence, quantity.start)
+            return quote(turn.previous, clause.start, clause.end)
+    return None
+
+
+_LEADING = re.compile(
+    r"^(\W|no\b|nope\b|actually\b|错了|搞错了|不对|其实|我们|我|你们|你|他们|这款|这个(?!月|周|星期|季度|礼拜)|那个|"
+    r"那间|这间|该|本|the\b|our\b|my\b|your\b|their\b|it\b|they\b|we\b|we're\b|this\b|that\b|is\b|are\b|was\b|"
+    r"now\b|现在|已经|早就)+"
+)
+_TRAILING = re.compile(
+    r"(\W|是|为|有|就|只能|才|改到|改成|换成|现在|已经|了|的|at|to|on|in|for|by|is|are|was|were|now|moved|changed|"
+    r"about|around|of|from|starts|start|costs?|takes?)+$"
+)
+
+
+def head(folded: Folded, clause: Span, at: int | None = None) -> str | None:
+    """What a statement is about: the words before its copula (or before its value, at absolute offset `at`),
+    without fillers, pronouns, articles and trailing function words; None when nothing short is left."""
+    text = clause.text
+    limit = len(text) if at is None else at - clause.start
+    copula = re.search(r"(不是|是|为)|\b(is|are|was|were|'s|'re)\b", text[:limit])
+    lead = text[: copula.start() if copula else limit]
+    core = _TRAILING.sub("", _LEADING.sub("", lead.strip()))
+    if core and len(core) <= 24 and re.search(r"\w", core):
+        offset = clause.start + lead.find(core)
+        return folded.quote(offset, offset + len(core)) or None
+    return None
+
+
+def subject(turn: Turn, clause: Span, value: Quantity | None = None) -> str | None:
+    """The subject before the copula or the value; else the noun right after the value (一级能效 -> 能效)."""
+    found = head(turn.message, clause, value.start if value else None)
+    if found:
+        return found
+    if value is not None:
+        after = re.match(
+            r"\s*([\u4e00-\u9fff]{1,4}?)(的|了|啊|呢|$)|\s*([a-z][a-z-]+)", turn.message.text[value.end : clause.end]
+        )
+        if after:
+            start = value.end + after.start(1 if after.group(1) else 3)
+            end = value.end + after.end(1 if after.group(1) else 3)
+            return turn.message.quote(start, end) or None
+    return short(turn.message.quote(clause.start, clause.end), turn.zh)
+
+
+def previous_subject(turn: Turn, original: str | None) -> str | None:
+    """The subject of the assistant's replaced statement, when the user's own clause has none (错了，是30天内)."""
+    if not original:
+        return None
+    folded = fold(original)
+    return head(folded, Span(folded.text, 0), _first_value_at(folded.text))
+
+
+def _first_value_at(text: str) -> int | None:
+    found = quantities(text, [(0, len(text))])
+    return found[0].start if found else None

@@ -1,0 +1,227 @@
+"""Preferences (how the user wants to be treated or answered) and processes (how the work must be done): the
+second and third steps of the correction detector (corrections.py)."""
+
+from __future__ import annotations
+
+import re
+
+from hindsight_insights.governance import correction_rules as rules
+from hindsight_insights.governance.correction_turn import (
+    Sentence,
+    Turn,
+    clause_of,
+    original_overlap,
+    quote,
+    short,
+)
+from hindsight_insights.governance.correction_types import (
+    PREFERENCE_STANDING,
+    PREFERENCE_STATED,
+    PROCESS_BINDING,
+    PROCESS_STATED,
+    Correction,
+    CorrectionType,
+)
+from hindsight_insights.governance.quantities import anchors
+from hindsight_insights.governance.text import clauses
+
+
+# ----------------------------------------------------------------------------------------------- preference
+def preference(turn: Turn) -> Correction | None:
+    for sentence in turn.sentences:
+        if sentence.reported_at < len(sentence.text) or (sentence.conditional and sentence.question):
+            continue
+        address = rules.first(rules.ADDRESS, sentence.text)
+        if address:
+            name, match = address
+            return _address(turn, sentence, name, match)
+        if sentence.question and (not rules.POLITE_REQUEST.search(sentence.text) or _asks_how(sentence.text)):
+            continue  # "how do I export this chart as a PNG?" asks for information; "can you keep it short?" asks
+        aspects = [aspect for aspect in rules.ASPECTS if aspect[3].search(sentence.text)]
+        directive = rules.DIRECTIVE.search(sentence.text)
+        if directive is None and turn.previous is not None:
+            directive = rules.COMPLAINT.search(sentence.text)
+        if not aspects or not directive:
+            continue
+        standing = rules.STANDING.search(sentence.text)
+        reason = _has_reason(turn, sentence, directive.start())
+        inherent = any(aspect[0] in rules.INHERENT_ASPECTS for aspect in aspects)
+        marked = rules.MARKED_STANDING.search(sentence.text)
+        if not marked and _one_off(sentence, reason):
+            turn.signals.append("guard:one_off_request")
+            continue
+        if not (inherent or standing or reason):
+            turn.signals.append("guard:no_sign_of_a_standing_wish")
+            continue
+        name, topic_zh, topic_en, _ = aspects[0]
+        signals = (
+            [f"preference:{name}", "directive"] + (["standing"] if standing else []) + (["reason"] if reason else [])
+        )
+        return Correction(
+            CorrectionType.PREFERENCE,
+            PREFERENCE_STANDING if marked else PREFERENCE_STATED,
+            corrected=_directive_span(turn, sentence),
+            original=original_overlap(turn, sentence.text),
+            topic=topic_zh if turn.zh else topic_en,
+            signals=tuple(signals),
+        )
+    return None
+
+
+def _one_off(sentence: Sentence, reason: bool) -> bool:
+    """A wish about one thing (this report, 这段话, "make it…"), judged in the clauses that name the aspect: "keep the
+    tone professional, these go to clients" is general, whatever the next clause says."""
+    named = [c.text for c in clauses(sentence.span) if any(aspect[3].search(c.text) for aspect in rules.ASPECTS)]
+    text = " ".join(named) or sentence.text
+    return bool(rules.ONE_OFF.search(text) or (rules.ONE_OFF_ITEM.search(text) and not reason))
+
+
+def standing_wish(turn: Turn) -> Correction | None:
+    """A standing directive about the answers to this user, of any aspect: 以后回复我的时候带上订单号, from now on
+    always tell me the stock level. Runs after the process step, so 以后方案发客户前先给我过目 stays a process."""
+    for sentence in turn.sentences:
+        text = sentence.text
+        if sentence.reported_at < len(text) or sentence.conditional:
+            continue
+        if (sentence.question and not rules.POLITE_REQUEST.search(text)) or rules.NOT_A_WISH.search(text):
+            continue
+        marked = rules.MARKED_STANDING.search(text)
+        addressed = rules.ADDRESSED.search(text)
+        if marked and addressed and rules.DIRECTIVE.search(text) and not _one_off(sentence, reason=False):
+            return Correction(
+                CorrectionType.PREFERENCE,
+                PREFERENCE_STANDING,
+                corrected=_directive_span(turn, sentence),
+                original=original_overlap(turn, text),
+                topic="回复方式" if turn.zh else "how to answer",
+                signals=("preference:standing_wish", f"standing:{marked.group()}", f"addressed:{addressed.group()}"),
+            )
+    return None
+
+
+def _asks_how(text: str) -> bool:
+    return bool(re.search(r"(怎么|如何|在哪|哪里|什么|为什么)", text)) and not re.search(
+        r"(能不能|可不可以|可以)", text
+    )
+
+
+def _has_reason(turn: Turn, directive: Sentence, at: int) -> bool:
+    """A clause of the message other than the directive's speaks about the user: 我都是在手机上看, I'm in Germany."""
+    for sentence in turn.sentences:
+        for clause in clauses(sentence.span):
+            if clause.start <= directive.span.start + at < clause.end:
+                continue
+            if rules.REASON.search(clause.text):
+                return True
+    return False
+
+
+def _directive_span(turn: Turn, sentence: Sentence) -> str | None:
+    """The clauses of the sentence that carry the wish, without a trailing reason clause."""
+    parts = clauses(sentence.span)
+    kept = [c for c in parts if any(a[3].search(c.text) for a in rules.ASPECTS) or rules.DIRECTIVE.search(c.text)]
+    if not kept:
+        return quote(turn.message, sentence.span.start, sentence.span.end)
+    return quote(turn.message, kept[0].start, kept[-1].end)
+
+
+def _address(turn: Turn, sentence: Sentence, name: str, match: re.Match[str]) -> Correction:
+    start = sentence.span.start
+    clause = clause_of(sentence.span, start + match.start())
+    original = None
+    previous = turn.previous
+    if previous is not None:
+        # The form of address the assistant used: the old name the user rejects, or a title before the new one.
+        old = match.groupdict().get("old")
+        after = sentence.text[match.end() : match.end() + 12]
+        rejected = (
+            old or (re.search(r"(?:别|不要)(?:叫|称呼)?\s*([^,。!?\s]{1,4}?)(了|啦|,|$)", after) or [None, None])[1]
+        )
+        titles = re.findall(r"(?<![的好位名个])[\u4e00-\u9fff](?:老师|先生|女士|小姐|总|经理)", previous.text)
+        for candidate in filter(None, [rejected, *titles]):
+            at = previous.text.find(candidate)
+            if at >= 0:
+                if at > 0 and re.match(r"(先生|女士|小姐|老师|总|经理)$", candidate):
+                    at -= (
+                        bool(re.match(r"[\u4e00-\u9fff]", previous.text[at - 1]))
+                        and previous.text[at - 1] not in "的好位名个"
+                    )
+                original = quote(previous, at, previous.text.find(candidate) + len(candidate))
+                break
+    return Correction(
+        CorrectionType.PREFERENCE,
+        PREFERENCE_STANDING,
+        corrected=quote(turn.message, clause.start, clause.end),
+        original=original,
+        topic="称呼" if turn.zh else "form of address",
+        signals=(f"preference:{name}",),
+    )
+
+
+# -------------------------------------------------------------------------------------------------- process
+def process(turn: Turn) -> Correction | None:
+    if turn.previous is None and not rules.RULE_LIKE.search(turn.message.text):
+        return None  # nothing was done that this corrects, and nothing says it is a rule of the work
+    for sentence in turn.sentences:
+        if sentence.question or sentence.reported_at < len(sentence.text) or rules.FAVOUR.search(sentence.text):
+            continue
+        text = sentence.text
+        for name, pattern in rules.PROCESS:
+            match = pattern.search(text)
+            if not match or _about_myself(text, match.start()):
+                continue
+            if name in rules.NEEDS_OBLIGATION and not rules.OBLIGATION_EN.search(text):
+                continue
+            return _process_result(turn, sentence, name, match)
+        instead = rules.INSTEAD_ZH.search(text)
+        if instead and turn.previous is not None and anchors(instead["dont"]) & anchors(turn.previous.text):
+            return _process_result(turn, sentence, "instead_of_proposed", instead)
+    return None
+
+
+def _about_myself(text: str, position: int) -> bool:
+    """The user describes their own plan (我需要核对一下), not a rule of the work."""
+    clause_start = max(text.rfind(",", 0, position), text.rfind(",", 0, position)) + 1
+    return bool(re.match(r"\s*(我(?!们)|i\b|i'm|i'll|i will|i'd)", text[clause_start:]))
+
+
+def _process_result(turn: Turn, sentence: Sentence, name: str, match: re.Match[str]) -> Correction:
+    groups = match.groupdict()
+    start = sentence.span.start
+    topic = None
+    if groups.get("first") and groups.get("then"):
+        first = _step(turn, start, match, "first")
+        then = _step(turn, start, match, "then")
+        topic = f"{then}前{first}" if turn.zh else f"{first} before {then}"
+    parts = [c for c in clauses(sentence.span) if not _only_reason(c.text)] or [sentence.span]
+    corrected = quote(turn.message, parts[0].start, parts[-1].end)
+    if topic is None or len(topic) > (40 if turn.zh else 80):
+        topic = short(corrected or "", turn.zh)
+    binding = bool(rules.BINDING.search(turn.message.text))
+    return Correction(
+        CorrectionType.PROCESS,
+        PROCESS_BINDING if binding else PROCESS_STATED,
+        corrected=corrected,
+        original=original_overlap(turn, sentence.text),
+        topic=topic,
+        signals=(f"process:{name}",) + (("binding",) if binding else ()),
+    )
+
+
+_STEP_LEAD = re.compile(
+    r"^(.*?(要|得|必须|需要|应该|务必|先)|\W*(you|we)? ?(need to|have to|must|should|always|always have to)?\s*)"
+)
+
+
+def _step(turn: Turn, start: int, match: re.Match[str], group: str) -> str:
+    """A step of a process in the user's words, without the obligation before it (要/must/you need to)."""
+    begin, end = match.span(group)
+    lead = _STEP_LEAD.match(match.group(group))
+    if lead and lead.end() < end - begin:
+        begin += lead.end()
+    return turn.message.quote(start + begin, start + end)
+
+
+def _only_reason(text: str) -> bool:
+    """A clause that only explains (不然…, 这是规定, tickets without a repro get bounced) is not the rule itself."""
+    return bool(re.match(r"\s*(不然|否则|因为|这是|光|otherwise|because|since|always\W*$|not the other way)", text))

@@ -1,0 +1,92 @@
+"""Correction detection: does a user message correct the assistant, and how?
+
+`detect(message, previous_assistant)` returns a `Correction`:
+
+  type        factual (a fact with the right value), preference (how the user wants to be treated or answered),
+              process (how the work must be done), negative (a rejection with no replacement), or none;
+  confidence  the product's seed rules: a correction with a concrete value (a number, a code, a quoted name) 0.9,
+              one that cites its source 0.85, a general correction 0.7, an implicit one (no trigger word, a
+              different value for the same thing) 0.6, a bare negation 0.3; a clear stated preference 0.9 when
+              it is marked as standing (以后, 统一, always, a form of address), else 0.85; a process 0.85 when the
+              user calls it binding (这是规定, policy, must), else 0.7;
+  corrected   the corrected statement in the user's words (a clause of the message, unchanged);
+  original    what it replaces, quoted from the previous assistant turn when it can be found;
+  topic       a short noun phrase: the subject of the corrected statement, the aspect of a preference, the step
+              of a process;
+  condition   how widely it applies: universal, temporal (这个月, this quarter), context_specific (对 VIP 客户,
+              for orders over $500), source_specific (官网上写的是, according to the contract), with
+              `condition_detail` the phrase that says so;
+  signals     every rule that fired, guards included, so each decision can be explained.
+
+The decision, in order (the first that holds wins):
+
+  1. the user fixes their own typo (我刚才打错了, my typo) -> none;
+  2. a preference: a form of address, or a directive about an aspect of the answers (correction_rules.ASPECTS);
+  3. a process: an order, a gate, a route or a rule of the work (correction_rules.PROCESS); then a standing wish
+     about the answers to this user of any other aspect (以后回复我的时候带上订单号);
+  4. an explicit correction: a verdict (错了, wrong) or a contrast (不是X，是Y; X, not Y) -> factual when a
+     replacement value is stated, negative when it is not;
+  5. an implicit correction: a value that contradicts one in the previous assistant turn (same unit, same subject,
+     different value), or a changed fact with a new value (我是铂金会员，上个月就升级了) -> factual;
+  6. none.
+
+Each step skips the sentences its guards rule out: questions (a question about a correction is not one),
+hypotheticals, reported speech (from the reporting verb on), rhetorical and surprised questions, agreement, praise,
+declined offers and words that merely contain a trigger. The message is folded first (text.fold: NFKC, lower case,
+traditional -> simplified), so every spelling of a cue matches one entry of correction_rules.
+
+Where each part lives: correction_rules (every cue, as tables), correction_turn (the message read into sentences
+with their guards; quoting), correction_wishes (steps 2-3), correction_explicit (4), correction_implicit (5),
+quantities (values, units and the words they are about), correction_types (the result).
+"""
+
+from __future__ import annotations
+
+from hindsight_insights.governance import correction_rules as rules
+from hindsight_insights.governance.correction_explicit import explicit
+from hindsight_insights.governance.correction_implicit import implicit
+from hindsight_insights.governance.correction_turn import Turn, read
+from hindsight_insights.governance.correction_types import Correction, CorrectionType
+from hindsight_insights.governance.correction_wishes import preference, process, standing_wish
+from hindsight_insights.models import Condition
+
+__all__ = ["Condition", "Correction", "CorrectionType", "detect"]
+
+
+def detect(message: str, previous_assistant: str | None = None) -> Correction:
+    """Whether `message` corrects the assistant's `previous_assistant` turn, and how (see the module docstring)."""
+    turn = read(message, previous_assistant)
+    self_fix = rules.first(rules.SELF_CORRECTION, turn.message.text)
+    if self_fix:
+        return Correction(CorrectionType.NONE, 0.0, signals=(f"guard:{self_fix[0]}",))
+    for step in (preference, process, standing_wish, explicit, implicit):
+        found = step(turn)
+        if found is not None:
+            return _with_condition(found, turn)
+    guards = [f"guard:{guard}" for sentence in turn.sentences for guard in sentence.guards]
+    return Correction(CorrectionType.NONE, 0.0, signals=tuple(dict.fromkeys(turn.signals + guards)))
+
+
+# ------------------------------------------------------------------------------------------------ condition
+def _with_condition(found: Correction, turn: Turn) -> Correction:
+    text = turn.message.text
+    for condition, table in (
+        (Condition.TEMPORAL, rules.TEMPORAL),
+        (Condition.CONTEXT_SPECIFIC, rules.CONTEXT),
+        (Condition.SOURCE_SPECIFIC, rules.SOURCE),
+    ):
+        hit = rules.first(table, text)
+        if hit:
+            name, match = hit
+            detail = turn.message.quote(*match.span())
+            return Correction(
+                found.type,
+                found.confidence,
+                found.corrected,
+                found.original,
+                found.topic,
+                condition,
+                detail or None,
+                (*found.signals, f"condition:{name}"),
+            )
+    return found

@@ -1,0 +1,302 @@
+"""The correction detector: every trigger family and every look-alike family, on examples written for these tests
+(not taken from the labelled set), the fields it fills, and the acceptance criteria on the labelled holdout split."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.eval_corrections import evaluate, load
+from hindsight_insights.governance.corrections import Condition, CorrectionType, detect
+
+FACTUAL, PREFERENCE, PROCESS, NEGATIVE, NONE = (
+    CorrectionType.FACTUAL,
+    CorrectionType.PREFERENCE,
+    CorrectionType.PROCESS,
+    CorrectionType.NEGATIVE,
+    CorrectionType.NONE,
+)
+
+# (family, previous assistant turn, user message)
+TRIGGERS: dict[CorrectionType, list[tuple[str, str | None, str]]] = {
+    FACTUAL: [
+        ("verdict + value zh", "门店营业时间是早上 9 点到晚上 9 点。", "不对，晚上是 10 点关门"),
+        ("verdict + cue zh", "您的快递将发往上海市浦东新区。", "地址错了，应该是杭州市西湖区"),
+        ("contrast zh", "李总的邮箱是 li@corp.com。", "不是 li@corp.com，是 lizong@corp.com"),
+        ("cue zh", "这个接口每秒限流 100 次。", "实际上是每秒 50 次，文档里写的"),
+        ("verdict + value zh", "会议室在 3 楼。", "搞错了吧，会议室在 5 楼"),
+        ("cue zh", "这款手机是 2022 年发布的。", "明明是 2023 年发布的"),
+        ("traditional zh", "公司的报销上限是每月 2000 元。", "報銷上限不對，應該是每月 3000 元"),
+        ("contrast 不在…在 zh", "服务器在北京机房。", "服务器不在北京，在广州机房"),
+        ("verdict + value en", "Your order will arrive on Friday.", "That's wrong, it's arriving Monday."),
+        ("cue en", "The API rate limit is 100 requests per minute.", "Actually it's 60 requests per minute."),
+        ("no + value en", "The office is on the 4th floor.", "No, the office is on the 7th floor."),
+        ("verdict + name en", "Our CFO is John Lee.", "Wrong, the CFO is Maria Chen."),
+        ("X, not Y en", "The discount is 20%.", "The discount is 15%, not 20%."),
+        ("X, not Y code en", "The meeting is in room 301.", "It's room 310, not 301."),
+        ("mixed zh/en", "你们的 SLA 是 99.9%。", "不对，SLA 是 99.95%"),
+        ("update cue mixed", "Release 定在 5 月 20 号。", "release 推迟到 5 月 27 号了"),
+        ("implicit number zh", "这台笔记本的内存是 8GB。", "内存是 16GB 的，我刚看了配置单"),
+        ("implicit number en", "The parking lot holds 40 cars.", "The lot holds 60 cars since the expansion."),
+        ("implicit clock en", "The flight departs at 7 am.", "It departs at 9 am, I just checked the app."),
+        ("implicit weekday zh", "您预约的是周三上午。", "我约的是周四上午"),
+        ("implicit code mixed", "这个 bug 的 priority 是 P2。", "这个是 P0，线上已经挂了"),
+        ("changed fact zh", "退货地址是北京市朝阳区。", "退货地址早就改成上海了"),
+        ("changed fact en", "The repo uses Node 16.", "We're on Node 20 now, upgraded last sprint."),
+    ],
+    PREFERENCE: [
+        ("address zh", None, "以后叫我小李就行"),
+        ("address rejected zh", "张女士您好，这是您要的资料。", "别叫我张女士，叫我张姐"),
+        ("address en", "Hello Mr. Smith, here is the report.", "Just call me Tom."),
+        ("address en", "Hi buddy!", "Please address me as Ms. Garcia."),
+        ("wording zh", None, "别每次都说“好的呢亲”，太假了"),
+        ("wording en", "Sure thing, champ!", "Drop the 'champ', it's weird."),
+        ("structure zh", None, "以后回答先说结论，不要铺垫"),
+        ("structure en", None, "Bullet points, not paragraphs."),
+        ("length zh", None, "回复别太长，五句话以内"),
+        ("length complaint zh", "以下是详细分析……（共 2000 字）", "太长了，我没时间看"),
+        ("length en", None, "Keep your answers short, I read them on my watch."),
+        ("format zh", None, "请用表格列出来，以后都这样"),
+        ("format en", None, "I prefer bullet points over long paragraphs."),
+        ("units en", "The file is 2,048 KB.", "Sizes in MB please."),
+        ("currency zh", None, "金额一律用人民币"),
+        ("time zone zh", None, "时间都用北京时间"),
+        ("language zh", None, "以后跟我说话用中文"),
+        ("language en", None, "Reply in Spanish from now on."),
+        ("code language en", None, "When you give me code, use Python 3 and add type hints."),
+        ("tone zh", None, "别用那么多 emoji，我看着累"),
+        ("tone en", None, "Please never use emojis in your replies."),
+        ("depth zh", None, "解释的时候说人话，我是新手"),
+        ("sources en", None, "Please include sources when you quote numbers."),
+        ("conversation en", None, "I hate it when you repeat my question back to me."),
+        ("numbers zh", None, "我是做财务的，数字都给我精确到分"),
+        ("standing wish zh", None, "以后回复我的时候带上订单号"),
+        ("standing wish en", None, "Next time, tell me the price before the details."),
+        ("wording with 'the word' en", None, "Please don't use the word 'leverage' with me."),
+        ("tone zh", "您好！非常感谢您的耐心等待～", "说话直接点就行"),
+    ],
+    PROCESS: [
+        ("gate before zh", "我现在就帮您办理退款。", "退款之前要先确认商品已经退回仓库"),
+        ("first…then zh", "我直接把这个版本发布到线上了。", "应该先在预发环境验证，再发布到线上"),
+        ("must first zh", "我先把新功能合并到主干。", "合并之前必须先过 code review"),
+        ("rule zh", "我直接删除了这些旧数据。", "删数据前要先备份，这是公司规定"),
+        ("wait then zh", "我马上安排发货。", "等客户确认了再发货"),
+        ("gate after zh", "我把合同发出去了。", "只有法务审过才能发合同"),
+        ("route zh", "这个问题我来处理吧。", "这类问题要转给二线处理"),
+        ("process without assistant turn zh", None, "流程是先提交申请，主管审批，再由财务打款"),
+        (
+            "before en",
+            "I'll deploy the hotfix straight to production.",
+            "You should test it on staging before deploying.",
+        ),
+        (
+            "gate en",
+            "I've sent the invoice to the client.",
+            "Invoices need the finance team's approval before they go out.",
+        ),
+        ("until en", "I've closed the ticket.", "Don't close tickets until the customer confirms the fix."),
+        ("without en", "I ran the migration on prod.", "Never run migrations on prod without a backup."),
+        ("once…then en", "I shipped the order.", "Once the payment clears, then ship it."),
+        (
+            "instead of en",
+            "I emailed the manager about it.",
+            "Instead of emailing the manager, file a ticket in the portal.",
+        ),
+        ("escalate en", "I'll handle the outage myself.", "Escalate it to the on-call SRE."),
+        ("mixed", "我直接 merge 了这个 PR。", "merge 之前要等 CI 跑完"),
+    ],
+    NEGATIVE: [
+        ("bare zh", "您的订单已发货。", "不对"),
+        ("verb+错 zh", "总计 350 元。", "算错了吧"),
+        ("misunderstood zh", "按您的要求，我把报告改成了英文。", "你完全理解错了我的意思"),
+        ("not these zh", "我帮您查到了三条记录。", "不是这几条"),
+        ("still broken zh", "这是修复后的代码。", "问题还在"),
+        ("bare 不是 zh", "您是想退货对吗？", "不是"),
+        ("incorrect en", "The capital of Australia is Sydney.", "That's incorrect."),
+        ("no en", "I've booked the room for Tuesday.", "No, that's not right."),
+        ("not what I asked en", "Here is the summary.", "This isn't what I asked for."),
+        ("didn't help en", "Try restarting the service.", "That didn't help."),
+        ("wrong thing you sent en", "I've attached the Q3 report.", "You sent the wrong file."),
+        ("mixed", "这个 query 的结果是 350 条。", "结果不对啊"),
+    ],
+}
+
+LOOKALIKES: list[tuple[str, str | None, str]] = [
+    ("rhetorical zh", "这是新的方案。", "这不是很好吗？就这么办"),
+    ("rhetorical surprise zh", "已经帮你订好了。", "这么快？不是说要等明天吗"),
+    ("rhetorical en", "The build passed.", "Isn't it amazing how fast that was?"),
+    ("i don't know zh", "你好，请问有什么可以帮您？", "我不知道要问什么"),
+    ("i don't know actually en", "Here are the results.", "I don't know actually, let me think."),
+    ("actually + new request en", "Here is the table.", "Actually, can you also add the totals?"),
+    ("actually + new request en", "Here's the draft.", "Actually, could you make a shorter version for Twitter too?"),
+    ("adds information zh", "您的订单金额是 199 元。", "另外帮我查一下 88 元那个订单"),
+    ("adds information zh", "这款售价 2500 元。", "我上个月也买了一台，花了 3000"),
+    ("adds information en", "The office has 20 desks.", "We have 25 people joining next month."),
+    ("another period zh", "这个季度目标是 100 万。", "上个季度我们做了 80 万"),
+    ("negotiation zh", "报价 299 元/套。", "我只能出 199"),
+    ("question about a correction zh", "您要去的城市是杭州。", "你确定是杭州吗？"),
+    ("question about a correction en", "The meeting is at 3 pm.", "Wait, is that right?"),
+    ("question with another value zh", "您的订单预计周三送达。", "我周三不在家，能周四送吗"),
+    ("question with another value en", "Your appointment is on Monday.", "I can't make Monday, can we do Tuesday?"),
+    ("reported speech zh", None, "同事说这个报表不对，让我问问你怎么核对"),
+    ("reported speech en", None, "My manager says the forecast is wrong, how should I check it?"),
+    ("reported speech mixed", None, "PM 说这个 feature 的需求写错了，要怎么改 PRD？"),
+    ("reported preference zh", None, "老板让我以后周报都用表格，有模板吗？"),
+    ("negation in a request zh", "好的，一杯拿铁。", "不要加糖"),
+    ("negation in a request en", "I'll prepare the invoice.", "Don't forget the tax."),
+    ("negation in a request en", "I'll draft the reply.", "Don't make it too long."),
+    ("agreement zh", "所以是周五交，对吗？", "对，就是这样"),
+    ("agreement en", "Shall I send it now?", "Yes, that's right, send it."),
+    ("agreement with the same number zh", "报价是 299 元。", "好的，就按 299 元报"),
+    ("declined offer zh", "需要我帮你翻译吗？", "不用了，谢谢"),
+    ("declined offer en", "Want me to add charts?", "Nah, it's fine as is."),
+    ("declined offer en", "Do you want the long version?", "No, the short one is fine."),
+    ("hypothetical zh", "运费 10 元。", "要是运费 20 元的话，我就不买了"),
+    ("hypothetical en", "The budget is $5,000.", "If the budget were $8,000, could we hire a contractor?"),
+    ("follow-up question zh", "您的会员将于 6 月 30 日到期。", "如果到期了不续费会怎么样？"),
+    ("self-correction zh", "已为您预约 3 号会议室。", "我说错了，我要的是 5 号会议室"),
+    ("self-correction en", "Report is ready.", "Sorry, my typo — I meant the Q3 report."),
+    ("own slip zh", None, "我把密码输错了三次，账号被锁了怎么办"),
+    ("word look-alike zh", None, "错别字检查功能怎么用？"),
+    ("word look-alike zh", None, "不对称加密和对称加密有什么区别"),
+    ("word look-alike zh", None, "系统出错了，报 500"),
+    ("word look-alike en", None, "Why does my code throw a wrong type error?"),
+    ("word look-alike en", None, "It keeps saying incorrect password."),
+    ("word look-alike en", None, "I think I'm doing something wrong with the export."),
+    ("praise zh", "这个方案你觉得怎么样？", "挺好的，不用改了"),
+    ("thanks en", "Anything else?", "No, that's all, thanks!"),
+    ("one-off format request en", "Here is the article.", "Please summarize this article in 3 bullet points."),
+    ("one-off format request zh", None, "请用表格整理一下这些数据"),
+    ("one-off tone request en", None, "Write a formal email to the client about the delay."),
+    ("translation zh", None, "把这段话翻译成英文：我们下周发布"),
+    ("how-to question en", None, "How do I change the date format in Excel?"),
+    ("favour with an order zh", "报告我写好了。", "好的，看完了再说"),
+    ("own schedule zh", "需要我现在发吗？", "等我开完会再发吧"),
+    ("request, not a wake-up name zh", None, "明天早上 7 点叫我起床"),
+    ("call me back en", None, "Call me back at 5 pm please."),
+    ("plain en", None, "hello"),
+    ("own plan, not a wish zh", None, "以后这个工作交给我来做"),
+    ("someone else's habit en", None, "he always replies to me late"),
+    ("later, not a standing wish zh", None, "以后有问题再找你"),
+    ("one-off artifact en", None, "Give me a one-sentence summary of the meeting."),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "previous", "message"),
+    [(kind, previous, message) for kind, cases in TRIGGERS.items() for _, previous, message in cases],
+    ids=[f"{kind.value}: {family}" for kind, cases in TRIGGERS.items() for family, _, _ in cases],
+)
+def test_trigger_families(kind: CorrectionType, previous: str | None, message: str) -> None:
+    found = detect(message, previous)
+    assert found.type is kind, found.signals
+    assert found.signals, "a correction must say which rules fired"
+
+
+@pytest.mark.parametrize(
+    ("previous", "message"),
+    [(previous, message) for _, previous, message in LOOKALIKES],
+    ids=[family for family, _, _ in LOOKALIKES],
+)
+def test_lookalikes_do_not_fire(previous: str | None, message: str) -> None:
+    found = detect(message, previous)
+    assert found.type is NONE, found.signals
+    assert found.confidence == 0.0
+
+
+def test_confidence_follows_the_seed_rules() -> None:
+    assert detect("不对，晚上是 10 点关门", "门店营业时间是早上 9 点到晚上 9 点。").confidence == 0.9  # concrete value
+    assert detect("错了，收件人是售后组，合同上写得很清楚", "收件人写退货组就行。").confidence == 0.85  # cited source
+    assert (
+        detect("不对，收件人是售后组", "收件人写退货组就行。").confidence == 0.7
+    )  # general: a value, not a checkable one
+    assert detect("内存是 16GB 的，我刚看了配置单", "这台笔记本的内存是 8GB。").confidence == 0.6  # implicit
+    assert detect("不对", "您的订单已发货。").confidence == 0.3  # bare negation
+    assert detect("以后叫我小李就行").confidence >= 0.85  # clear stated preference
+    assert detect("Metric please, I'm in Germany.").confidence >= 0.85
+
+
+def test_corrected_and_original_are_verbatim_quotes() -> None:
+    previous = "您这笔订单的运费是 10 元，商品金额 89 元，合计 99 元。"
+    found = detect("運費 15 元，我剛看了訂單", previous)  # traditional characters: matched folded, quoted as typed
+    assert found.type is FACTUAL
+    assert found.corrected == "運費 15 元"
+    assert found.original == "您这笔订单的运费是 10 元"
+    assert found.topic == "運費"
+
+
+def test_fullwidth_text_is_folded_before_matching() -> None:
+    found = detect("ＮＯ，ｔｈｅ ｏｆｆｉｃｅ ｉｓ ｏｎ ｔｈｅ ７ｔｈ ｆｌｏｏｒ．", "The office is on the 4th floor.")
+    assert found.type is FACTUAL
+    assert found.corrected is not None and "７ｔｈ" in found.corrected
+
+
+def test_contrast_names_the_replaced_statement() -> None:
+    found = detect("They ordered 40 units, not 4.", "The customer ordered 4 units of SKU-7, one box is enough.")
+    assert found.type is FACTUAL
+    assert found.corrected == "They ordered 40 units"
+    assert found.original == "The customer ordered 4 units of SKU-7"
+
+
+def test_preference_topic_names_the_aspect_in_the_users_language() -> None:
+    assert detect("别叫我王总，叫我老王", "王总您好。").topic == "称呼"
+    assert detect("Don't call me sir.").topic == "form of address"
+    assert detect("以后回复短一点，三句话以内").topic == "回复长度"
+    assert detect("Please write dates as YYYY-MM-DD from now on.").topic == "date format"
+
+
+def test_process_topic_names_the_step_and_what_it_precedes() -> None:
+    found = detect("报价之前要先核对库存", "这款单价 1,580 元，我现在就出报价单。")
+    assert found.type is PROCESS
+    assert found.topic == "报价前核对库存"
+
+
+@pytest.mark.parametrize(
+    ("message", "previous", "condition", "detail"),
+    [
+        ("不对，这个月的活动价是 199", "活动价是 299 元。", Condition.TEMPORAL, "这个月"),
+        ("No, this quarter the discount is 10%.", "The discount is 15%.", Condition.TEMPORAL, "this quarter"),
+        ("对 VIP 客户要先电话确认，再处理", "我直接处理这个工单。", Condition.CONTEXT_SPECIFIC, "对 VIP 客户"),
+        (
+            "Orders over $500 need a manager's approval.",
+            "I've approved the $800 order.",
+            Condition.CONTEXT_SPECIFIC,
+            None,
+        ),
+        ("不对，官网上写的是 7 天无理由", "支持 15 天无理由退货。", Condition.SOURCE_SPECIFIC, "官网上写的是"),
+        (
+            "Wrong, according to the contract it's 45 days.",
+            "Payment terms are 30 days.",
+            Condition.SOURCE_SPECIFIC,
+            None,
+        ),
+        ("不对，是 30 天", "报销期限是 60 天。", Condition.UNIVERSAL, None),
+    ],
+)
+def test_condition_says_how_widely_it_applies(
+    message: str, previous: str, condition: Condition, detail: str | None
+) -> None:
+    found = detect(message, previous)
+    assert found.is_correction, found.signals
+    assert found.condition is condition
+    if condition is Condition.UNIVERSAL:
+        assert found.condition_detail is None
+    else:
+        assert found.condition_detail
+        if detail is not None:
+            assert found.condition_detail == detail
+
+
+def test_none_carries_the_guards_that_held_it() -> None:
+    found = detect("我老板说这份报价不对，你帮我看看")
+    assert found.type is NONE
+    assert any(signal.startswith("guard:reported") for signal in found.signals)
+
+
+def test_labelled_holdout_meets_the_acceptance_criteria() -> None:
+    """The headline: precision >= 0.9 on preference and on factual, false corrections on `none` <= 5%."""
+    report = evaluate(load(), "holdout")
+    assert report.count > 0
+    for kind in ("preference", "factual"):
+        precision = report.precision(kind)
+        assert precision is not None and precision >= 0.9, f"{kind} precision {precision}"
+    assert report.false_correction_rate <= 0.05, report.false_correction_rate

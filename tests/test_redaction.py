@@ -1,0 +1,102 @@
+"""Redaction: each kind of secret and personal data, the placeholder style, and numbers that must stay. The
+examples are fabricated for these tests (card and ID numbers are built to pass their checks)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hindsight_insights.governance.redaction import PLACEHOLDERS, redact
+
+SECRETS: list[tuple[str, str, str]] = [
+    # (kind, text, the secret that must go)
+    ("api_key", "key: sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12", "sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12"),
+    ("api_key", "AWS id AKIAABCDEFGHIJKLMNOP in the config", "AKIAABCDEFGHIJKLMNOP"),
+    ("api_key", "my github token ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789", "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"),
+    ("api_key", "Dify 的 key 是 app-9fK2mQ7xL3pR8tV1wZ4yB6nC", "app-9fK2mQ7xL3pR8tV1wZ4yB6nC"),
+    ("api_key", "Slack bot token xoxb-123456789012-abcdefghijkl", "xoxb-123456789012-abcdefghijkl"),
+    ("api_key", "STRIPE_SECRET_KEY=Zq8vN2kP5xR7mT3wL9yB4cH6", "Zq8vN2kP5xR7mT3wL9yB4cH6"),
+    ("api_key", "header X-Api-Key: 4f9c2a7e1b8d3f6a0c5e9b2d7a4f1c8e", "4f9c2a7e1b8d3f6a0c5e9b2d7a4f1c8e"),
+    ("password", "password is Summer2024!", "Summer2024!"),
+    ("password", "pwd: abc12345", "abc12345"),
+    ("password", "登录密码：qwe123456，别告诉别人", "qwe123456"),
+    ("password", "数据库密码改成了 Db#Prod2025，重启后生效", "Db#Prod2025"),
+    ("token", "Authorization: Bearer abcdef1234567890abcdef1234567890", "abcdef1234567890abcdef1234567890"),
+    (
+        "token",
+        "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1MSJ9.c2lnbmF0dXJlLWZha2UtMTIz please check",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1MSJ9.c2lnbmF0dXJlLWZha2UtMTIz",
+    ),
+    ("token", "refresh_token=r7Yk2Pq9Lm4Xw8Zt3Nv6Bc1D", "r7Yk2Pq9Lm4Xw8Zt3Nv6Bc1D"),
+    ("id_card", "身份证 11010519491231002X 丢了", "11010519491231002X"),
+    ("id_card", "身份证号是110101199003074514，请核对", "110101199003074514"),
+    ("bank_card", "卡号 4111 1111 1111 1111", "4111 1111 1111 1111"),
+    ("bank_card", "refund to 5500-0000-0000-0004 please", "5500-0000-0000-0004"),
+    ("bank_card", "新卡号6222021234567890128，工商银行", "6222021234567890128"),
+    ("phone", "手机 +86 138 0013 8000 联系我", "+86 138 0013 8000"),
+    ("phone", "电话１３８００１３８０００", "１３８００１３８０００"),  # full-width digits
+    ("phone", "call 139-1234-5678 after six", "139-1234-5678"),
+    ("phone", "我的手机号13912345678", "13912345678"),
+    ("email", "我的邮箱是 zhang.san@mail.example.com.cn", "zhang.san@mail.example.com.cn"),
+    ("email", "write to a.b+tag@c.io today", "a.b+tag@c.io"),
+]
+
+BENIGN: list[str] = [
+    "订单号 2024112300012 还没发货",
+    "order #4111111111111111 was shipped",
+    "快递单号 YT2412345678901，金额 ¥1,299.00",
+    "UPS tracking 1Z999AA10123456784 arrives Tuesday",
+    "Invoice INV-2024-004471 for $1,420.00 is due on 2024-12-15.",
+    "客服热线 400-820-8820，总机 0571-86886001，传真 021-6228 5500",
+    "Upgrade from v1.38.2 to v1.39.0 on 2024-11-30 14:05",
+    "commit 3f9a2c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39 fixed it",
+    "我们 2023 年营收 1.2 亿，增长 15%",
+    "I forgot my password, how do I reset it?",
+    "The password reset link expired.",
+    "请问密码忘了怎么办",
+    "Token expired, please log in again.",
+    "The API key field is required.",
+    "版本号 3.10.4，端口 6379，IP 192.168.1.10",
+    "Build 20241130153045 passed",
+    "ISBN 978-7-111-12345-6",
+    "身份证号 110101199003074515 校验位不对",  # fails the ID checksum
+    "卡号 4111 1111 1111 1112 是测试号",  # fails Luhn
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), SECRETS, ids=[f"{k}: {t[:24]}" for k, t, _ in SECRETS])
+def test_each_kind_is_redacted(kind: str, text: str, secret: str) -> None:
+    result = redact(text)
+    assert secret not in result.text
+    assert kind in result.found
+    zh, en = PLACEHOLDERS[kind]
+    assert (zh if any("\u4e00" <= c <= "\u9fff" for c in text) else en) in result.text
+
+
+@pytest.mark.parametrize("text", BENIGN)
+def test_benign_numbers_are_not_touched(text: str) -> None:
+    result = redact(text)
+    assert result.text == text
+    assert result.found == []
+
+
+def test_labels_stay_and_only_the_secret_goes() -> None:
+    result = redact("OPENAI_API_KEY=sk-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2 on the worker")
+    assert result.text == "OPENAI_API_KEY=[API key removed] on the worker"
+    assert redact("密码 Test@2024").text == "密码 [密码已隐藏]"
+
+
+def test_several_findings_in_text_order_with_one_placeholder_language() -> None:
+    text = "手机 13800138000，邮箱 li@corp.example.cn，卡 4111 1111 1111 1111"
+    result = redact(text)
+    assert result.found == ["phone", "email", "bank_card"]
+    assert result.text == "手机 [手机号已隐藏]，邮箱 [邮箱已隐藏]，卡 [银行卡号已隐藏]"
+
+
+def test_an_id_number_is_not_also_read_as_a_card() -> None:
+    assert redact("ID 110101199003074514").found == ["id_card"]
+
+
+def test_zero_width_characters_do_not_hide_a_number() -> None:
+    result = redact("call 139\u200b1234\u200b5678")
+    assert result.found == ["phone"]
+    assert "1234" not in result.text
