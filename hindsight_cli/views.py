@@ -33,7 +33,7 @@ def insights_table(insights: Sequence[Insight], title: str) -> Table:
             str(insight.id)[:8],
             status,
             insight.kind.value,
-            insight.scope.value if insight.owner is None else f"user {insight.owner}",
+            insight.scope.value if insight.user_id is None else f"{insight.scope.value} {insight.user_id}",
             insight.scene,
             insight.topic,
             _short(insight.action),
@@ -71,7 +71,7 @@ def review_item(console: Console, item: ReviewItem) -> None:
     console.print(f"[bold]{insight.topic}[/bold]  ({insight.id})")
     for label, value in (
         ("status", insight.status.value + (f" — {insight.review_reason}" if insight.review_reason else "")),
-        ("kind / scope", f"{insight.kind.value} / {insight.scope.value} {insight.owner or ''}".strip()),
+        ("kind / scope", f"{insight.kind.value} / {insight.scope.value} {insight.user_id or ''}".strip()),
         ("scene", insight.scene),
         ("action", insight.action),
         ("observation", insight.observation or "—"),

@@ -16,7 +16,8 @@ from hindsight_dify.params import Parameters, recent_turns
 from hindsight_dify.results import ToolResult
 from hindsight_insights.config import Language
 from hindsight_insights.errors import InvalidInput
-from hindsight_insights.governance.scope import admit
+from hindsight_insights.governance.recording import record_turn as record
+from hindsight_insights.governance.routing import Placed, learn
 from hindsight_insights.models import Insight, InsightDraft, TurnDraft
 from hindsight_insights.rules import render_rules
 from hindsight_insights.store import InsightStore
@@ -71,25 +72,38 @@ def save_insight(store: InsightStore, parameters: Parameters, context: Context) 
         data["user_id"] = user
         data["source"] = "dify:save_insight"
         draft = InsightDraft.parse(data)
-    result = store.save(admit(draft))
+    placements = learn(store, draft)
+    return _with_ignored(_saved(draft, placements), ignored + parameters.ignored())
+
+
+def _saved(draft: InsightDraft, placements: list[Placed]) -> ToolResult:
+    """The first placement is the answer (the user's, or the only one); the others are listed under `also`."""
+    first = placements[0].result
     body: dict[str, Any] = {
-        "id": str(result.id),
-        "status": result.status,
-        "supersedes": [str(i) for i in result.supersedes],
+        "id": str(first.id),
+        "status": first.status,
+        "supersedes": [str(i) for i in first.supersedes],
     }
-    if result.changed:
-        body["changed"] = result.changed
+    if first.changed:
+        body["changed"] = first.changed
     notes = []
-    if result.supersedes:
-        notes.append(f"replacing {len(result.supersedes)} older insight(s)")
-    if result.changed:
-        notes.append(f"changed {', '.join(result.changed)}")
-    if result.status == "pending_review":
-        notes.append("it is used once a reviewer approves it (project-wide insights are reviewed first)")
-    return _with_ignored(
-        ToolResult(text=f"Insight {result.status}: {draft.topic} ({result.id}){_clauses(notes)}.", json=body),
-        ignored + parameters.ignored(),
-    )
+    if first.supersedes:
+        notes.append(f"replacing {len(first.supersedes)} older insight(s)")
+    if first.changed:
+        notes.append(f"changed {', '.join(first.changed)}")
+    others = placements[1:]
+    if others:
+        body["also"] = [{"id": str(p.result.id), "status": p.result.status, "scope": p.scope.value} for p in others]
+        notes += [f"also {p.scope.value}-wide: {p.result.status}" for p in others]
+    reasons = [p.review_reason for p in placements if p.review_reason]
+    if reasons:
+        body["review_reason"] = reasons[0]
+        notes.append(f"held for review until a reviewer approves it ({reasons[0]})")
+    redacted = sorted({kind for p in placements for kind in p.redacted})
+    if redacted:
+        body["redacted"] = redacted
+        notes.append(f"removed before storing: {', '.join(redacted)}")
+    return ToolResult(text=f"Insight {first.status}: {draft.topic} ({first.id}){_clauses(notes)}.", json=body)
 
 
 def _insight_summary(insight: Insight, channel: str, score: float | None = None) -> dict[str, Any]:
@@ -156,15 +170,32 @@ def record_turn(store: InsightStore, parameters: Parameters, context: Context) -
             "injected_insight_ids": injected,
         }
     )
-    turn = store.turns.append(draft)
+    recorded = record(store, draft, store.settings)
+    turn, correction = recorded.turn, recorded.turn.signals.detected
     flagged_by_the_flow = draft.signals.model_dump(include={"tool_error", "stopped_generation", "correction"})
     signals = [name for name, on in flagged_by_the_flow.items() if on]
     if draft.signals.feedback:
         signals.insert(0, draft.signals.feedback)
-    body = {"id": str(turn.id), "session_id": turn.session_id, "turn_index": turn.turn_index, "signals": signals}
+    body: dict[str, Any] = {
+        "id": str(turn.id),
+        "session_id": turn.session_id,
+        "turn_index": turn.turn_index,
+        "signals": signals,
+        "correction": correction.model_dump(mode="json"),
+        "learned": [
+            {"id": str(p.result.id), "status": p.result.status, "scope": p.scope.value} for p in recorded.learned
+        ],
+        "corrected_turn": str(recorded.corrected_turn.id) if recorded.corrected_turn else None,
+    }
     flagged = f" with signals {', '.join(signals)}" if signals else ""
     text = f"Recorded turn {turn.turn_index} of session {turn.session_id}{flagged}."
-    return _with_ignored(ToolResult(text=text, json=body), parameters.ignored())
+    if recorded.repeated:
+        text = f"Turn {turn.turn_index} of session {turn.session_id} was recorded already (same Dify message)."
+    elif correction.type != "none":
+        text += f" The user's message is a {correction.type} correction (confidence {correction.confidence:.2f})"
+        text += f"; learned {len(recorded.learned)} insight(s)." if recorded.learned else "."
+    variables = {"correction_type": correction.type, "correction_confidence": correction.confidence}
+    return _with_ignored(ToolResult(text=text, json=body, variables=variables), parameters.ignored())
 
 
 def forget_user(store: InsightStore, parameters: Parameters, context: Context) -> ToolResult:
@@ -219,4 +250,7 @@ OPERATIONS: dict[str, Operation] = {
     "forget_user": forget_user,
 }
 # Variables a workflow wires: emitted, empty, when the call fails, so that a reference never renders as text.
-ERROR_VARIABLES: dict[str, dict[str, Any]] = {"search_insight": {"rules": "", "injected_ids": ""}}
+ERROR_VARIABLES: dict[str, dict[str, Any]] = {
+    "search_insight": {"rules": "", "injected_ids": ""},
+    "record_turn": {"correction_type": "none", "correction_confidence": 0.0},
+}

@@ -66,6 +66,11 @@ class Settings(BaseSettings):
     standing_rule_budget: int = Field(5, ge=0, le=20)
     must_confidence: float = Field(0.7, ge=0.0, le=1.0, description="At or above: 'must'; below: 'consider'.")
     language: Language = "zh"
+
+    # Layered writes of a detected correction (governance/learning.py): below user_fact_confidence a factual
+    # correction holds for its session only; at project_fact_confidence or more, verified, for the whole project.
+    user_fact_confidence: float = Field(0.7, ge=0.0, le=1.0)
+    project_fact_confidence: float = Field(0.85, ge=0.0, le=1.0)
     timezone: str = Field("UTC", description="IANA name, e.g. Asia/Shanghai: the rules' dates, and the schedules.")
 
     @field_validator("timezone")

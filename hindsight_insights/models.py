@@ -62,8 +62,19 @@ class InsightStatus(StrEnum):
 
 
 class Scope(StrEnum):
+    """Who an insight is for: one user, only the session it was learned in (a weak or negative correction), or
+    everyone in the project."""
+
     USER = "user"
+    SESSION = "session"
     PROJECT = "project"
+
+
+def slot_owner(scope: Scope, user_id: str | None, session_id: str | None) -> str | None:
+    """Whose slot an insight is in: a user, a user's session, or the project (None)."""
+    if scope is Scope.PROJECT:
+        return None
+    return f"{user_id}\x1fsession:{session_id}" if scope is Scope.SESSION else user_id
 
 
 class Condition(StrEnum):
@@ -187,8 +198,10 @@ class InsightDraft(StrictModel):
     def _scope(self) -> Self:
         # What is learned from a user's conversation stays with that user until it is promoted, whatever its kind.
         scope = self.scope or (Scope.USER if self.user_id else Scope.PROJECT)
-        if scope is Scope.USER and not self.user_id:
-            raise ValueError("user_id is required when scope is 'user'")
+        if scope is not Scope.PROJECT and not self.user_id:
+            raise ValueError(f"user_id is required when scope is {scope.value!r}")
+        if scope is Scope.SESSION and not self.evidence.session_id:
+            raise ValueError("evidence.session_id is required when scope is 'session'")
         object.__setattr__(self, "scope", scope)
         return self
 
@@ -199,8 +212,8 @@ class InsightDraft(StrictModel):
 
     @property
     def owner(self) -> str | None:
-        """The user a user-scope insight belongs to; None for a project-wide one."""
-        return self.user_id if self.resolved_scope is Scope.USER else None
+        """Whose slot it is in (slot_owner): the user, the user's session, or None for a project-wide one."""
+        return slot_owner(self.resolved_scope, self.user_id, self.evidence.session_id)
 
     @classmethod
     def from_llm_json(cls, text: str, *, trusted: Mapping[str, Any], field: str = "insight_json") -> LlmInsight:
@@ -279,7 +292,7 @@ class Insight(BaseModel):
 
     @property
     def owner(self) -> str | None:
-        return self.user_id if self.scope is Scope.USER else None
+        return slot_owner(self.scope, self.user_id, self.evidence.session_id)
 
 
 class ScoredInsight(BaseModel):

@@ -140,7 +140,7 @@ def test_record_turn(daemon: Installed, plugin_credentials: dict[str, Any], plug
             "record_turn", {"user_message": "好的"}, plugin_credentials, conversation_id=conversation, message_id="m-7"
         )
         assert retried.json["turn_index"] == 1
-    assert plugin_store.count() == (0, 2)
+    assert plugin_store.count() == (1, 2)  # the first message's correction taught one insight at once
 
 
 def test_forget_user(daemon: Installed, plugin_credentials: dict[str, Any], plugin_store: InsightStore) -> None:

@@ -232,16 +232,23 @@ def test_record_turn(runner: RunnerPlugin, plugin_credentials: dict[str, Any], p
         "injected_insight_ids": saved.json["id"],
     }
     first = runner.invoke_tool("record_turn", parameters, plugin_credentials)
-    assert first.json == {
-        "id": first.json["id"],
-        "session_id": session,
-        "turn_index": 0,
-        "signals": ["dislike", "correction"],
+    assert (first.json["session_id"], first.json["turn_index"], first.json["signals"]) == (
+        session,
+        0,
+        ["dislike", "correction"],
+    )
+    # The detector reads every user message; a workflow branches on what it found.
+    assert first.json["correction"]["type"] == "factual" and first.json["correction"]["corrected"] == "地址是杭州的"
+    assert first.variables == {
+        "correction_type": "factual",
+        "correction_confidence": first.json["correction"]["confidence"],
     }
+    assert first.json["corrected_turn"] is None  # nothing earlier in this session to mark
     second = runner.invoke_tool(
         "record_turn", {"session_id": session, "user_message": "好的", "feedback": "none"}, plugin_credentials
     )
     assert second.json["turn_index"] == 1 and second.json["signals"] == []
+    assert second.json["correction"]["type"] == "none" and second.json["learned"] == []
     turns = plugin_store.turns.session(session)
     assert [t.user_message for t in turns] == ["不对，地址是杭州的", "好的"]
     assert turns[0].user_id == "dify-user-1" and turns[0].signals.correction
@@ -310,6 +317,18 @@ def test_in_an_agent_node_a_model_filled_user_id_is_ignored_and_reported(
     assert forgot.json["user_id"] == "alice" and plugin_store.count(user_id="bob") == (1, 1)
 
 
+@pytest.mark.parametrize("kind", ["preference", "fact", "process", "lesson"])
+def test_nothing_saved_for_one_user_reaches_another_whatever_its_kind(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], kind: str
+) -> None:
+    saved = runner.invoke_tool("save_insight", {**RETURN_ADDRESS, "kind": kind}, plugin_credentials, user_id="alice")
+    assert saved.json["status"] == "created"
+    query = {"query": "耳机坏了想退货，寄到哪里", "scene": "售后服务", "score_threshold": 0}
+    found = runner.invoke_tool("search_insight", query, plugin_credentials, user_id="alice")
+    assert found.json["injected_ids"] == [saved.json["id"]]
+    assert runner.invoke_tool("search_insight", query, plugin_credentials, user_id="bob").json["count"] == 0
+
+
 def test_insight_json_cannot_choose_user_source_or_status(
     runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore
 ) -> None:
@@ -325,11 +344,14 @@ def test_insight_json_cannot_choose_user_source_or_status(
 def test_a_project_scope_request_from_a_users_conversation_waits_for_review(
     runner: RunnerPlugin, plugin_credentials: dict[str, Any]
 ) -> None:
+    """Even at confidence 0.9: a model's confidence never makes anything project-wide. The user keeps it at once."""
     emitted = json.dumps({**RETURN_ADDRESS, "scope": "project"}, ensure_ascii=False)
     saved = runner.invoke_tool("save_insight", {"insight_json": emitted}, plugin_credentials, user_id="alice")
-    assert saved.json["status"] == "pending_review" and "reviewer approves it" in saved.texts[0]
+    assert saved.json["status"] == "created" and [a["status"] for a in saved.json["also"]] == ["pending_review"]
+    assert "held for review until a reviewer approves it" in saved.texts[0] and "review_reason" in saved.json
     query = {"query": "退货寄到哪里", "scene": "售后服务"}
     assert runner.invoke_tool("search_insight", query, plugin_credentials, user_id="carol").json["count"] == 0
+    assert runner.invoke_tool("search_insight", query, plugin_credentials, user_id="alice").json["count"] == 1
 
 
 def test_in_a_workflow_node_the_builder_maps_the_end_user(
@@ -411,8 +433,11 @@ def test_unreachable_weaviate_is_a_clear_tool_error(runner: RunnerPlugin, plugin
         output = runner.invoke_tool(tool, parameters, down)
         error = error_of(output)
         assert error["type"] == "weaviate_unavailable" and "cannot reach Weaviate" in error["message"], tool
-        expected = {"rules": "", "injected_ids": ""} if tool == "search_insight" else {}
-        assert output.variables == expected, tool
+        expected = {
+            "search_insight": {"rules": "", "injected_ids": ""},
+            "record_turn": {"correction_type": "none", "correction_confidence": 0},
+        }
+        assert output.variables == expected.get(tool, {}), tool
 
 
 @pytest.fixture

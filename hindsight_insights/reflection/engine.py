@@ -5,7 +5,7 @@
               (no model) gives its candidates directly
     verify    every candidate's evidence quote against the user messages of the session (verify.py); dropped
               candidates are counted with the reason
-    save      governance.scope.admit, then InsightStore.save (the store's rules: duplicate, merge, supersede)
+    save      governance.routing.learn: admission (poisoning screen, redaction, scope) and the store's rules
 
 Nothing is saved until every candidate of the answer has been checked, and nothing at all from an answer that is
 malformed twice. Cost bound: at most one model call per reflection, two when the answer is retried; the transcript is
@@ -23,7 +23,7 @@ from typing import Any
 
 from hindsight_insights.config import Language, Settings
 from hindsight_insights.errors import HindsightError, InvalidInput
-from hindsight_insights.governance.scope import admit
+from hindsight_insights.governance.routing import learn
 from hindsight_insights.models import MAX_TAGS, Condition, InsightDraft, InsightStatus, Scope
 from hindsight_insights.reflection.llm import ExtractionRequest, Extractor, LlmAnswer, LlmError, Reflector
 from hindsight_insights.reflection.output import REFLECTION_SCHEMA, MalformedOutput, ReflectedInsight, parse_output
@@ -245,13 +245,14 @@ class ReflectionEngine:
                 )
         for index, draft in drafts:
             try:
-                result = self._store.save(admit(draft))
+                placements = learn(self._store, draft)  # an LLM's confidence never promotes to project
             except HindsightError as error:
                 saved = len(report.saved_ids)
                 return self._failed(
                     report, f"saving insight {index} failed ({error}); {saved} saved before it are kept", started
                 )
-            report.ids_for(result.status).append(result.id)
+            for placed in placements:
+                report.ids_for(placed.result.status).append(placed.result.id)
         for dropped in report.dropped:
             log.info(
                 "reflection on %s dropped %r: %s (%s)",

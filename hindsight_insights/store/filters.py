@@ -12,12 +12,22 @@ from hindsight_insights.models import InsightStatus, Scope
 WeaviateFilter = FilterReturn
 
 
-def visible_to(user_id: str | None) -> WeaviateFilter:
-    """Project-wide insights, and this user's own."""
+def visible_to(user_id: str | None, session_id: str | None = None) -> WeaviateFilter:
+    """Project-wide insights, this user's own, and those kept for this session only."""
     scope = Filter.by_property("scope").equal(Scope.PROJECT.value)
     if user_id:
-        scope = scope | owned_by(user_id)
+        scope = scope | (Filter.by_property("scope").equal(Scope.USER.value) & _user(user_id))
+        if session_id:
+            scope = scope | (
+                Filter.by_property("scope").equal(Scope.SESSION.value)
+                & _user(user_id)
+                & Filter.by_property("evidence_session_id").equal(session_id)
+            )
     return scope
+
+
+def _user(user_id: str) -> WeaviateFilter:
+    return Filter.by_property("user_id").equal(user_id)
 
 
 def in_force(now: datetime) -> WeaviateFilter:
@@ -31,11 +41,12 @@ def in_force(now: datetime) -> WeaviateFilter:
     )
 
 
-def eligible(scene: str, user_id: str | None, now: datetime) -> WeaviateFilter:
-    """Scene (given or general), then scope (this user or project-wide), then in force."""
+def eligible(scene: str, user_id: str | None, now: datetime, session_id: str | None = None) -> WeaviateFilter:
+    """Scene (given or general), then scope (this user, this session, or project-wide), then in force."""
     key = scene_key(scene)
     scenes = [GENERAL_SCENE] if key == GENERAL_SCENE else [key, GENERAL_SCENE]
-    return Filter.all_of([Filter.by_property("scene_key").contains_any(scenes), visible_to(user_id), in_force(now)])
+    visible = visible_to(user_id, session_id)
+    return Filter.all_of([Filter.by_property("scene_key").contains_any(scenes), visible, in_force(now)])
 
 
 def in_slot(slot_key: str) -> WeaviateFilter:
@@ -43,8 +54,9 @@ def in_slot(slot_key: str) -> WeaviateFilter:
 
 
 def owned_by(user_id: str) -> WeaviateFilter:
-    """A user's own insights (user scope): they go when the user is forgotten."""
-    return Filter.by_property("scope").equal(Scope.USER.value) & Filter.by_property("user_id").equal(user_id)
+    """A user's own insights (user and session scope): they go when the user is forgotten."""
+    own_scopes = [Scope.USER.value, Scope.SESSION.value]
+    return Filter.by_property("scope").contains_any(own_scopes) & _user(user_id)
 
 
 def supported_by(user_id: str) -> WeaviateFilter:

@@ -46,6 +46,7 @@ from hindsight_insights.models import (
     Recall,
     SaveResult,
     SaveStatus,
+    Scope,
     ScoredInsight,
 )
 from hindsight_insights.segment import segment, tokens
@@ -158,7 +159,7 @@ def _new_insight(draft: InsightDraft, object_id: uuid.UUID, asserted_at: datetim
         id=object_id,
         **draft.model_dump(exclude={"status", "scope", "user_id"}),
         scope=draft.resolved_scope,
-        user_id=draft.owner,
+        user_id=None if draft.resolved_scope is Scope.PROJECT else draft.user_id,
         status=draft.status,
         learned_from=draft.user_id,
         supporters=[supporter_of(draft)],
@@ -430,6 +431,11 @@ class InsightStore:
         if obj is None:
             raise NotFound(f"no insight {insight_id} in project {self._settings.project!r}")
         return _insight_from(obj)
+
+    def slot_versions_of(self, insight: InsightDraft | Insight) -> list[Insight]:
+        """Every stored version of the slot this insight or draft belongs to, in any status."""
+        with weaviate_errors("reading a slot's versions"):
+            return self._slot_versions(slot_of(insight))
 
     def history(self, insight_id: uuid.UUID | str) -> list[Insight]:
         """Every version of the insight's slot, oldest first (pending, rejected and suspect ones at the end)."""

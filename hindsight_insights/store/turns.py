@@ -71,6 +71,21 @@ class TurnLog:
             self._turns.data.update(uuid=turn.id, properties=to_properties(corrected, TURN_FIELDS, only=names))
         return corrected
 
+    def get(self, turn_id: uuid.UUID) -> Turn | None:
+        with weaviate_errors("reading a turn"):
+            stored = self._turns.query.fetch_object_by_id(turn_id)
+        return None if stored is None else self._indexed(stored)
+
+    def latest(self, session_id: str) -> Turn | None:
+        """The session's newest turn, if any."""
+        with weaviate_errors("reading a session's latest turn"):
+            result = self._turns.query.fetch_objects(
+                filters=Filter.by_property("session_id").equal(session_id),
+                limit=1,
+                sort=Sort.by_property("sequence", ascending=False),
+            )
+        return self._indexed(result.objects[0]) if result.objects else None
+
     def previous(self, turn: Turn) -> Turn | None:
         """The turn before this one in its session, if any."""
         turns = self.session(turn.session_id)

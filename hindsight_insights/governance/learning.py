@@ -1,0 +1,93 @@
+"""From a detected correction to the insight it teaches, and the scope it asks for (the layered writes' table):
+
+  type        confidence      asks for          then (routing.learn)
+  preference  any             this user         active at once
+  factual     0.85 or more    project-wide      verified (no other rule in its project slot): project-wide at once;
+                                                a conflict: held for review, and kept for this user meanwhile
+  factual     0.7 to 0.85     this user         active at once
+  factual     below 0.7       this session      active in this conversation only, for a day
+  process     any             project-wide      for this user at once, project-wide once reviewed
+  negative    any             this session      for this conversation only; it also flags the turn, so the worker
+                                                reflects on the session (its anomaly trigger)
+
+The rule's wording is a template per language (prompts/corrections/), filled with the user's own words; the
+evidence is the user's message, quoted verbatim (after redaction, like the stored turn).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from hindsight_insights.config import Settings
+from hindsight_insights.governance.correction_types import Correction, CorrectionType
+from hindsight_insights.governance.text import has_han
+from hindsight_insights.models import Condition, InsightDraft, InsightKind, Scope, Turn
+from hindsight_insights.prompts import render_prompt
+
+_KIND = {
+    CorrectionType.PREFERENCE: InsightKind.PREFERENCE,
+    CorrectionType.FACTUAL: InsightKind.FACT,
+    CorrectionType.PROCESS: InsightKind.PROCESS,
+    CorrectionType.NEGATIVE: InsightKind.LESSON,
+}
+_FALLBACK_TOPIC = {
+    (CorrectionType.PREFERENCE, "zh"): "回复偏好",
+    (CorrectionType.PREFERENCE, "en"): "reply preference",
+    (CorrectionType.FACTUAL, "zh"): "事实纠正",
+    (CorrectionType.FACTUAL, "en"): "corrected fact",
+    (CorrectionType.PROCESS, "zh"): "做法",
+    (CorrectionType.PROCESS, "en"): "how to proceed",
+    (CorrectionType.NEGATIVE, "zh"): "被否定的回答",
+    (CorrectionType.NEGATIVE, "en"): "rejected answer",
+}
+SESSION_INSIGHT_LIFETIME = timedelta(days=1)
+
+
+def requested_scope(correction: Correction, settings: Settings) -> Scope:
+    if correction.type is CorrectionType.PREFERENCE:
+        return Scope.USER
+    if correction.type is CorrectionType.PROCESS:
+        return Scope.PROJECT
+    if correction.type is CorrectionType.FACTUAL and correction.confidence >= settings.project_fact_confidence:
+        return Scope.PROJECT
+    if correction.type is CorrectionType.FACTUAL and correction.confidence >= settings.user_fact_confidence:
+        return Scope.USER
+    return Scope.SESSION
+
+
+def draft_for(correction: Correction, turn: Turn, settings: Settings, now: datetime) -> InsightDraft | None:
+    """The insight a correction in `turn`'s user message teaches; None when it is not a correction."""
+    if not correction.is_correction or not turn.user_message.strip():
+        return None
+    language = "zh" if has_han(turn.user_message) else "en"
+    topic = (correction.topic or "").strip() or _FALLBACK_TOPIC[(correction.type, language)]
+    corrected = (correction.corrected or turn.user_message).strip()
+    action = render_prompt(
+        settings.prompts_dir,
+        f"corrections/action.{language}.md.j2",
+        type=correction.type.value,
+        topic=topic,
+        corrected=corrected,
+        original=(correction.original or "").strip(),
+    ).strip()
+    scope = requested_scope(correction, settings)
+    detail = (correction.condition_detail or "").strip() or None
+    condition = correction.condition if detail or correction.condition is Condition.TEMPORAL else Condition.UNIVERSAL
+    observation = f"用户说：「{turn.user_message}」" if language == "zh" else f'The user said: "{turn.user_message}"'
+    return InsightDraft.parse(
+        {
+            "topic": topic[:120],
+            "kind": _KIND[correction.type],
+            "scene": turn.scene,
+            "observation": observation[:2000],
+            "action": action[:500],
+            "evidence": {"quote": turn.user_message[:1000], "session_id": turn.session_id, "turn": turn.turn_index},
+            "confidence": correction.confidence,
+            "user_id": turn.user_id,
+            "scope": scope,
+            "source": "detector",
+            "condition": condition,
+            "condition_detail": detail if condition is not Condition.UNIVERSAL else None,
+            "expire_at": now + SESSION_INSIGHT_LIFETIME if scope is Scope.SESSION else None,
+        }
+    )

@@ -1,0 +1,79 @@
+"""What happens when a turn is recorded (the plugin's record_turn, the demo, any client):
+
+1. a retry of a recorded Dify message changes nothing: the stored turn is returned;
+2. the user's message is read by the correction detector, against the session's previous assistant answer;
+3. the turn is stored, redacted, with what the detector found (its signals flag the session for the worker);
+4. behaviour memory: a corrected previous answer gets the error status and a correction record;
+5. the layered writes (learning.py, routing.py) save what the correction teaches, at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from hindsight_insights.config import Settings
+from hindsight_insights.governance.admission import admit_turn
+from hindsight_insights.governance.correction_types import Correction, CorrectionType
+from hindsight_insights.governance.corrections import detect
+from hindsight_insights.governance.learning import draft_for
+from hindsight_insights.governance.redaction import redact
+from hindsight_insights.governance.routing import Placed, learn
+from hindsight_insights.models import CorrectionRecord, Turn, TurnDraft
+from hindsight_insights.store import InsightStore
+from hindsight_insights.store.turns import turn_uuid
+
+NO_CORRECTION = Correction(CorrectionType.NONE, 0.0)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    turn: Turn
+    correction: Correction
+    corrected_turn: Turn | None  # the earlier answer the user's message corrected
+    learned: list[Placed]
+    repeated: bool  # a retry of a message already recorded: nothing new was done
+
+
+def record_turn(store: InsightStore, draft: TurnDraft, settings: Settings, now: datetime | None = None) -> Recorded:
+    now = now or datetime.now(UTC)
+    if draft.message_id and (stored := store.turns.get(turn_uuid(draft))) is not None:
+        return Recorded(stored, NO_CORRECTION, None, [], repeated=True)
+    previous = store.turns.latest(draft.session_id)
+    correction = (
+        detect(draft.user_message, previous.assistant_message if previous else None)
+        if draft.user_message.strip()
+        else NO_CORRECTION
+    )
+    signals = draft.signals.model_copy(update={"detected": _redacted(correction).stored()})
+    turn = store.turns.append(admit_turn(draft.model_copy(update={"signals": signals})), now)
+    corrected_turn = None
+    if correction.is_correction and previous is not None and previous.assistant_message:
+        record = CorrectionRecord(
+            type=correction.type.value,
+            original=_redacted(correction).original,
+            corrected=_redacted(correction).corrected,
+            condition=correction.condition,
+            condition_detail=correction.condition_detail,
+            by=turn.user_id,
+            at=now,
+            in_turn=turn.id,
+        )
+        corrected_turn = store.turns.mark_corrected(previous, record)
+    insight = draft_for(correction, turn, settings, now)
+    learned = learn(store, insight, trusted_confidence=True) if insight is not None else []
+    return Recorded(turn, correction, corrected_turn, learned, repeated=False)
+
+
+def _redacted(correction: Correction) -> Correction:
+    """The detector quotes the user's words; they are stored redacted, like the turn."""
+    return Correction(
+        correction.type,
+        correction.confidence,
+        corrected=redact(correction.corrected).text if correction.corrected else None,
+        original=redact(correction.original).text if correction.original else None,
+        topic=correction.topic,
+        condition=correction.condition,
+        condition_detail=correction.condition_detail,
+        signals=correction.signals,
+    )
