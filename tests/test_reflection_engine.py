@@ -11,7 +11,6 @@ import anthropic._base_client
 import pytest
 
 from hindsight_insights.config import Settings
-from hindsight_insights.errors import HindsightError
 from hindsight_insights.models import InsightStatus, Scope, TurnSignals
 from hindsight_insights.reflection import (
     REFLECTION_SCHEMA,
@@ -23,6 +22,7 @@ from hindsight_insights.reflection import (
     ReflectionEngine,
     load_reflector,
 )
+from hindsight_insights.reflection.offline import OfflineExtractor
 from hindsight_insights.store import InsightStore
 from tests.reflection_support import (
     FakeAnthropicApi,
@@ -105,15 +105,17 @@ def test_a_project_wide_suggestion_waits_for_review(store: InsightStore, api: Fa
 
     report = engine.reflect_session("s-hr")
 
-    assert report.created == [] and len(report.pending_review) == 1
-    pending = store.get(report.pending_review[0])
+    # The user it came from keeps it at once; project-wide it waits for a reviewer (routing.learn).
+    assert len(report.created) == 1 and len(report.pending_review) == 1
+    mine, pending = store.get(report.created[0]), store.get(report.pending_review[0])
+    assert (mine.scope, mine.user_id, mine.status) == (Scope.USER, "u_hr_wu", InsightStatus.ACTIVE)
     assert (pending.scope, pending.status, pending.learned_from) == (
         Scope.PROJECT,
         InsightStatus.PENDING_REVIEW,
         "u_hr_wu",
     )
     assert (pending.condition, pending.condition_detail) == ("temporal", "去年 7 月及以后发生的差旅费用")
-    assert store.recall("差旅报销最晚什么时候交", scene="人事咨询", user_id="u_hr_wu").insights == []
+    assert store.recall("差旅报销最晚什么时候交", scene="人事咨询", user_id="someone-else").insights == []
 
 
 def test_known_topics_are_offered_and_a_new_version_supersedes(store: InsightStore, api: FakeAnthropicApi) -> None:
@@ -310,7 +312,7 @@ def test_the_settings_choose_the_reflector(settings: Settings, monkeypatch: pyte
     monkeypatch.setenv("HINDSIGHT_ANTHROPIC_MODEL", "claude-haiku-4-5")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
     from_env = Settings(_env_file=None)
-    assert from_env.anthropic_effort is None and from_env.reflection_llm == "anthropic"
+    assert from_env.anthropic_effort is None and from_env.reflection_llm == "auto"  # a key: Anthropic
     claude = load_reflector(from_env)
     assert isinstance(claude, AnthropicReflector) and claude.model == "claude-haiku-4-5"
     sent = claude.request("system", "user", REFLECTION_SCHEMA)
@@ -321,5 +323,6 @@ def test_the_settings_choose_the_reflector(settings: Settings, monkeypatch: pyte
         )
     )
     assert isinstance(chat, OpenAICompatibleReflector) and chat.mode == "json_schema"
-    with pytest.raises(HindsightError, match="offline needs the rule-based extractor"):
-        load_reflector(settings.model_copy(update={"reflection_llm": "offline"}))
+    assert isinstance(load_reflector(settings.model_copy(update={"reflection_llm": "offline"})), OfflineExtractor)
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    assert isinstance(load_reflector(Settings(_env_file=None)), OfflineExtractor)  # no key, no endpoint

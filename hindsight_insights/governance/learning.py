@@ -16,6 +16,7 @@ evidence is the user's message, quoted verbatim (after redaction, like the store
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from hindsight_insights.config import Settings
@@ -24,7 +25,7 @@ from hindsight_insights.governance.text import has_han
 from hindsight_insights.models import Condition, InsightDraft, InsightKind, Scope, Turn
 from hindsight_insights.prompts import render_prompt
 
-_KIND = {
+KIND_OF = {
     CorrectionType.PREFERENCE: InsightKind.PREFERENCE,
     CorrectionType.FACTUAL: InsightKind.FACT,
     CorrectionType.PROCESS: InsightKind.PROCESS,
@@ -55,39 +56,61 @@ def requested_scope(correction: Correction, settings: Settings) -> Scope:
     return Scope.SESSION
 
 
-def draft_for(correction: Correction, turn: Turn, settings: Settings, now: datetime) -> InsightDraft | None:
-    """The insight a correction in `turn`'s user message teaches; None when it is not a correction."""
-    if not correction.is_correction or not turn.user_message.strip():
-        return None
-    language = "zh" if has_han(turn.user_message) else "en"
+@dataclass(frozen=True)
+class Wording:
+    """A correction's rule, in the language of the user's message."""
+
+    topic: str
+    action: str
+    observation: str
+    condition: Condition
+    condition_detail: str | None
+
+
+def wording(correction: Correction, message: str, settings: Settings) -> Wording:
+    """The rule a correction teaches, from a template per language (prompts/corrections/), in the user's words."""
+    language = "zh" if has_han(message) else "en"
     topic = (correction.topic or "").strip() or _FALLBACK_TOPIC[(correction.type, language)]
-    corrected = (correction.corrected or turn.user_message).strip()
     action = render_prompt(
         settings.prompts_dir,
         f"corrections/action.{language}.md.j2",
         type=correction.type.value,
         topic=topic,
-        corrected=corrected,
+        corrected=(correction.corrected or message).strip(),
         original=(correction.original or "").strip(),
     ).strip()
-    scope = requested_scope(correction, settings)
+    observation = f"用户说：「{message}」" if language == "zh" else f'The user said: "{message}"'
     detail = (correction.condition_detail or "").strip() or None
     condition = correction.condition if detail or correction.condition is Condition.TEMPORAL else Condition.UNIVERSAL
-    observation = f"用户说：「{turn.user_message}」" if language == "zh" else f'The user said: "{turn.user_message}"'
+    return Wording(
+        topic=topic[:120],
+        action=action[:500],
+        observation=observation[:2000],
+        condition=condition,
+        condition_detail=detail if condition is not Condition.UNIVERSAL else None,
+    )
+
+
+def draft_for(correction: Correction, turn: Turn, settings: Settings, now: datetime) -> InsightDraft | None:
+    """The insight a correction in `turn`'s user message teaches; None when it is not a correction."""
+    if not correction.is_correction or not turn.user_message.strip():
+        return None
+    words = wording(correction, turn.user_message, settings)
+    scope = requested_scope(correction, settings)
     return InsightDraft.parse(
         {
-            "topic": topic[:120],
-            "kind": _KIND[correction.type],
+            "topic": words.topic,
+            "kind": KIND_OF[correction.type],
             "scene": turn.scene,
-            "observation": observation[:2000],
-            "action": action[:500],
+            "observation": words.observation,
+            "action": words.action,
             "evidence": {"quote": turn.user_message[:1000], "session_id": turn.session_id, "turn": turn.turn_index},
             "confidence": correction.confidence,
             "user_id": turn.user_id,
             "scope": scope,
             "source": "detector",
-            "condition": condition,
-            "condition_detail": detail if condition is not Condition.UNIVERSAL else None,
+            "condition": words.condition,
+            "condition_detail": words.condition_detail,
             "expire_at": now + SESSION_INSIGHT_LIFETIME if scope is Scope.SESSION else None,
         }
     )

@@ -245,7 +245,9 @@ class ReflectionEngine:
                 )
         for index, draft in drafts:
             try:
-                placements = learn(self._store, draft)  # an LLM's confidence never promotes to project
+                # A model's confidence never promotes to project-wide; the rule-based extractor's may.
+                trusted = bool(getattr(self._source, "trusted_confidence", False))
+                placements = learn(self._store, draft, trusted_confidence=trusted)
             except HindsightError as error:
                 saved = len(report.saved_ids)
                 return self._failed(

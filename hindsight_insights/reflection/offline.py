@@ -1,0 +1,70 @@
+"""Reflection without a model: the rule-based correction detector read over a stored session.
+
+Each user message is read against the assistant answer before it (governance/corrections.py); every explicit or
+implicit correction and every stated preference becomes a candidate, worded by the same templates as the layered
+writes (governance/learning.py) and quoting the user's message verbatim. Negative corrections and weak factual ones
+hold for their session only, which is over when reflection runs, so they are not proposed. The engine then checks
+each quote against the transcript and saves through the same rules as a model's candidates.
+
+It is the demo's default and the floor the LLM paths must beat: it finds what users say outright, never what they
+only show (a request repeated across sessions, a workaround), which the model prompts ask for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hindsight_insights.config import Settings
+from hindsight_insights.governance.correction_types import CorrectionType
+from hindsight_insights.governance.corrections import detect
+from hindsight_insights.governance.learning import KIND_OF, requested_scope, wording
+from hindsight_insights.models import Scope
+from hindsight_insights.reflection.llm import ExtractionRequest
+from hindsight_insights.reflection.output import ReflectedEvidence, ReflectedInsight
+
+MAX_QUOTE_CHARS = 1000
+
+
+class OfflineExtractor:
+    """An `Extractor` for the reflection engine. Its confidences come from the detector's rules, not from a model,
+    so the layered writes may promote a verified fact (`trusted_confidence`)."""
+
+    trusted_confidence = True
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+
+    @property
+    def name(self) -> str:
+        return "offline"
+
+    def extract(self, request: ExtractionRequest) -> Sequence[ReflectedInsight]:
+        found: list[ReflectedInsight] = []
+        for session in request.sessions:
+            previous_answer: str | None = None
+            for index, turn in enumerate(session.turns):
+                message = turn.user_message.strip()
+                correction = detect(message, previous_answer) if message else None
+                previous_answer = turn.assistant_message or previous_answer
+                if correction is None or correction.type in (CorrectionType.NONE, CorrectionType.NEGATIVE):
+                    continue
+                scope = requested_scope(correction, self._settings)
+                if scope is Scope.SESSION:
+                    continue
+                words = wording(correction, message, self._settings)
+                found.append(
+                    ReflectedInsight(
+                        topic=words.topic,
+                        kind=KIND_OF[correction.type],
+                        scene=turn.scene,
+                        observation=words.observation,
+                        action=words.action,
+                        evidence=ReflectedEvidence(quote=message[:MAX_QUOTE_CHARS], turn=index, session=session.label),
+                        confidence=correction.confidence,
+                        tags=[],
+                        scope=scope,
+                        condition=words.condition,
+                        condition_detail=words.condition_detail,
+                    )
+                )
+        return found
