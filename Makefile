@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both set everything up first (cached).
-.PHONY: setup demo test test-weaviate-1.27 lint eval bench bench-plugin package
+.PHONY: setup demo test test-weaviate-1.27 lint eval bench bench-plugin bench-search package
 
 setup:
 	@scripts/bootstrap.sh
@@ -27,6 +27,10 @@ bench: setup
 
 bench-plugin: setup
 	.venv/bin/python -m bench.bench_plugin
+
+# search_insight at 100,000 insights: plugin runtime, in-process, one direct hybrid query (about 30 minutes).
+bench-search: setup
+	.venv/bin/python -m bench.bench_search
 
 package: setup
 	.venv/bin/python -m scripts.package_plugin

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from hindsight_insights import ranking
+from hindsight_insights.config import NO_MARGIN, Settings
 
 
 def test_keyword_coverage_is_length_weighted() -> None:
@@ -111,3 +112,14 @@ def test_standing_order_puts_matching_rules_first_then_the_newest() -> None:
     ]
     # Within a budget of 2, both matching rules stay, however old; the newer unrelated ones wait.
     assert ordered[:2] == ["old, about this conversation", "older, about it too, less"]
+
+
+def test_gate_constants_are_per_embedder() -> None:
+    use_m3 = Settings(_env_file=None)
+    assert (use_m3.relevance_threshold, use_m3.margin) == (0.13, 0.16)
+    openai = use_m3.model_copy(update={"embedder": "openai"})
+    assert (openai.relevance_threshold, openai.margin) == (0.17, NO_MARGIN)  # not calibrated: a plain threshold
+    configured = use_m3.model_copy(update={"score_threshold": 0.2})
+    assert (configured.relevance_threshold, configured.margin) == (0.2, NO_MARGIN)  # as configured, no margin
+    both = use_m3.model_copy(update={"score_threshold": 0.2, "background_margin": 0.1})
+    assert (both.relevance_threshold, both.margin) == (0.2, 0.1)

@@ -21,7 +21,7 @@ import logging
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -617,8 +617,11 @@ class InsightStore:
             standing_read = self._pool().submit(self._standing_candidates, scene, user_id, now) if budget else None
             try:
                 candidates = self._candidates(request, scene, user_id, SITUATIONAL_KINDS, now)
-            finally:
-                preferences = standing_read.result() if standing_read is not None else []
+            except BaseException:
+                if standing_read is not None:
+                    wait([standing_read])  # never leave a read running behind a failed call; its error is moot
+                raise
+            preferences = standing_read.result() if standing_read is not None else []
         situational = self._rank(candidates, request, now)
         standing = self._rank_standing(preferences, request)[:budget]
         kept = newest_per_topic([*standing, *(hit.insight for hit in situational)])
