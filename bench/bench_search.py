@@ -54,19 +54,24 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--insights", type=int, default=100_000)
     parser.add_argument("--searches", type=int, default=300)
+    parser.add_argument("--data-dir", type=Path, help="keep Weaviate's data here and reuse an earlier import")
     args = parser.parse_args()
     rng = random.Random(13)
     with tempfile.TemporaryDirectory() as work:
-        base = Settings(project=f"bench-search-{uuid.uuid4().hex[:8]}", weaviate_insert_timeout_s=300.0)
-        server = start_local(ensure_binary(base), Path(work) / "weaviate")
+        project = f"bench-search-{args.insights}" if args.data_dir else f"bench-search-{uuid.uuid4().hex[:8]}"
+        base = Settings(project=project, weaviate_insert_timeout_s=300.0)
+        server = start_local(ensure_binary(base), args.data_dir or Path(work) / "weaviate")
         plugin = None
         try:
             settings = server.settings(base)
             embedder = load_embedder(settings)
             store = open_store(settings, embedder)
-            started = time.perf_counter()
-            written = store.import_many(synthetic_insights(args.insights, rng), batch_size=1000)
-            print(f"{written} insights imported in {time.perf_counter() - started:.0f}s")
+            drafts = synthetic_insights(args.insights, rng)  # also when reused: the rng then draws the same queries
+            written = store.count()[0]
+            if written < args.insights:
+                started = time.perf_counter()
+                written = store.import_many(drafts, batch_size=1000)
+                print(f"{written} insights imported in {time.perf_counter() - started:.0f}s")
             client = connect_url(settings, server.url)
             collection = client.collections.use(collection_names(settings.project).insights)
 

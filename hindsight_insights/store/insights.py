@@ -623,7 +623,7 @@ class InsightStore:
                 raise
             preferences = standing_read.result() if standing_read is not None else []
         situational = self._rank(candidates, request, now)
-        standing = self._rank_standing(preferences, request)[:budget]
+        standing = self._rank_standing(preferences, request, budget)
         kept = newest_per_topic([*standing, *(hit.insight for hit in situational)])
         return Recall(
             standing=[insight for insight in standing if insight.id in kept],
@@ -776,13 +776,14 @@ class InsightStore:
         hits.sort(key=lambda hit: (-hit.score, -hit.insight.asserted_at.timestamp(), str(hit.insight.id)))
         return hits[: request.top_k]
 
-    def _rank_standing(self, objects: Sequence[StoredObject], request: _Request) -> list[Insight]:
-        """Preferences in the order the budget takes them: matching the conversation first, then the newest."""
-        relevance = {str(obj.uuid): self._score(obj, request)[2] for obj in objects}
-        insights = [_insight_from(obj) for obj in objects]
-        return ranking.standing_order(
-            insights, lambda insight: relevance[str(insight.id)], lambda insight: insight.asserted_at, request.threshold
+    def _rank_standing(self, objects: Sequence[StoredObject], request: _Request, budget: int) -> list[Insight]:
+        """The preferences the budget takes: matching the conversation first, then the newest. Only those kept are
+        converted to insights (a user may have a hundred)."""
+        relevance = {id(obj): self._score(obj, request)[2] for obj in objects}
+        ordered = ranking.standing_order(
+            objects, lambda obj: relevance[id(obj)], lambda obj: obj.properties["asserted_at"], request.threshold
         )
+        return [_insight_from(obj) for obj in ordered[:budget]]
 
 
 @dataclass(frozen=True)
