@@ -379,5 +379,5 @@ def test_recall_is_one_round_trip(store: InsightStore) -> None:
     counting = CountingQuery(store._insights.query, threading.Barrier(2))
     store._insights = CountingCollection(store._insights, counting)  # type: ignore[assignment]
     recall = store.recall("退货地址在哪？", scene="方案对比", user_id="u-wang")
-    assert sorted(counting.calls) == ["fetch_objects", "hybrid"]
+    assert sorted(counting.calls) == ["hybrid", "near_vector"]
     assert [hit.insight.id for hit in recall.situational] == [fact] and len(recall.standing) == 1

@@ -70,8 +70,8 @@ MAX_TOP_K = 20
 MAX_QUERY_TURNS = 5
 MAX_QUERY_CHARS = 4000  # of the recent turns, newest kept: enough context, and a bounded embedding cost
 MAX_SLOT_VERSIONS = 1000
-# Recall ranks at most this many of the newest eligible preferences; a user with more in one scene has older ones
-# considered only by the recency of standing_rules.
+# Recall ranks at most this many eligible preferences, the most similar to the conversation; a user with more in one
+# scene (rare) has the least similar ones left out.
 MAX_STANDING_CANDIDATES = 100
 SITUATIONAL_KINDS = (InsightKind.FACT, InsightKind.PROCESS, InsightKind.LESSON)
 _SETTLE_ROUNDS = 5
@@ -613,8 +613,11 @@ class InsightStore:
         request = self._request(query, top_k, score_threshold, "hybrid")
         now = now or datetime.now(UTC)
         budget = self._settings.standing_rule_budget
+        vector = request.vector(self._embedder)  # first: the standing read ranks by it too
         with weaviate_errors("recalling insights"):
-            standing_read = self._pool().submit(self._standing_candidates, scene, user_id, now) if budget else None
+            standing_read = (
+                self._pool().submit(self._standing_candidates, scene, user_id, now, vector) if budget else None
+            )
             try:
                 candidates = self._candidates(request, scene, user_id, SITUATIONAL_KINDS, now)
             except BaseException:
@@ -639,7 +642,7 @@ class InsightStore:
         if limit == 0:
             return []
         with weaviate_errors("reading standing rules"):
-            objects = self._standing_candidates(scene, user_id, now or datetime.now(UTC), limit * 2)
+            objects = self._standing_candidates(scene, user_id, now or datetime.now(UTC), limit=limit * 2)
         return [_insight_from(obj) for obj in newest_per_slot(objects)][:limit]
 
     def _request(
@@ -709,13 +712,28 @@ class InsightStore:
         return newest_per_slot(result.objects)
 
     def _standing_candidates(
-        self, scene: str, user_id: str | None, now: datetime, limit: int = MAX_STANDING_CANDIDATES
+        self,
+        scene: str,
+        user_id: str | None,
+        now: datetime,
+        vector: Vectors | None = None,
+        limit: int = MAX_STANDING_CANDIDATES,
     ) -> list[StoredObject]:
-        """The newest eligible preferences, with their vectors so that recall can rank them by relevance."""
+        """Eligible preferences: with a conversation's vector, the most similar ones, each with its cosine distance
+        (computed by Weaviate, so no vectors travel); without one, the newest."""
         where = filters.eligible(scene, user_id, now) & Filter.by_property("kind").equal(InsightKind.PREFERENCE.value)
-        result = self._insights.query.fetch_objects(
-            filters=where, limit=limit, sort=Sort.by_property("asserted_at", ascending=False), include_vector=True
-        )
+        if vector is None:
+            result = self._insights.query.fetch_objects(
+                filters=where, limit=limit, sort=Sort.by_property("asserted_at", ascending=False)
+            )
+        else:
+            result = self._insights.query.near_vector(
+                near_vector=vector.tolist(),
+                target_vector=_VECTOR,
+                filters=where,
+                limit=limit,
+                return_metadata=MetadataQuery(distance=True),
+            )
         return newest_per_slot(result.objects)
 
     def _pool(self) -> ThreadPoolExecutor:
@@ -754,7 +772,12 @@ class InsightStore:
 
     def _score(self, obj: StoredObject, request: _Request) -> tuple[float, float, float]:
         """(similarity, keyword, relevance) of one candidate."""
-        similarity = float(np.dot(request.vector(self._embedder), _vector_of(obj)))
+        metadata = getattr(obj, "metadata", None)  # every query result has it; StoredObject does not promise it
+        distance = getattr(metadata, "distance", None)
+        if distance is not None:  # cosine distance, computed by Weaviate
+            similarity = 1.0 - float(distance)
+        else:
+            similarity = float(np.dot(request.vector(self._embedder), _vector_of(obj)))
         keyword = ranking.keyword_coverage(request.tokens, (obj.properties.get("search_text") or "").split())
         return similarity, keyword, ranking.relevance(similarity, keyword, request.alpha)
 
