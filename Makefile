@@ -1,6 +1,6 @@
 # The two commands of the README: `make demo` and `make test`. Both set everything up first (cached).
 .PHONY: setup demo test test-weaviate-1.27 lint eval eval-corrections eval-poisoning bench bench-plugin bench-frozen \
-	package pin-chatflow
+	bench-search package pin-chatflow
 
 setup:
 	@scripts/bootstrap.sh
@@ -39,6 +39,10 @@ bench-plugin: setup
 
 bench-frozen: setup
 	.venv/bin/python -m bench.bench_frozen
+
+# search_insight at 100,000 insights: plugin runtime, in-process, one direct hybrid query (about 30 minutes).
+bench-search: setup
+	.venv/bin/python -m bench.bench_search
 
 # With Dify's CLI when one is found (HINDSIGHT_DIFY_CLI, PATH, ../shared/tools), else our own packager.
 package: setup

@@ -9,6 +9,10 @@ misclassified items (never the holdout's, which must not steer the rules).
 
 from __future__ import annotations
 
+from hindsight_insights.quiet import quiet_dependency_warnings
+
+quiet_dependency_warnings()  # every entry point calls it first (it matters once weaviate-client is imported)
+
 import argparse
 import json
 from collections import Counter

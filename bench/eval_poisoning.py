@@ -12,6 +12,10 @@ The holdout split is the headline; `--errors` lists the tune split's failures on
 
 from __future__ import annotations
 
+from hindsight_insights.quiet import quiet_dependency_warnings
+
+quiet_dependency_warnings()  # every entry point calls it first (it matters once weaviate-client is imported)
+
 import argparse
 import json
 from collections import Counter

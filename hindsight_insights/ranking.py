@@ -1,10 +1,32 @@
-"""How a search hit is scored. Pure functions, so the formula is tested on its own.
+"""How a search hit is scored and when nothing is relevant. Pure functions, so the formula is tested on its own.
 
   similarity = cosine(query vector, insight vector)                     absolute, in [-1, 1]
   keyword    = sum(len(t) for t in query tokens found in the insight) / sum(len(t) for t in query tokens)
                (length-weighted so 退货地址 counts more than a one-character word; absolute, in [0, 1])
-  relevance  = alpha * max(similarity, 0) + (1 - alpha) * keyword          thresholded by score_threshold
+  relevance  = alpha * max(similarity, 0) + (1 - alpha) * keyword
   score      = relevance * (0.8 + 0.2 * confidence) * (0.85 + 0.15 * 0.5 ** (age_days / half_life_days))
+
+The no-match gate. A candidate is injected only if both hold:
+
+  relevance  >= score_threshold                                           it is relevant at all
+  margin     =  similarity - background >= background_margin             and it stands out from its scene
+  background =  mean similarity of the OTHER candidates of the same query, with background_prior counted as one
+                more candidate (a scene with two insights must not decide its background from one of them)
+
+Why a margin: with a weak multilingual embedder, every conversation of a scene is somewhat similar to every insight
+of that scene ("office opening hours" vs "return address" in customer service: cosine 0.3, like many true
+cross-lingual matches). One global threshold cannot separate them. What separates them better is whether one
+insight stands out from the rest of the candidates: a conversation about returns is much closer to the return rule
+than to the others; one about opening hours is equally close to all of them.
+
+Calibrated for use-m3 on the "tune" split of bench/data (bench/eval_retrieval.py --calibrate, which reads no
+holdout item; it maximises situational recall@5 minus the no-match false-positive rate): score_threshold 0.13,
+background_margin 0.16, background_prior 0.10 (config.RETRIEVAL_DEFAULTS). An explicit per-call score_threshold is
+a plain global threshold, as before (no margin).
+
+Standing rules (a user's preferences) need no similarity, but when there are more than the budget, the budget is
+filled first by those that match the conversation (relevance >= score_threshold), most relevant first, then by the
+newest (`standing_order`). So a matching rule is never dropped for a newer, unrelated one.
 
 Weaviate's own fused hybrid scores are relative to each result set (the best hit always scores high), so they can
 rank candidates but cannot say "nothing here is relevant"; the absolute parts above can.
@@ -12,7 +34,7 @@ rank candidates but cannot say "nothing here is relevant"; the absolute parts ab
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -40,6 +62,32 @@ def keyword_coverage(query_tokens: Sequence[str], document_tokens: Iterable[str]
 
 def relevance(similarity: float, keyword: float, alpha: float) -> float:
     return alpha * max(similarity, 0.0) + (1.0 - alpha) * keyword
+
+
+def background(similarities: Sequence[float], index: int, prior: float) -> float:
+    """The query's similarity to the rest of its candidates: the mean over all but `index`, with `prior` counted as
+    one more candidate, so that two or three candidates do not decide the background alone."""
+    others = len(similarities) - 1
+    return (float(sum(similarities)) - similarities[index] + prior) / (others + 1)
+
+
+def passes_gate(
+    relevance_value: float, similarity: float, background_value: float, threshold: float, margin: float
+) -> bool:
+    """The no-match gate (module docstring): relevant at all, and standing out from the scene's background."""
+    return relevance_value >= threshold and similarity - background_value >= margin
+
+
+def standing_order[T](
+    rules: Sequence[T], relevance_of: Callable[[T], float], asserted_at: Callable[[T], datetime], threshold: float
+) -> list[T]:
+    """Standing rules in the order the budget is filled: those matching the conversation (relevance >= threshold),
+    most relevant first; then the others, newest first."""
+    matching = [rule for rule in rules if relevance_of(rule) >= threshold]
+    rest = [rule for rule in rules if relevance_of(rule) < threshold]
+    matching.sort(key=lambda rule: (-relevance_of(rule), -asserted_at(rule).timestamp()))
+    rest.sort(key=lambda rule: -asserted_at(rule).timestamp())
+    return matching + rest
 
 
 def rank_score(

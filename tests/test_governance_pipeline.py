@@ -124,7 +124,12 @@ def test_a_bare_negation_flags_the_session_and_holds_for_it_only(store: InsightS
     assert said.correction.type == "negative" and said.turn.signals.any
     (placed,) = said.learned
     assert placed.scope is Scope.SESSION
+    session = said.turn.session_id
+    in_session = store.recall("退货地址是哪里", scene="售后服务", user_id="u5", session_id=session, score_threshold=0.0)
+    assert [i.id for i in in_session.insights] == [placed.result.id]
     assert rules_for(store, "u5") == []  # not outside its session
+    elsewhere = store.recall("退货地址", scene="售后服务", user_id="u5", session_id="another", score_threshold=0.0)
+    assert elsewhere.insights == []
 
 
 def test_a_retried_message_learns_nothing_twice(store: InsightStore) -> None:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from hindsight_insights import ranking
+from hindsight_insights.config import NO_MARGIN, Settings
 
 
 def test_keyword_coverage_is_length_weighted() -> None:
@@ -58,3 +59,67 @@ def test_query_vector_weighs_the_newest_turn_most() -> None:
 )
 def test_same_instruction_only_when_nothing_but_wording_differs(a: str, b: str, same: bool) -> None:
     assert ranking.same_instruction(a, b) is same
+
+
+def test_background_is_the_mean_of_the_other_candidates_with_a_prior() -> None:
+    similarities = [0.5, 0.2, 0.3]
+    assert ranking.background(similarities, 0, prior=0.1) == pytest.approx((0.2 + 0.3 + 0.1) / 3)
+    assert ranking.background(similarities, 1, prior=0.1) == pytest.approx((0.5 + 0.3 + 0.1) / 3)
+    assert ranking.background([0.4], 0, prior=0.1) == pytest.approx(0.1)  # alone: the prior is the background
+
+
+@pytest.mark.parametrize(
+    ("relevance", "similarity", "background", "passes"),
+    [
+        (0.40, 0.45, 0.20, True),  # relevant and standing out
+        (0.40, 0.45, 0.35, False),  # relevant, but the whole scene is as close: a conversation about something else
+        (0.10, 0.30, 0.00, False),  # standing out, but not relevant enough
+        (0.13, 0.16, 0.00, True),  # exactly at both limits
+    ],
+)
+def test_gate_needs_relevance_and_a_margin_over_the_background(
+    relevance: float, similarity: float, background: float, passes: bool
+) -> None:
+    assert ranking.passes_gate(relevance, similarity, background, threshold=0.13, margin=0.16) is passes
+
+
+def test_plain_threshold_is_the_gate_without_margin() -> None:
+    assert ranking.passes_gate(0.2, 0.25, 0.9, threshold=0.17, margin=-2.0)
+    assert not ranking.passes_gate(0.16, 0.25, 0.0, threshold=0.17, margin=-2.0)
+
+
+def test_standing_order_puts_matching_rules_first_then_the_newest() -> None:
+    now = datetime(2026, 11, 29, tzinfo=UTC)
+    rules = {  # name: (relevance to the conversation, age in days)
+        "old, about this conversation": (0.40, 300),
+        "older, about it too, less": (0.20, 400),
+        "newest, unrelated": (0.05, 1),
+        "newer, unrelated": (0.10, 10),
+        "old, unrelated": (0.02, 200),
+    }
+    ordered = ranking.standing_order(
+        list(rules),
+        lambda name: rules[name][0],
+        lambda name: now - timedelta(days=rules[name][1]),
+        threshold=0.13,
+    )
+    assert ordered == [
+        "old, about this conversation",
+        "older, about it too, less",
+        "newest, unrelated",
+        "newer, unrelated",
+        "old, unrelated",
+    ]
+    # Within a budget of 2, both matching rules stay, however old; the newer unrelated ones wait.
+    assert ordered[:2] == ["old, about this conversation", "older, about it too, less"]
+
+
+def test_gate_constants_are_per_embedder() -> None:
+    use_m3 = Settings(_env_file=None)
+    assert (use_m3.relevance_threshold, use_m3.margin) == (0.13, 0.16)
+    openai = use_m3.model_copy(update={"embedder": "openai"})
+    assert (openai.relevance_threshold, openai.margin) == (0.17, NO_MARGIN)  # not calibrated: a plain threshold
+    configured = use_m3.model_copy(update={"score_threshold": 0.2})
+    assert (configured.relevance_threshold, configured.margin) == (0.2, NO_MARGIN)  # as configured, no margin
+    both = use_m3.model_copy(update={"score_threshold": 0.2, "background_margin": 0.1})
+    assert (both.relevance_threshold, both.margin) == (0.2, 0.1)

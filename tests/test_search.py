@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -262,3 +263,121 @@ def test_recall_keeps_the_two_channels_apart(store: InsightStore) -> None:
     assert [r.id for r in recall.standing] == [preference]
     assert [h.insight.id for h in recall.situational] == [fact]
     assert [i.id for i in recall.insights] == [preference, fact]
+
+
+RETURN_RULES = [
+    ("退货寄回地址", "当用户要退货或问寄到哪里时，提供杭州仓地址：余杭区良睦路1399号，并提醒在包裹内附订单号。"),
+    ("退款到账时间", "当用户问退款多久到账时，说明仓库签收后 3 个工作日内原路退回。"),
+    ("七天无理由退货", "当用户问还能不能退货时，从签收日起算 7 天内可无理由退货，商品需完好。"),
+    ("破损件需要照片", "当用户说收到的商品破损时，先请他上传外包装和破损处的照片，再办理退换。"),
+]
+
+
+def save_return_rules(store: InsightStore) -> dict[str, Any]:
+    return {
+        topic: save(store, RETURN_ADDRESS, topic=topic, action=action, observation="", evidence=f"quote: {topic}")
+        for topic, action in RETURN_RULES
+    }
+
+
+@pytest.mark.parametrize(
+    "conversation", ["What time does your office open on Saturdays?", "你们公司在招聘客服吗？怎么投简历？"]
+)
+def test_no_match_conversation_in_a_scene_with_insights_gets_nothing(store: InsightStore, conversation: str) -> None:
+    """Same scene, another subject: the no-match gate (ranking.py) injects nothing rather than the nearest rule."""
+    save_return_rules(store)
+    recall = store.recall(conversation, scene="售后服务")
+    assert recall.situational == [] and recall.standing == []
+
+
+def test_the_gate_still_finds_the_rule_a_conversation_is_about(store: InsightStore) -> None:
+    ids = save_return_rules(store)
+    recall = store.recall("How long until my refund shows up?", scene="售后服务")
+    assert [hit.insight.id for hit in recall.situational] == [ids["退款到账时间"]]
+
+
+def test_explicit_threshold_is_a_plain_threshold(store: InsightStore) -> None:
+    """A caller's score_threshold means what it did before the gate: no margin over the background."""
+    save_return_rules(store)
+    inputs = store.gate_inputs("How long until my refund shows up?", scene="售后服务")
+    plain = {
+        hit.insight.id
+        for hit in store.search("How long until my refund shows up?", scene="售后服务", score_threshold=0.1)
+    }
+    assert plain == {i.insight.id for i in inputs if i.relevance >= 0.1}
+
+
+BUDGET_USER = "u-qian"
+NEWER_UNRELATED = [
+    ("称呼钱总", "称呼这位用户为“钱总”，不要叫“钱先生”。"),
+    ("回复要短", "回复钱总时不超过五行。"),
+    ("文件用 Excel", "给钱总导出的文件一律用 Excel 格式。"),
+    ("日期格式", "给钱总写日期时用 YYYY-MM-DD。"),
+    ("不要表情符号", "回复钱总时不要使用表情符号。"),
+]
+
+
+def test_standing_rule_matching_the_conversation_survives_a_budget_of_newer_unrelated_ones(store: InsightStore) -> None:
+    now = datetime.now(UTC)
+    old = store.save(
+        InsightDraft.parse(
+            {
+                "topic": "报价币种",
+                "kind": "preference",
+                "scene": "采购",
+                "action": "给钱总报任何产品单价或报价时，一律用美元报价，并注明汇率的日期。",
+                "evidence": "以后报价都给我美元",
+                "user_id": BUDGET_USER,
+            }
+        ),
+        now=now - timedelta(days=400),
+    ).id
+    for age, (topic, action) in enumerate(NEWER_UNRELATED, start=1):
+        draft = {"topic": topic, "kind": "preference", "scene": "采购", "action": action, "evidence": topic}
+        store.save(InsightDraft.parse({**draft, "user_id": BUDGET_USER}), now=now - timedelta(days=age))
+    assert store.settings.standing_rule_budget == 5
+    newest_first = store.standing_rules(scene="采购", user_id=BUDGET_USER)
+    assert old not in [rule.id for rule in newest_first]  # by recency alone, the budget drops it
+    recall = store.recall("这批 M6 螺丝帮我报个单价，客户在等", scene="采购", user_id=BUDGET_USER)
+    assert len(recall.standing) == 5 and old in [rule.id for rule in recall.standing]  # by relevance first
+
+
+class CountingQuery:
+    """The real collection's query object, counting each query; every query waits at a barrier that only two
+    queries in flight at the same time can pass, so sequential queries would time out."""
+
+    def __init__(self, inner: Any, barrier: threading.Barrier) -> None:
+        self._inner = inner
+        self._barrier = barrier
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._inner, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(name)
+            self._barrier.wait(timeout=10)
+            return method(*args, **kwargs)
+
+        return counted
+
+
+class CountingCollection:
+    def __init__(self, inner: Any, query: CountingQuery) -> None:
+        self._inner = inner
+        self.query = query
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def test_recall_is_one_round_trip(store: InsightStore) -> None:
+    """Both channels in one round trip: one query each, in flight at the same time (the standing rules are read
+    while the conversation is embedded and searched)."""
+    save(store, TABLE_PREFERENCE)
+    fact = save(store, RETURN_ADDRESS, scene="方案对比")
+    counting = CountingQuery(store._insights.query, threading.Barrier(2))
+    store._insights = CountingCollection(store._insights, counting)  # type: ignore[assignment]
+    recall = store.recall("退货地址在哪？", scene="方案对比", user_id="u-wang")
+    assert sorted(counting.calls) == ["hybrid", "near_vector"]
+    assert [hit.insight.id for hit in recall.situational] == [fact] and len(recall.standing) == 1
