@@ -36,8 +36,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hindsight_insights.errors import InvalidInput
-from hindsight_insights.reflection.llm import LlmAnswer, LlmError
-from hindsight_insights.reflection.output import OutputSchema
+from hindsight_insights.reflection import LlmAnswer, LlmError, OutputSchema
 
 log = logging.getLogger(__name__)
 
