@@ -266,8 +266,10 @@ def _reflection_result(report: ReflectionReport, selection: ModelSelection) -> T
             variables=variables,
         )
     counts = [f"{name} {count}" for name, count in report.counts.items() if count and name != "dropped"]
-    learned = f"learned {len(saved)} insight(s) ({', '.join(counts)})" if counts else "nothing learned"
-    text = f"Reflected on session {report.session_id} with {selection.model}: {learned}"
+    summary = f"learned {len(saved)} insight(s)" if saved else "nothing new learned" if counts else "nothing learned"
+    if counts:
+        summary += f" ({', '.join(counts)})"
+    text = f"Reflected on session {report.session_id} with {selection.model}: {summary}"
     if report.dropped:
         text += f"; dropped {len(report.dropped)} ({dropped})"
     return ToolResult(text=f"{text}.", json=body, variables=variables)

@@ -9,10 +9,10 @@ where the call really crosses the daemon to the inner-API stand-in.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from decimal import Decimal
 from types import SimpleNamespace
 from typing import Any
 
@@ -131,8 +131,8 @@ def test_the_reflector_sends_system_and_user_messages_without_streaming_and_maps
     assert call["stream"] is False and call["model_config"] == ModelSelection.parse(MODEL_SELECTOR).model_config_dict()
     system, user = call["prompt_messages"]
     assert isinstance(system, SystemPromptMessage) and isinstance(user, UserPromptMessage)  # the SDK's own classes
-    assert str(system.content).startswith("你是反思步骤。\n\nJSON schema of the answer:\n{")
-    assert '"record_insights"' not in str(system.content) and '"evidence"' in str(system.content)
+    schema = json.dumps(REFLECTION_SCHEMA.json_schema, ensure_ascii=False)
+    assert system.content == f"你是反思步骤。\n\nJSON schema of the answer:\n{schema}"
     assert user.content == '<session id="S1">…</session>'
     assert answer.content == insight_reply()  # the reasoning block is not part of the answer
     assert (answer.tokens_in, answer.tokens_out, answer.model) == (3100, 140, "gpt-4o-mini")
@@ -163,10 +163,8 @@ def test_an_answer_of_content_parts_keeps_the_text_ones() -> None:
     message = AssistantPromptMessage(
         content=[TextPromptMessageContent(data='{"insights":'), TextPromptMessageContent(data="[]}")]
     )
-    usage = LLMUsage.empty_usage()
-    result = LLMResult(model="qwen-max", message=message, usage=usage)
-    assert answer_of(result, "fallback").content == '{"insights":[]}'
-    assert usage.prompt_price == Decimal("0.0")  # untouched
+    answer = answer_of(LLMResult(model="qwen-max", message=message, usage=LLMUsage.empty_usage()), "fallback")
+    assert (answer.content, answer.model, answer.tokens_in) == ('{"insights":[]}', "qwen-max", 0)
 
 
 # ---- the operation: whose session ------------------------------------------------------------------------------------
@@ -182,9 +180,13 @@ def stores(settings: Settings) -> StoreCache:
     return StoreCache(settings)
 
 
-def record_name_turns(stores: StoreCache, credentials: dict[str, Any], user: str, conversation: str) -> None:
+def record_name_turns(
+    stores: StoreCache, credentials: dict[str, Any], user: str, conversation: str, **mapping: str
+) -> None:
+    """NAME_TURNS through record_turn, for Dify's end user `user` (or the builder's `end_user_id` mapping)."""
     for turn in NAME_TURNS:
-        recorded = run(stores, "record_turn", credentials, turn, Context(user_id=user, conversation_id=conversation))
+        context = Context(user_id=user, conversation_id=conversation)
+        recorded = run(stores, "record_turn", credentials, {**turn, **mapping}, context)
         assert "error" not in recorded.json, recorded.json
 
 
@@ -192,7 +194,7 @@ def test_a_mapped_end_user_reflects_on_their_own_session_in_english(
     stores: StoreCache, plugin_credentials: dict[str, Any], plugin_store: InsightStore
 ) -> None:
     """Through hindsight_dify.invoke, as the tool file calls it: the session's `model.llm` is what reflects."""
-    record_name_turns(stores, {**plugin_credentials}, "app-user-7", "conv-mapped")
+    record_name_turns(stores, plugin_credentials, "dify-end-user", "conv-mapped", end_user_id="app-user-7")
     llm = RecordingLlm([insight_reply()])
     tool = SimpleNamespace(
         runtime=SimpleNamespace(user_id="dify-end-user", credentials=plugin_credentials),
@@ -217,6 +219,11 @@ def test_a_mapped_end_user_reflects_on_their_own_session_in_english(
     assert (saved.user_id, saved.source, saved.evidence.quote) == ("app-user-7", "reflection:dify", NAME_QUOTE)
     system = str(llm.calls[0]["prompt_messages"][0].content)
     assert system.startswith("You are the reflection step of Hindsight Insights")  # the builder's language
+    # The workflow calls it again at a later end of the same conversation: the model finds the same lesson.
+    llm.replies.append(insight_reply())
+    (_, again), (_, body), *variables = list(hindsight_dify.invoke(tool, "reflect_session", parameters, stores))
+    assert again == "Reflected on session conv-mapped with gpt-4o-mini: nothing new learned (unchanged 1)."
+    assert body["unchanged"] == [saved_id] and body["outcome"] == "nothing_learned" and body["learned"] == 0
 
 
 def test_another_users_session_is_refused_before_the_model_is_asked(
