@@ -1,4 +1,4 @@
-"""The four tools' operations: Dify parameters in, a core call, a ToolResult out. No business logic lives here.
+"""The tools' operations: Dify parameters in, a core call, a ToolResult out. No business logic lives here.
 
 Identity: every operation acts for the end user that Dify passes with the call. A builder may map another id (an
 app's own user id) with the `end_user_id` setting, a `form: form` parameter that only the builder sets; no
@@ -12,13 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from hindsight_dify.dify_model import DifyModelReflector, LlmInvocation, ModelSelection
 from hindsight_dify.params import Parameters, recent_turns
 from hindsight_dify.results import ToolResult
-from hindsight_insights.config import Language
-from hindsight_insights.errors import InvalidInput
+from hindsight_insights.config import Language, Settings
+from hindsight_insights.errors import HindsightError, InvalidInput, NotFound
 from hindsight_insights.governance.recording import record_turn as record
 from hindsight_insights.governance.routing import Placed, learn
-from hindsight_insights.models import Insight, InsightDraft, TurnDraft
+from hindsight_insights.models import Insight, InsightDraft, SaveStatus, TurnDraft
+from hindsight_insights.reflection import ReflectionEngine, ReflectionReport
 from hindsight_insights.rules import render_rules
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.insights import MAX_TOP_K
@@ -31,6 +33,8 @@ class Context:
     user_id: str | None
     conversation_id: str | None = None
     message_id: str | None = None
+    # The tool session's backwards invocation of the workspace's models (session.model.llm); None outside Dify.
+    llm: LlmInvocation | None = None
 
 
 def acting_user(parameters: Parameters, context: Context) -> str:
@@ -122,12 +126,18 @@ def _insight_summary(insight: Insight, channel: str, score: float | None = None)
     return summary
 
 
-def search_insight(store: InsightStore, parameters: Parameters, context: Context) -> ToolResult:
-    settings = store.settings
+def _language(parameters: Parameters, settings: Settings) -> Language:
+    """The node's `language`, else the provider's default."""
     languages: dict[str, Language] = {"zh": "zh", "en": "en"}
     language = languages.get(parameters.text("language") or settings.language)
     if language is None:
         raise InvalidInput([("language", "must be zh or en")])
+    return language
+
+
+def search_insight(store: InsightStore, parameters: Parameters, context: Context) -> ToolResult:
+    settings = store.settings
+    language = _language(parameters, settings)
     recall = store.recall(
         recent_turns(parameters.text("query") or ""),
         scene=parameters.text("scene") or "general",
@@ -230,6 +240,73 @@ def forget_user(store: InsightStore, parameters: Parameters, context: Context) -
     return _with_ignored(ToolResult(text=text, json=body), parameters.ignored())
 
 
+def reflect_session(store: InsightStore, parameters: Parameters, context: Context) -> ToolResult:
+    """Reflect on one of the acting user's sessions with the model the builder picked, and save what it teaches.
+
+    Whose session: the builder's `session_id` (form) or Dify's conversation, never a model-filled value; a session
+    with turns of anyone but the acting user is refused before any model call. A failed reflection (the model
+    unreachable, its answer malformed twice) is an error result carrying the report.
+    """
+    user = acting_user(parameters, context)
+    selection = ModelSelection.parse(parameters.mapping("model"))
+    language = _language(parameters, store.settings)
+    session_id = parameters.text("session_id") or context.conversation_id
+    if not session_id:
+        raise InvalidInput(
+            [("session_id", "Dify passed no conversation with this call (a workflow has none); set session_id")]
+        )
+    if context.llm is None:
+        raise HindsightError("this call came without access to Dify's models (backwards invocation); nothing was read")
+    turns = store.turns.session(session_id)
+    if not turns:
+        raise NotFound(f"no turns are recorded for session {session_id}: record_turn stores them; nothing was read")
+    if any(turn.user_id != user for turn in turns):
+        raise InvalidInput(
+            [
+                (
+                    "session_id",
+                    f"session {session_id} holds turns of another user than the one this call acts for ({user}); "
+                    "reflect_session reads only the acting user's sessions",
+                )
+            ]
+        )
+    engine = ReflectionEngine(store, DifyModelReflector(context.llm, selection), language=language)
+    report = engine.reflect_session(session_id, user_id=user)  # the engine checks the owner again as it reads
+    return _with_ignored(_reflection_result(report, selection), parameters.ignored())
+
+
+def _reflection_result(report: ReflectionReport, selection: ModelSelection) -> ToolResult:
+    saved = [i for status in _LEARNED for i in report.ids_for(status)]
+    # What a workflow branches on; the same values are in the JSON (its `outcome` says more than the report's ok).
+    variables: dict[str, Any] = {
+        "learned": len(saved),
+        "outcome": "failed" if report.outcome == "failed" else "learned" if saved else "nothing_learned",
+        "insight_ids": ",".join(str(i) for i in saved),
+    }
+    body = report.model_dump(mode="json", exclude=_NOT_IN_DIFY) | variables | {"provider": selection.provider}
+    dropped = ", ".join(sorted({d.reason for d in report.dropped}))
+    if report.outcome == "failed":
+        # Saving stops at the first write that fails, and the reason then says what was saved before it.
+        kept = "" if saved else " Nothing was saved."
+        error = {
+            "type": "reflection_failed",
+            "message": f"reflection on session {report.session_id} failed: {report.reason}.{kept}",
+        }
+        return ToolResult(
+            text=f"Error (reflection_failed): {error['message']}",
+            json={"error": error, "report": body},
+            variables=variables,
+        )
+    counts = [f"{name} {count}" for name, count in report.counts.items() if count and name != "dropped"]
+    summary = f"learned {len(saved)} insight(s)" if saved else "nothing new learned" if counts else "nothing learned"
+    if counts:
+        summary += f" ({', '.join(counts)})"
+    text = f"Reflected on session {report.session_id} with {selection.model}: {summary}"
+    if report.dropped:
+        text += f"; dropped {len(report.dropped)} ({dropped})"
+    return ToolResult(text=f"{text}.", json=body, variables=variables)
+
+
 def _clauses(notes: list[str]) -> str:
     return f", {'; '.join(notes)}" if notes else ""
 
@@ -249,9 +326,15 @@ OPERATIONS: dict[str, Operation] = {
     "search_insight": search_insight,
     "record_turn": record_turn,
     "forget_user": forget_user,
+    "reflect_session": reflect_session,
 }
 # Variables a workflow wires: emitted, empty, when the call fails, so that a reference never renders as text.
 ERROR_VARIABLES: dict[str, dict[str, Any]] = {
     "search_insight": {"rules": "", "injected_ids": ""},
     "record_turn": {"correction_type": "none", "correction_confidence": 0.0},
+    "reflect_session": {"learned": 0, "outcome": "failed", "insight_ids": ""},
 }
+# Save statuses that count as learned; `unchanged` means the model found what was already known.
+_LEARNED: tuple[SaveStatus, ...] = ("created", "merged", "superseded", "updated", "pending_review")
+# Report fields that mean nothing for Dify's invocation: no prompt-cache counts, never a batch.
+_NOT_IN_DIFY = {"cached_tokens", "cache_write_tokens", "cached_share", "via_batch"}

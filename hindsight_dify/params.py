@@ -59,6 +59,20 @@ class Parameters:
             raise InvalidInput([(name, "must be a JSON array or comma-separated text")])
         return [part.strip() for part in re.split(r"[,，、\n]", value) if part.strip()]
 
+    def mapping(self, name: str) -> dict[str, Any] | None:
+        """An object parameter (a model selector's value): a JSON object, or its text."""
+        value = self._get(name)
+        if value is None:
+            return None
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except (json.JSONDecodeError, RecursionError):
+                raise InvalidInput([(name, "must be a JSON object, not text")]) from None
+        if not isinstance(value, dict):
+            raise InvalidInput([(name, f"must be a JSON object, not {_kind(value)}")])
+        return value
+
     def boolean(self, name: str) -> bool:
         value = self._get(name)
         if value is None or isinstance(value, bool):

@@ -157,14 +157,16 @@ STORES = StoreCache()
 def invoke(tool: Any, operation: str, parameters: Mapping[str, Any], stores: StoreCache = STORES) -> Iterator[Any]:
     """The body of a Dify tool's `_invoke`: run the operation and yield its messages.
 
-    `tool` is the dify_plugin Tool; only its runtime, session and `create_*_message` methods are used, so this
-    package never imports dify_plugin (which monkey-patches gevent on import).
+    `tool` is the dify_plugin Tool; only its runtime, session (with its backwards model invocation) and
+    `create_*_message` methods are used, so this package never imports dify_plugin (which monkey-patches gevent on
+    import).
     """
     session = getattr(tool, "session", None)
     context = Context(
         user_id=tool.runtime.user_id,
         conversation_id=getattr(session, "conversation_id", None),
         message_id=getattr(session, "message_id", None),
+        llm=getattr(getattr(session, "model", None), "llm", None),
     )
     result = run(stores, operation, tool.runtime.credentials, parameters, context)
     yield tool.create_text_message(result.text)

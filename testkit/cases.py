@@ -76,3 +76,50 @@ def preference_of(user: str) -> dict[str, Any]:
         "action": f"Call the user {user}.",
         "evidence": user,
     }
+
+
+# ---- reflect_session -------------------------------------------------------------------------------------------------
+
+# A model-selector parameter's value as Dify's tool node sends it (scope llm): the builder's pick in the node.
+MODEL_SELECTOR: dict[str, Any] = {
+    "provider": "langgenius/openai/openai",
+    "model": "gpt-4o-mini",
+    "model_type": "llm",
+    "mode": "chat",
+    "completion_params": {"temperature": 0.2},
+}
+
+NAME_QUOTE = "叫我老王就行，别叫王老师"
+# A conversation in three turns, as record_turn stores it: a form of address corrected in turn 1.
+NAME_TURNS: list[dict[str, Any]] = [
+    {
+        "user_message": "帮我对比一下 Redis 和 Memcached 做会话缓存",
+        "assistant_message": "王老师您好：Redis 支持持久化和丰富的数据结构，Memcached 更轻量。",
+    },
+    {
+        "user_message": f"{NAME_QUOTE}。结论是哪个？",
+        "assistant_message": "好的老王。结论：会话缓存选 Redis。",
+        "correction": True,
+    },
+    {"user_message": "好的，谢谢", "assistant_message": "不客气！"},
+]
+
+
+def insight_reply(quote: str = NAME_QUOTE, *, turn: int = 1, fenced: bool = True) -> str:
+    """What a chat model answers the reflection prompt with: the insights object, fenced in ```json as gpt-4o-mini
+    often does when no response format is forced."""
+    insight = {
+        "topic": "称呼",
+        "kind": "preference",
+        "scene": "general",
+        "observation": f"助手称用户为“王老师”，用户说“{quote}”。",
+        "action": "当你称呼这位用户时，叫他“老王”，不要叫“王老师”。",
+        "evidence": {"quote": quote, "turn": turn, "session": "S1"},
+        "confidence": 0.9,
+        "tags": ["称呼"],
+        "scope": "user",
+        "condition": "universal",
+        "condition_detail": None,
+    }
+    text = json.dumps({"insights": [insight]}, ensure_ascii=False, indent=2)
+    return f"```json\n{text}\n```" if fenced else text

@@ -12,7 +12,11 @@ plugin.py, PluginInvokeLLMApi; the daemon's internal/core/dify_invocation/calldi
   finish_reason "stop"; non-streaming sends the whole message in one chunk with usage and finish_reason "", as
   PluginModelBackwardsInvocation.invoke_llm does.
 
-Other backwards calls are recorded and answered `{"data": null, "error": ...}`, as Dify answers a failed call.
+A model that fails (the provider's quota, a rate limit, a timeout) is answered as Dify's
+BaseBackwardsInvocation.convert_to_event_stream reports an exception: one frame `{"data": null, "error": message}`.
+A test chooses the answers: `reply` is called with each request; `ReplyQueue` answers with the next of a list of
+texts and `ModelFailure`s. Other backwards calls are recorded and answered `{"data": null, "error": ...}`, as Dify
+answers a failed call.
 """
 
 from __future__ import annotations
@@ -30,6 +34,25 @@ HEADER_LENGTH = 0x0A
 PREFIX = "/inner/api/"
 
 LLMReply = Callable[[dict[str, Any]], str]
+
+
+class ModelFailure(Exception):
+    """Raised by a reply: the workspace's model failed, and Dify streams its message back as an error frame."""
+
+
+@dataclass
+class ReplyQueue:
+    """Answers each LLM invocation with the next reply in order: a text, or a ModelFailure to report."""
+
+    replies: list[str | ModelFailure]
+
+    def __call__(self, request: dict[str, Any]) -> str:
+        if not self.replies:
+            raise ModelFailure("the test stand-in has no reply left for this call")
+        reply = self.replies.pop(0)
+        if isinstance(reply, ModelFailure):
+            raise reply
+        return reply
 
 
 def frame(payload: dict[str, Any]) -> bytes:
@@ -169,7 +192,12 @@ def _handler_for(api: InnerApi) -> type[BaseHTTPRequestHandler]:
             elif not isinstance(body, dict) or not body.get("tenant_id") or not body.get("user_id"):
                 self._send(400, "application/json", b'{"message": "tenant_id and user_id are required"}')
             elif call.path == "invoke/llm":
-                frames = b"".join(frame({"data": chunk, "error": ""}) for chunk in llm_chunks(body, api.reply(body)))
+                try:
+                    text = api.reply(body)
+                except ModelFailure as failure:
+                    frames = frame({"data": None, "error": str(failure)})
+                else:
+                    frames = b"".join(frame({"data": chunk, "error": ""}) for chunk in llm_chunks(body, text))
                 self._send(200, "text/event-stream", frames)
             else:
                 error = {"data": None, "error": f"{call.path} is not answered by the test stand-in"}

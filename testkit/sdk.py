@@ -1,4 +1,4 @@
-"""The Dify SDK's test driver (PluginRunner) and message types, imported without gevent's monkey-patching.
+"""The Dify SDK's test driver (PluginRunner), message and model types, imported without gevent's monkey-patching.
 
 `import dify_plugin` runs `gevent.monkey.patch_all(sys=True)` as its first side effect: right for a plugin process,
 wrong for a test or benchmark process. Patched there, every thread becomes a greenlet, a blocking read stalls the
@@ -41,17 +41,32 @@ with warnings.catch_warnings():
         ToolInvokeRequest,
         ToolValidateCredentialsRequest,
     )
-    from dify_plugin.entities.model.llm import LLMResultChunk
+    from dify_plugin.entities.model.llm import LLMModelConfig, LLMResult, LLMResultChunk, LLMUsage
+    from dify_plugin.entities.model.message import (
+        AssistantPromptMessage,
+        PromptMessageRole,
+        SystemPromptMessage,
+        TextPromptMessageContent,
+        UserPromptMessage,
+    )
     from dify_plugin.entities.tool import ToolInvokeMessage
     from dify_plugin.integration.run import PluginRunner
 
 __all__ = [
+    "AssistantPromptMessage",
     "IntegrationConfig",
+    "LLMModelConfig",
+    "LLMResult",
     "LLMResultChunk",
+    "LLMUsage",
     "PluginInvokeType",
     "PluginRunner",
+    "PromptMessageRole",
+    "SystemPromptMessage",
+    "TextPromptMessageContent",
     "ToolActions",
     "ToolInvokeMessage",
     "ToolInvokeRequest",
     "ToolValidateCredentialsRequest",
+    "UserPromptMessage",
 ]

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from testkit.inner_api import InnerApi, frame, unframe
+from testkit.inner_api import InnerApi, ModelFailure, ReplyQueue, frame, unframe
 from testkit.sdk import LLMResultChunk
 
 KEY = "inner-key"
@@ -76,6 +76,18 @@ def test_every_call_is_recorded(inner_api: InnerApi) -> None:
     post(inner_api, "invoke/llm", {**LLM_REQUEST, "stream": False})
     (call,) = inner_api.calls_to("invoke/llm")
     assert call.body["prompt_messages"][0]["content"] == "叫我老王" and call.headers["x-inner-api-key"] == KEY
+
+
+def test_a_reply_queue_answers_in_order_and_a_model_failure_is_an_error_frame(inner_api: InnerApi) -> None:
+    inner_api.reply = ReplyQueue(["{not json", ModelFailure("[openai] Rate Limit Error: quota exceeded"), "{}"])
+    answers = [list(unframe(post(inner_api, "invoke/llm", {**LLM_REQUEST, "stream": False}).content)) for _ in "1234"]
+    assert [LLMResultChunk.model_validate(a[0]["data"]).delta.message.content for a in (answers[0], answers[2])] == [
+        "{not json",
+        "{}",
+    ]
+    # Dify's convert_to_event_stream: BaseBackwardsInvocationResponse(error=str(e)), data left null.
+    assert answers[1] == [{"data": None, "error": "[openai] Rate Limit Error: quota exceeded"}]
+    assert answers[3] == [{"data": None, "error": "the test stand-in has no reply left for this call"}]
 
 
 def test_a_wrong_key_gets_404_as_from_dify(inner_api: InnerApi) -> None:

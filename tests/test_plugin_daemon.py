@@ -2,13 +2,15 @@
 
 The module's fixture starts PostgreSQL, Redis, a stand-in for Dify's inner API and the daemon, migrates with
 `dify migrate`, uploads and installs the package `make package` builds, and polls the install task. The tests then
-go through dispatch: credential validation, each tool's happy path and one error path, a daemon restart, and a
-backwards LLM call answered by the stand-in. They run once per CI run (marker `daemon`): they test the runtime
-wiring, which does not change with the Weaviate version.
+go through dispatch: credential validation, each tool's happy path and one error path, a daemon restart, and
+backwards LLM calls answered by the stand-in: the probe plugin's, and `reflect_session`'s, where the stand-in
+answers as Dify's API server would with the model's reply that each test chooses. They run once per CI run (marker
+`daemon`): they test the runtime wiring, which does not change with the Weaviate version.
 """
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,13 +21,21 @@ from typing import Any
 import httpx
 import pytest
 
+from hindsight_insights.models import Insight, InsightStatus
 from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import LocalWeaviate, free_port
 from scripts.package_plugin import BUILDER_README, ROOT
-from testkit.cases import RETURN_ADDRESS, preference_of
+from testkit.cases import (
+    MODEL_SELECTOR,
+    NAME_QUOTE,
+    NAME_TURNS,
+    RETURN_ADDRESS,
+    insight_reply,
+    preference_of,
+)
 from testkit.daemon import DaemonClient, DaemonStack
-from testkit.inner_api import unframe
-from testkit.messages import PluginError, credentials_for, error_of
+from testkit.inner_api import InnerCall, ModelFailure, ReplyQueue, unframe
+from testkit.messages import PluginError, ToolOutput, credentials_for, error_of
 from testkit.probe import PLUGIN_ID as PROBE_ID
 from testkit.probe import PROVIDER as PROBE_PROVIDER
 from testkit.probe import package_probe
@@ -72,6 +82,7 @@ def test_installed_with_its_tools_and_both_readmes(daemon: Installed) -> None:
         "search_insight",
         "record_turn",
         "forget_user",
+        "reflect_session",
     ]
     english = daemon.client.readme(daemon.unique_identifier, "en_US")
     chinese = daemon.client.readme(daemon.unique_identifier, "zh_Hans")
@@ -210,6 +221,203 @@ def test_inner_api_refuses_a_wrong_key_as_dify_does(daemon: Installed) -> None:
         json={"tenant_id": "t", "user_id": "u", "model": "m", "stream": False},
     )
     assert [frame["data"]["delta"]["finish_reason"] for frame in unframe(right.content)] == [""]
+
+
+# ---- reflect_session: the plugin's own backwards LLM call ----------------------------------------------------------
+
+
+def record_session(daemon: Installed, credentials: dict[str, Any], user: str) -> str:
+    """The three turns of NAME_TURNS, recorded by record_turn in one Dify conversation of `user`."""
+    conversation = f"conv-{uuid.uuid4().hex[:8]}"
+    for turn in NAME_TURNS:
+        recorded = daemon.client.invoke_tool(
+            "record_turn", turn, credentials, user_id=user, conversation_id=conversation
+        )
+        assert "error" not in recorded.json, recorded.json
+    return conversation
+
+
+def reflect(
+    daemon: Installed, credentials: dict[str, Any], user: str, conversation: str, replies: list[str | ModelFailure]
+) -> tuple[ToolOutput, list[InnerCall]]:
+    """reflect_session at the end of the conversation, the stand-in answering with `replies` in order; returns the
+    tool's output and the LLM invocations the stand-in received for it."""
+    inner_api = daemon.stack.inner_api
+    before = len(inner_api.calls_to("invoke/llm"))
+    inner_api.reply = ReplyQueue(list(replies))
+    output = daemon.client.invoke_tool(
+        "reflect_session", {"model": MODEL_SELECTOR}, credentials, user_id=user, conversation_id=conversation
+    )
+    return output, inner_api.calls_to("invoke/llm")[before:]
+
+
+def prompt_tokens(call: InnerCall) -> int:
+    """The prompt tokens the stand-in reports for a call (testkit.inner_api.llm_chunks: one per character)."""
+    return sum(len(str(message["content"])) for message in call.body["prompt_messages"])
+
+
+def active_of(store: InsightStore, user: str) -> list[Insight]:
+    return store.list_insights(status=InsightStatus.ACTIVE, user_id=user)
+
+
+def rules_for(daemon: Installed, credentials: dict[str, Any], user: str) -> str:
+    found = daemon.client.invoke_tool("search_insight", {"query": "你好"}, credentials, user_id=user)
+    return str(found.variables["rules"])
+
+
+def test_reflect_session_learns_with_the_workspaces_model_for_the_acting_user_only(
+    daemon: Installed, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    conversation = record_session(daemon, plugin_credentials, "lao-wang")
+
+    output, (call,) = reflect(daemon, plugin_credentials, "lao-wang", conversation, [insight_reply()])
+
+    # What Dify's API server received: the builder's model, the acting user, and the transcript.
+    assert call.body["tenant_id"] == daemon.client.tenant_id and call.body["user_id"] == "lao-wang"
+    # The daemon relays the model config with the model type as `type` (its RequestInvokeLLM).
+    sent = {key: call.body[key] for key in ("provider", "model", "type", "mode", "completion_params")}
+    picked = {key: MODEL_SELECTOR[key] for key in ("provider", "model", "mode", "completion_params")}
+    assert sent == {**picked, "type": "llm"} and call.body["stream"] is False
+    system, user = call.body["prompt_messages"]
+    assert (system["role"], user["role"]) == ("system", "user")
+    assert "JSON schema of the answer" in system["content"] and conversation not in system["content"]
+    for turn in NAME_TURNS:
+        assert (
+            f"用户：{turn['user_message']}" in user["content"]
+            and f"助手：{turn['assistant_message']}" in user["content"]
+        )
+    # The report, as JSON, text and variables. record_turn's detector learned the template's rule from the second
+    # message at once; the model's wording is the newer version of that slot.
+    (saved_id,) = output.json["superseded"]
+    assert output.types == ["text", "json", "variable", "variable", "variable"]
+    assert output.variables == {"learned": 1, "outcome": "learned", "insight_ids": saved_id}
+    assert output.texts == [
+        f"Reflected on session {conversation} with gpt-4o-mini: learned 1 insight(s) (superseded 1)."
+    ]
+    report = output.json
+    assert (report["session_id"], report["user_id"], report["candidates"], report["llm_calls"]) == (
+        conversation,
+        "lao-wang",
+        1,
+        1,
+    )
+    assert report["tokens_in"] == prompt_tokens(call) > 1000 and report["tokens_out"] > 0 and report["dropped"] == []
+    assert (report["model"], report["provider"], report["source"]) == (
+        "gpt-4o-mini",
+        MODEL_SELECTOR["provider"],
+        "reflection:dify",
+    )
+    # Saved for the acting user, with the user's own words as evidence; no one else gets the rule.
+    saved = plugin_store.get(saved_id)
+    assert (saved.user_id, saved.scope.value, saved.status.value) == ("lao-wang", "user", "active")
+    assert (saved.evidence.quote, saved.evidence.session_id, saved.evidence.turn) == (NAME_QUOTE, conversation, 1)
+    assert "老王" in rules_for(daemon, plugin_credentials, "lao-wang")
+    assert rules_for(daemon, plugin_credentials, "xiao-li") == ""
+
+
+def test_reflect_session_asks_once_more_after_a_malformed_reply(
+    daemon: Installed, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    conversation = record_session(daemon, plugin_credentials, "lao-wang")
+    prose = "好的，我来总结：用户希望被称呼为“老王”，并且希望先给结论。"
+
+    output, (first, second) = reflect(daemon, plugin_credentials, "lao-wang", conversation, [prose, insight_reply()])
+
+    assert output.json["llm_calls"] == 2 and output.variables["learned"] == 1
+    assert output.json["tokens_in"] == prompt_tokens(first) + prompt_tokens(second)  # both calls are counted
+    assert first.body["prompt_messages"][0] == second.body["prompt_messages"][0]  # the same system part
+    retry = second.body["prompt_messages"][1]["content"]
+    assert retry.startswith(first.body["prompt_messages"][1]["content"]) and "你上一次的回答无法使用" in retry
+    assert len(active_of(plugin_store, "lao-wang")) == 1 and plugin_store.count(user_id="lao-wang") == (2, 3)
+
+    failed, calls = reflect(
+        daemon, plugin_credentials, "lao-wang", conversation, [prose, '```json\n{"insights": [\n```']
+    )
+    error = error_of(failed)
+    assert error["type"] == "reflection_failed" and "malformed output twice" in error["message"]
+    assert error["message"].endswith("Nothing was saved.") and len(calls) == 2
+    assert failed.json["report"]["llm_calls"] == 2 and failed.json["report"]["outcome"] == "failed"
+    assert failed.variables == {"learned": 0, "outcome": "failed", "insight_ids": ""}
+    assert len(active_of(plugin_store, "lao-wang")) == 1 and plugin_store.count(user_id="lao-wang") == (2, 3)
+
+
+def test_reflect_session_drops_a_quote_the_user_never_said(
+    daemon: Installed, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    conversation = record_session(daemon, plugin_credentials, "lao-wang")
+    real = json.loads(insight_reply(fenced=False))["insights"][0]
+    invented = {
+        **real,
+        "topic": "回答语言",
+        "action": "当你回答这位用户时，用英文回答。",
+        "evidence": {"quote": "以后都用英文回答我", "turn": 1, "session": "S1"},
+    }
+    reply = json.dumps({"insights": [invented, real]}, ensure_ascii=False)
+
+    output, _ = reflect(daemon, plugin_credentials, "lao-wang", conversation, [reply])
+
+    assert output.variables["learned"] == 1 and output.json["candidates"] == 2
+    (dropped,) = output.json["dropped"]
+    assert (dropped["index"], dropped["topic"], dropped["reason"]) == (0, "回答语言", "quote_not_in_transcript")
+    assert output.json["counts"]["dropped"] == 1 and "dropped 1 (quote_not_in_transcript)" in output.texts[0]
+    assert [i.topic for i in active_of(plugin_store, "lao-wang")] == ["称呼"]
+
+
+def test_reflect_session_refuses_another_users_session(
+    daemon: Installed, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    conversation = record_session(daemon, plugin_credentials, "lao-wang")
+    for parameters in ({"model": MODEL_SELECTOR}, {"model": MODEL_SELECTOR, "session_id": conversation}):
+        before = len(daemon.stack.inner_api.calls_to("invoke/llm"))
+        refused = daemon.client.invoke_tool(
+            "reflect_session", parameters, plugin_credentials, user_id="xiao-li", conversation_id=conversation
+        )
+        error = error_of(refused)
+        assert error["type"] == "invalid_input" and error["problems"][0]["field"] == "session_id"
+        assert "reads only the acting user's sessions" in error["message"] and "lao-wang" not in error["message"]
+        assert refused.variables == {"learned": 0, "outcome": "failed", "insight_ids": ""}
+        assert len(daemon.stack.inner_api.calls_to("invoke/llm")) == before  # the model never saw it
+    assert plugin_store.count() == (1, 3)  # only what record_turn learned from lao-wang's own message
+
+
+def test_reflect_session_that_learns_nothing(
+    daemon: Installed, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    conversation = record_session(daemon, plugin_credentials, "lao-wang")
+    output, _ = reflect(daemon, plugin_credentials, "lao-wang", conversation, ['{"insights": []}'])
+    assert output.variables == {"learned": 0, "outcome": "nothing_learned", "insight_ids": ""}
+    assert output.texts == [f"Reflected on session {conversation} with gpt-4o-mini: nothing learned."]
+    assert output.json["candidates"] == 0 and output.json["llm_calls"] == 1 and "error" not in output.json
+    assert plugin_store.count() == (1, 3)  # only what record_turn learned at once
+
+
+def test_reflect_session_when_the_workspaces_model_fails(
+    daemon: Installed, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    """Dify streams the provider's error back ({data: null, error}); the tool reports it, with no traceback."""
+    conversation = record_session(daemon, plugin_credentials, "lao-wang")
+    quota = "[openai] Error: You exceeded your current quota, please check your plan and billing details."
+    output, calls = reflect(daemon, plugin_credentials, "lao-wang", conversation, [ModelFailure(quota)])
+    error = error_of(output)
+    assert error["type"] == "reflection_failed" and len(calls) == 1
+    assert (
+        "the model call failed: Dify's model langgenius/openai/openai/gpt-4o-mini could not be invoked"
+        in error["message"]
+    )
+    assert "You exceeded your current quota" in error["message"]
+    assert output.variables["outcome"] == "failed" and plugin_store.count() == (1, 3)  # record_turn's only
+    # The warning went through the SDK's log handler (main.py): the daemon records it as the plugin's log, and
+    # nothing reached stderr.
+    ours = [
+        line
+        for line in daemon.stack.daemon.log().splitlines()
+        if "plugin=hindsight-insights/hindsight_insights:" in line
+    ]
+    assert any(
+        "plugin instance log" in line and f"reflection on ['{conversation}'] failed: the model call failed" in line
+        for line in ours
+    )
+    assert [line for line in ours if "plugin stderr" in line] == []
 
 
 # ---- restart -------------------------------------------------------------------------------------------------------

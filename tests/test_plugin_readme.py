@@ -13,7 +13,7 @@ from scripts.package_plugin import BUILDER_README, ROOT
 ENGLISH = (ROOT / BUILDER_README).read_text()
 CHINESE = (ROOT / "readme" / "README_zh_Hans.md").read_text()
 CODE = re.compile(r"`([^`]+)`")
-TOOLS = ["save_insight", "search_insight", "record_turn", "forget_user"]
+TOOLS = ["save_insight", "search_insight", "record_turn", "forget_user", "reflect_session"]
 
 
 def sections(text: str) -> list[str]:

@@ -4,6 +4,13 @@ fixture (tests/conftest.py) starts it once per session.
 
 The CLI's `plugin run` creates each call's session without a conversation, so `record_turn` gets its session id as
 a parameter here; the daemon tests cover the default from the conversation.
+
+PluginRunner cannot answer a plugin's backwards calls: its protocol with the CLI carries only the tool's own messages.
+The CLI answers a backwards LLM invocation itself, without any inner API, always with the same placeholder ("hello
+world world ! !", 100 prompt and 100 completion tokens; seen with the probe plugin, streaming or not), so a test here
+cannot choose the model's answer. `reflect_session` under PluginRunner therefore shows its failure path for a reply
+that is not JSON (asked once more, then an error result); the tests that choose the model's reply run in Dify's
+plugin daemon with the inner-API stand-in (tests/test_plugin_daemon.py).
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ from testkit.cases import (
     BAD_SAVES,
     BAD_SEARCHES,
     BAD_TURNS,
+    MODEL_SELECTOR,
+    NAME_TURNS,
     ODD_INPUTS,
     RETURN_ADDRESS,
     TABLE_PREFERENCE,
@@ -293,6 +302,30 @@ def test_forget_user_deletes_the_callers_data_after_confirmation(
         "Deleted 1 insights and 1 turns of user alice, and removed their words from 0 project-wide insights."
     ]
     assert plugin_store.count(user_id="alice") == (0, 0) and plugin_store.count(user_id="bob") == (1, 1)
+
+
+# ---- reflect_session: the CLI's own answer to a backwards LLM call --------------------------------------------------
+
+
+def test_reflect_session_with_the_clis_placeholder_model_answer(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    session = f"runner-{uuid.uuid4().hex[:8]}"
+    for turn in NAME_TURNS:
+        runner.invoke_tool("record_turn", {**turn, "session_id": session}, plugin_credentials, user_id="lao-wang")
+    parameters = {"model": MODEL_SELECTOR, "session_id": session}
+
+    output = runner.invoke_tool("reflect_session", parameters, plugin_credentials, user_id="lao-wang")
+
+    error = error_of(output)  # the placeholder is not JSON: asked once more, then a failed report
+    assert error["type"] == "reflection_failed" and "malformed output twice" in error["message"], error
+    report = output.json["report"]
+    assert (report["llm_calls"], report["tokens_in"], report["tokens_out"]) == (2, 200, 200)
+    assert (report["model"], report["provider"]) == ("gpt-4o-mini", "langgenius/openai/openai")
+    assert output.variables == {"learned": 0, "outcome": "failed", "insight_ids": ""}
+    assert plugin_store.count() == (1, 3)  # only what record_turn learned at once from the second message
+    refused = runner.invoke_tool("reflect_session", parameters, plugin_credentials, user_id="xiao-li")
+    assert error_of(refused)["problems"][0]["field"] == "session_id"
 
 
 # ---- identity: a tool acts for Dify's end user; nothing the model fills chooses whose data -------------------------

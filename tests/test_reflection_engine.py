@@ -207,6 +207,23 @@ def test_sessions_that_cannot_be_reflected_on_cost_no_call(store: InsightStore, 
     assert api.requests == []
 
 
+def test_a_caller_acting_for_one_user_cannot_reflect_on_anothers_session(
+    store: InsightStore, api: FakeAnthropicApi
+) -> None:
+    record(store, "s-alice", "u_alice", "general", [(NAME_QUOTE, "好的老王。")])
+    engine, _ = anthropic_engine(store, api)
+
+    refused = engine.reflect_session("s-alice", user_id="u_bob")
+    anomaly = engine.reflect_anomaly("s-alice", user_id="u_bob")
+
+    for report in (refused, anomaly):
+        assert report.outcome == "failed" and report.user_id is None and report.llm_calls == 0
+        assert report.reason == "the session's turns belong to another user than the one this reflection acts for"
+    assert "u_alice" not in str(refused.reason) and api.requests == []
+    api.on("POST", "/v1/messages", ok(answer()))
+    assert engine.reflect_session("s-alice", user_id="u_alice").outcome == "ok"  # the session's own user may
+
+
 def test_a_ten_turn_session_costs_one_call_and_reports_its_prompt_tokens(
     store: InsightStore, api: FakeAnthropicApi
 ) -> None:

@@ -94,22 +94,23 @@ class ReflectionEngine:
 
     # ---- entry points ---------------------------------------------------------------------------------------
 
-    def reflect_session(self, session_id: str) -> ReflectionReport:
-        """At session end: what this session teaches."""
-        return self.reflect([session_id], "session")
+    def reflect_session(self, session_id: str, *, user_id: str | None = None) -> ReflectionReport:
+        """At session end: what this session teaches. With `user_id`, only a session of that user is read."""
+        return self.reflect([session_id], "session", user_id=user_id)
 
-    def reflect_anomaly(self, session_id: str) -> ReflectionReport:
+    def reflect_anomaly(self, session_id: str, *, user_id: str | None = None) -> ReflectionReport:
         """On a flagged turn (dislike, tool error, stopped generation, correction): what went wrong and what to do."""
-        return self.reflect([session_id], "anomaly")
+        return self.reflect([session_id], "anomaly", user_id=user_id)
 
     def reflect_user(self, session_ids: Sequence[str]) -> ReflectionReport:
         """Nightly: several sessions of one user, for requests repeated across sessions; duplicates consolidated."""
         return self.reflect(session_ids, "nightly")
 
-    def reflect(self, session_ids: Sequence[str], variant: Variant) -> ReflectionReport:
+    def reflect(self, session_ids: Sequence[str], variant: Variant, *, user_id: str | None = None) -> ReflectionReport:
+        """`user_id`: the user a caller acts for (a Dify tool call); sessions with turns of anyone else are refused."""
         started = time.monotonic()
         try:
-            prepared = self.prepare(session_ids, variant)
+            prepared = self.prepare(session_ids, variant, user_id=user_id)
         except HindsightError as error:  # CannotReflect, or the store could not be read
             report = self._report(list(session_ids), variant, None)
             return self._failed(report, str(error), started)
@@ -125,8 +126,11 @@ class ReflectionEngine:
 
     # ---- the steps ------------------------------------------------------------------------------------------
 
-    def prepare(self, session_ids: Sequence[str], variant: Variant) -> PreparedReflection:
-        """Read the sessions and render the prompt. Raises CannotReflect."""
+    def prepare(
+        self, session_ids: Sequence[str], variant: Variant, *, user_id: str | None = None
+    ) -> PreparedReflection:
+        """Read the sessions and render the prompt. Raises CannotReflect, also when `user_id` is given and a turn
+        belongs to someone else."""
         ids = list(dict.fromkeys(s.strip() for s in session_ids if s.strip()))
         if not ids:
             raise CannotReflect("no session id given")
@@ -140,6 +144,10 @@ class ReflectionEngine:
         if len(users) > 1:
             # Scope must not leak: one user's lessons are saved for that user, so a reflection never mixes users.
             raise CannotReflect(f"the turns belong to {len(users)} users; a reflection reads one user's sessions")
+        if user_id is not None and users != [user_id]:
+            # What is learned is saved for the turns' user: a caller must not make the model read, or write lessons
+            # for, someone else. The other user's id is not named.
+            raise CannotReflect("the session's turns belong to another user than the one this reflection acts for")
         found.sort(key=lambda item: item[1][0].sequence)  # oldest first: the nightly prompt says S1 is the earliest
         found = found[-MAX_NIGHTLY_SESSIONS:]
         sessions = [
