@@ -170,16 +170,24 @@ def calibrate(store: InsightStore, data: EvalSet, key_of: dict[uuid.UUID, str]) 
     for t in steps[8:36:2]:
         r, fp = gated_rates(inputs, key_of, kind_of, threshold_gate(t))
         print(f"  t={t:.2f}  recall {r:.3f}  FP {fp:.3f}")
-    best: tuple[float, float, float, float, float] | None = None
+    points = []
     for t in steps[8:31]:
         for m in steps[:31]:
             r, fp = gated_rates(inputs, key_of, kind_of, margin_gate(t, m))
-            if best is None or r - fp > best[0]:
-                best = (r - fp, t, m, r, fp)
-    assert best is not None
-    print(
-        f"gate, best recall - FP: threshold {best[1]:.2f}, margin {best[2]:.2f}: recall {best[3]:.3f}, FP {best[4]:.3f}"
-    )
+            points.append((t, m, r, fp))
+    # A missed rule is the product's failure (a correction not applied); a rule injected where it does not apply is
+    # a conditional instruction the model can pass over. So a miss weighs twice a false alarm.
+    for weight in (1.0, 1.5, 2.0):
+        t, m, r, fp = max(points, key=lambda p: weight * p[2] - p[3])
+        print(f"gate, best {weight:g}*recall - FP: threshold {t:.2f}, margin {m:.2f}: recall {r:.3f}, FP {fp:.3f}")
+
+    def dominated(p: tuple[float, float, float, float]) -> bool:
+        return any(q[2] >= p[2] and q[3] <= p[3] and (q[2] > p[2] or q[3] < p[3]) for q in points)
+
+    frontier = {(r, fp): (t, m) for t, m, r, fp in points if not dominated((t, m, r, fp))}
+    print("gate frontier (threshold, margin: recall, FP):")
+    for (r, fp), (t, m) in sorted(frontier.items(), key=lambda item: item[0][1]):
+        print(f"  {t:.2f}, {m:.2f}: recall {r:.3f}, FP {fp:.3f}")
 
 
 # ---- the report -----------------------------------------------------------------------------------------------
