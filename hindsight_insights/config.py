@@ -103,6 +103,8 @@ class Settings(BaseSettings):
     # correction holds for its session only; at project_fact_confidence or more, verified, for the whole project.
     user_fact_confidence: float = Field(0.7, ge=0.0, le=1.0)
     project_fact_confidence: float = Field(0.85, ge=0.0, le=1.0)
+    # How many users must independently correct a fact the same way before it holds project-wide unreviewed.
+    project_fact_agreement: int = Field(2, ge=2)
     timezone: str = Field("UTC", description="IANA name, e.g. Asia/Shanghai: the rules' dates, and the schedules.")
 
     @property

@@ -51,16 +51,23 @@ def test_a_preference_is_the_users_at_once_and_nobody_elses(store: InsightStore)
     assert rules_for(store, "someone-else", "你好") == []
 
 
-def test_a_verified_factual_correction_becomes_project_wide(store: InsightStore) -> None:
-    _, said = conversation(
-        store,
-        "u1",
-        ("退货寄到哪里？", "请寄到上海市嘉定区宝安公路 2999 号。"),
-        ("不对，退货地址已经改成杭州市余杭区良睦路 1399 号了，官网上周发的通知。", "抱歉，已更正。"),
-    )
-    assert said.correction.type == "factual" and said.correction.confidence >= 0.85
-    (placed,) = said.learned
-    assert (placed.scope, placed.result.insight_status) == (Scope.PROJECT, InsightStatus.ACTIVE)
+MOVED = "不对，退货地址已经改成杭州市余杭区良睦路 1399 号了，官网上周发的通知。"
+
+
+def test_one_user_alone_never_makes_a_project_fact_a_second_one_verifies_it(store: InsightStore) -> None:
+    """The first user's correction holds for them at once and waits; a second user, independently correcting it the
+    same way, verifies it for everyone. (A user who is simply wrong stays alone.)"""
+    _, first = conversation(store, "u1", ("退货寄到哪里？", "请寄到上海市嘉定区宝安公路 2999 号。"), (MOVED, "抱歉。"))
+    assert first.correction.type == "factual" and first.correction.confidence >= 0.85
+    assert {(p.scope, p.result.insight_status) for p in first.learned} == {
+        (Scope.USER, InsightStatus.ACTIVE),
+        (Scope.PROJECT, InsightStatus.PENDING_REVIEW),
+    }
+    assert not any("良睦路 1399 号" in rule for rule in rules_for(store, "another-user"))
+    _, second = conversation(store, "u2", ("退货地址是？", "请寄到上海市嘉定区宝安公路 2999 号。"), (MOVED, "抱歉。"))
+    project = next(p for p in second.learned if p.scope is Scope.PROJECT)
+    assert project.result.insight_status is InsightStatus.ACTIVE and project.review_reason is None
+    assert "reviewer:agreement of 2 users" in store.get(project.result.id).supporters
     assert any("良睦路 1399 号" in rule for rule in rules_for(store, "another-user"))
 
 

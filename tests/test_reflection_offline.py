@@ -57,7 +57,9 @@ def test_a_session_with_nothing_to_learn_leaves_nothing(store: InsightStore) -> 
     assert report.outcome == "ok" and report.saved_ids == [] and store.count() == (0, 1)
 
 
-def test_a_verified_fact_is_project_wide_and_a_bare_no_teaches_nothing_outside_its_session(store: InsightStore) -> None:
+def test_a_fact_is_the_users_at_once_and_waits_for_verification_and_a_bare_no_teaches_nothing(
+    store: InsightStore,
+) -> None:
     record(
         store,
         "s3",
@@ -71,6 +73,8 @@ def test_a_verified_fact_is_project_wide_and_a_bare_no_teaches_nothing_outside_i
     )
     report = ReflectionEngine(store, OfflineExtractor(store.settings)).reflect_session("s3")
     (created,) = report.created
-    fact = store.get(created)
-    assert (fact.kind, fact.scope, fact.status) == ("fact", Scope.PROJECT, InsightStatus.ACTIVE)
-    assert "良睦路 1399 号" in fact.action
+    (pending,) = report.pending_review
+    mine, project = store.get(created), store.get(pending)
+    assert (mine.kind, mine.scope, mine.status) == ("fact", Scope.USER, InsightStatus.ACTIVE)
+    assert (project.scope, project.status) == (Scope.PROJECT, InsightStatus.PENDING_REVIEW)
+    assert "良睦路 1399 号" in mine.action and project.review_reason is not None

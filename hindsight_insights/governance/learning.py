@@ -2,8 +2,9 @@
 
   type        confidence      asks for          then (routing.learn)
   preference  any             this user         active at once
-  factual     0.85 or more    project-wide      verified (no other rule in its project slot): project-wide at once;
-                                                a conflict: held for review, and kept for this user meanwhile
+  factual     0.85 or more    project-wide      for this user at once; project-wide once verified (another user
+                                                corrects it the same way, nothing says otherwise) or reviewed; a
+                                                conflict with the project's rule: held for review, never overwrites
   factual     0.7 to 0.85     this user         active at once
   factual     below 0.7       this session      active in this conversation only, for a day
   process     any             project-wide      for this user at once, project-wide once reviewed

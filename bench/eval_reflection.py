@@ -1,0 +1,213 @@
+"""Reflection end to end on the labelled sessions (bench/data/reflection_sessions.json), with the offline extractor.
+
+Every session is recorded turn by turn through the plugin's record_turn (the adapter the tool runs, in this
+process), so the correction detector's layered writes happen as in Dify; then the reflection worker's engine reflects
+on the session once it has ended. Later conversations then go through search_insight:
+
+  lessons reached   an expected lesson is in the rules injected into a later conversation of the same user in the
+                    same scene (the rules contain one of its keywords), for at least one of its probes
+  leaked            a user-level lesson is in the rules injected into the same conversation by another user
+  nothing clean     a nothing-to-learn session left no active insight behind
+  wrong user        a user's false claim became no active project-wide insight
+  injection         nothing active came of a planted instruction, and a later conversation's rules hold none of
+                    its forbidden text
+  secret            no stored insight or turn holds the secret, and the lesson still reached the user
+
+The holdout split is reported first; nothing in the extractor or the detector was tuned on it.
+
+    make eval-reflection    (or: .venv/bin/python -m bench.eval_reflection)
+"""
+
+from __future__ import annotations
+
+from hindsight_insights.quiet import quiet_dependency_warnings
+
+quiet_dependency_warnings()  # before anything imports weaviate-client
+
+import argparse
+import contextlib
+import json
+import tempfile
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hindsight_dify import Context, StoreCache, run
+from hindsight_insights.config import Settings
+from hindsight_insights.models import InsightStatus, Scope
+from hindsight_insights.reflection import ReflectionEngine
+from hindsight_insights.reflection.offline import OfflineExtractor
+from hindsight_insights.store import InsightStore
+from hindsight_insights.weaviate_server import running_weaviate
+
+DATA = Path(__file__).parent / "data" / "reflection_sessions.json"
+
+
+@dataclass
+class Tally:
+    reached: int = 0
+    lessons: int = 0
+    leaked: int = 0
+    user_lessons_probed: int = 0
+    nothing_clean: int = 0
+    nothing: int = 0
+    traps_passed: int = 0
+    traps: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
+def credentials(settings: Settings) -> dict[str, Any]:
+    return {
+        "weaviate_url": settings.weaviate_url,
+        "weaviate_api_key": settings.weaviate_api_key.get_secret_value() if settings.weaviate_api_key else "",
+        "weaviate_grpc_port": str(settings.weaviate_grpc_port),
+        "project": settings.project,
+    }
+
+
+def call(stores: StoreCache, creds: dict[str, Any], tool: str, parameters: dict[str, Any], context: Context) -> Any:
+    result = run(stores, tool, creds, parameters, context)
+    if "error" in result.json:
+        raise SystemExit(f"{tool} failed: {result.json['error']}")
+    return result
+
+
+def rules_for(stores: StoreCache, creds: dict[str, Any], user: str, scene: str, turns: list[str]) -> str:
+    parameters = {"query": json.dumps(turns, ensure_ascii=False), "scene": scene}
+    return str(call(stores, creds, "search_insight", parameters, Context(user_id=user)).json["rules"])
+
+
+def session_insights(store: InsightStore, session_id: str) -> list[Any]:
+    return [i for i in store.list_insights(limit=1000) if i.evidence.session_id == session_id]
+
+
+def evaluate(store: InsightStore, stores: StoreCache, creds: dict[str, Any], sessions: list[dict[str, Any]]) -> Tally:
+    tally = Tally()
+    for session in sessions:
+        conversation = f"{session['id']}-{uuid.uuid4().hex[:6]}"
+        for index, turn in enumerate(session["turns"]):
+            parameters = {
+                "user_message": turn["user"],
+                "assistant_message": turn["assistant"],
+                "scene": session["scene"],
+            }
+            context = Context(
+                user_id=session["user_id"], conversation_id=conversation, message_id=f"{conversation}-{index}"
+            )
+            call(stores, creds, "record_turn", parameters, context)
+        report = ReflectionEngine(store, OfflineExtractor(store.settings)).reflect_session(conversation)
+        if report.outcome != "ok":
+            tally.failures.append(f"{session['id']}: reflection {report.outcome}: {report.reason}")
+        judge(store, stores, creds, session, conversation, tally)
+    return tally
+
+
+def judge(
+    store: InsightStore,
+    stores: StoreCache,
+    creds: dict[str, Any],
+    session: dict[str, Any],
+    conversation: str,
+    tally: Tally,
+) -> None:
+    category, scene, user = session["category"], session["scene"], session["user_id"]
+    learned = [i for i in session_insights(store, conversation) if i.status is InsightStatus.ACTIVE]
+    for lesson in session["expected"]:
+        tally.lessons += 1
+        keywords = [k.lower() for k in lesson["must_contain_any"]]
+        probes = [rules_for(stores, creds, user, scene, probe["turns"]).lower() for probe in session["probes"]]
+        if any(any(k in rules for k in keywords) for rules in probes):
+            tally.reached += 1
+        else:
+            tally.failures.append(f"{session['id']}: lesson {lesson['topic']!r} did not reach {user}")
+        other = session.get("other_user_probe")
+        if other and lesson["scope"] == "user" and not other.get("lesson_should_apply", False):
+            tally.user_lessons_probed += 1
+            rules = rules_for(stores, creds, other["user_id"], scene, other["turns"]).lower()
+            if any(k in rules for k in keywords):
+                tally.leaked += 1
+                tally.failures.append(f"{session['id']}: lesson {lesson['topic']!r} leaked to {other['user_id']}")
+    if category == "nothing":
+        tally.nothing += 1
+        if learned:
+            tally.failures.append(f"{session['id']}: nothing to learn, yet {[i.action for i in learned]}")
+        else:
+            tally.nothing_clean += 1
+    if category in ("wrong_user", "injection", "secret"):
+        tally.traps += 1
+        passed = trap_passed(store, stores, creds, session, conversation, learned)
+        tally.traps_passed += passed
+        if not passed:
+            tally.failures.append(f"{session['id']}: {category} trap failed")
+
+
+def trap_passed(
+    store: InsightStore,
+    stores: StoreCache,
+    creds: dict[str, Any],
+    session: dict[str, Any],
+    conversation: str,
+    learned: list[Any],
+) -> bool:
+    category = session["category"]
+    if category == "wrong_user":
+        return not [i for i in learned if i.scope is Scope.PROJECT]
+    forbidden = [text.lower() for text in session.get("forbidden_substrings", [])]
+    rules = " ".join(
+        rules_for(stores, creds, session["user_id"], session["scene"], probe["turns"]) for probe in session["probes"]
+    ).lower()
+    if any(text in rules for text in forbidden):
+        return False
+    if category == "injection":
+        return not learned
+    stored = json.dumps(
+        [i.model_dump(mode="json") for i in session_insights(store, conversation)]
+        + [t.model_dump(mode="json") for t in store.turns.session(conversation)],
+        ensure_ascii=False,
+    ).lower()
+    return not any(text in stored for text in forbidden)
+
+
+def show(split: str, tally: Tally) -> None:
+    def rate(part: int, whole: int) -> str:
+        return f"{part}/{whole} = {part / whole:.3f}" if whole else "n/a"
+
+    print(f"\n{split}:")
+    print(f"  lessons reaching the right user:  {rate(tally.reached, tally.lessons)}")
+    print(f"  user lessons leaked to another:   {rate(tally.leaked, tally.user_lessons_probed)}")
+    print(f"  nothing-to-learn sessions clean:  {rate(tally.nothing_clean, tally.nothing)}")
+    print(f"  traps passed (wrong user, injection, secret): {rate(tally.traps_passed, tally.traps)}")
+    for failure in tally.failures:
+        print(f"    {failure}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--show-failures", choices=["tune", "all"], default="tune", help="holdout failures stay hidden")
+    args = parser.parse_args()
+    sessions = json.loads(DATA.read_text())["sessions"]
+    by_split: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for session in sessions:
+        by_split[session["split"]].append(session)
+    base = Settings(project=f"eval-reflection-{uuid.uuid4().hex[:8]}", reflection_llm="offline")
+    with (
+        tempfile.TemporaryDirectory() as data_dir,
+        running_weaviate(base, Path(data_dir)) as settings,
+    ):
+        stores = StoreCache(settings)
+        creds = credentials(settings)
+        store = stores.store_for(creds)
+        results = {split: evaluate(store, stores, creds, by_split[split]) for split in ("holdout", "tune")}
+        with contextlib.suppress(Exception):
+            store.close()
+    print(f"{len(sessions)} labelled sessions; offline extractor; holdout first (never tuned on)")
+    for split, tally in results.items():
+        if split == "holdout" and args.show_failures != "all":
+            tally.failures = [f"({len(tally.failures)} failures hidden: holdout)"] if tally.failures else []
+        show(split, tally)
+
+
+if __name__ == "__main__":
+    main()
