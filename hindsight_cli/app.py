@@ -173,12 +173,14 @@ def delete(insight_id: str, reviewer: Reviewer = YOU, note: Note = "", project: 
 
 @app.command()
 def demo(project: Project = None) -> None:
-    """The main job: a local Weaviate, insights saved and recalled in zh and en, the rules printed."""
-    from hindsight_insights.demo import run
+    """The main job: conversations recorded through the plugin, the worker reflecting on them, the rules that later
+    conversations get. A local Weaviate, no key (Claude when ANTHROPIC_API_KEY is set)."""
+    from hindsight_cli.demo import run_demo  # the worker and the model clients load only for this command
 
     settings = settings_for(project or ("demo" if "HINDSIGHT_PROJECT" not in os.environ else None))
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        run(settings)
+        run_demo(settings, console)
     except HindsightError as error:
         errors.print(f"[red]error:[/red] {error}")
         raise typer.Exit(1) from None

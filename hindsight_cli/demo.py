@@ -1,0 +1,139 @@
+"""The main job for a newcomer: the whole loop, on this machine, with no key.
+
+1. A local Weaviate (the project "demo", started afresh).
+2. The bundled conversations (demo_conversations.yaml, zh and en) recorded turn by turn through the plugin's own
+   record_turn code, as a Dify chatflow calls it: the correction detector reads every user message and learns what
+   is stated outright at once.
+3. The reflection worker, its clock moved past the sessions' idle time, reflects on each ended session once: with the
+   offline extractor, or Claude when ANTHROPIC_API_KEY is set.
+4. Later conversations through the plugin's search_insight: the rules each user gets, and what nobody else gets.
+5. A short report: what was learned, for whom, what waits for a reviewer and why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import tempfile
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+from hindsight_dify import Context, StoreCache, run
+from hindsight_insights.config import Settings
+from hindsight_insights.connection import connect_url
+from hindsight_insights.models import InsightStatus
+from hindsight_insights.reflection import load_reflector
+from hindsight_insights.store.review import ReviewQueue
+from hindsight_insights.store.schema import collection_names
+from hindsight_insights.weaviate_server import running_weaviate
+from worker.db import open_engine
+from worker.runner import ReflectionWorker
+
+CONVERSATIONS = Path(__file__).with_name("demo_conversations.yaml")
+
+
+class _After:
+    """The worker's clock, moved past the sessions' idle time, so that they count as ended now."""
+
+    def __init__(self, offset: timedelta) -> None:
+        self._offset = offset
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self._offset
+
+
+def _credentials(settings: Settings) -> dict[str, Any]:
+    """What Dify would send: the provider credentials of a project on this Weaviate."""
+    return {
+        "weaviate_url": settings.weaviate_url,
+        "weaviate_api_key": settings.weaviate_api_key.get_secret_value() if settings.weaviate_api_key else "",
+        "weaviate_grpc_port": str(settings.weaviate_grpc_port),
+        "project": settings.project,
+        "language": settings.language,
+    }
+
+
+def _fresh(settings: Settings) -> None:
+    """The demo project starts empty every run (only that project: others in the same data dir are untouched)."""
+    assert settings.weaviate_url is not None
+    with contextlib.closing(connect_url(settings, settings.weaviate_url)) as client:
+        names = collection_names(settings.project)
+        for name in (names.insights, names.turns, names.audit):
+            client.collections.delete(name)
+
+
+def run_demo(settings: Settings, console: Console) -> None:
+    started = time.monotonic()
+    data = yaml.safe_load(CONVERSATIONS.read_text())
+    console.print(f"[bold]Hindsight Insights demo[/bold] — starting Weaviate (data in {settings.data_dir}) …")
+    with running_weaviate(settings) as running, tempfile.TemporaryDirectory() as state_dir:
+        _fresh(running)
+        stores = StoreCache(running)
+        credentials = _credentials(running)
+        console.print(f"Weaviate ready in {time.monotonic() - started:.1f} s; project {running.project!r}\n")
+
+        console.rule("1. Conversations, recorded through the plugin's record_turn")
+        turns = 0
+        for session in data["sessions"]:
+            for index, turn in enumerate(session["turns"]):
+                context = Context(
+                    user_id=session["user_id"],
+                    conversation_id=session["session_id"],
+                    message_id=f"{session['session_id']}-{index}",
+                )
+                parameters = {"user_message": turn["user"], "assistant_message": turn["assistant"]}
+                result = run(stores, "record_turn", credentials, {**parameters, "scene": session["scene"]}, context)
+                if "error" in result.json:
+                    raise SystemExit(f"record_turn failed: {result.json['error']['message']}")
+                turns += 1
+                correction = result.json["correction"]
+                if correction["type"] != "none":
+                    learned = ", ".join(f"{item['scope']} {item['status']}" for item in result.json["learned"])
+                    console.print(
+                        f"  {session['user_id']:>9}: “{turn['user'][:48]}” → {correction['type']} correction "
+                        f"({correction['confidence']:.2f}); learned at once: {learned or 'nothing'}"
+                    )
+        console.print(f"  {turns} turns in {len(data['sessions'])} sessions recorded")
+
+        console.rule("2. The reflection worker, once the sessions have ended")
+        store = stores.store_for(credentials)
+        source = load_reflector(running)
+        engine = open_engine(f"sqlite:///{Path(state_dir) / 'worker-state.sqlite'}")
+        try:
+            later = _After(timedelta(minutes=running.worker_idle_minutes + 1))
+            worker = ReflectionWorker(store, source, engine, settings=running, clock=later)
+            tick = worker.poll()
+        finally:
+            engine.dispose()
+        console.print(f"  reflecting with: {source.name}")
+        for report in tick.reflections:
+            counts = {name: count for name, count in report.counts.items() if count}
+            console.print(f"  {', '.join(report.session_ids)}: {report.outcome}, {counts or 'nothing new'}")
+
+        console.rule("3. Later conversations, through the plugin's search_insight")
+        for later_conversation in data["later"]:
+            parameters = {
+                "query": json.dumps(later_conversation["turns"], ensure_ascii=False),
+                "scene": later_conversation["scene"],
+                "language": later_conversation["language"],
+            }
+            result = run(stores, "search_insight", credentials, parameters, Context(user_id=later_conversation["user_id"]))
+            console.print(
+                f"\n[bold]{later_conversation['user_id']}[/bold] in {later_conversation['scene']}: "
+                f"{later_conversation['turns'][-1]}"
+            )
+            console.print(result.json.get("rules") or "(no rules apply)", markup=False)
+
+        console.rule("4. Report")
+        active = store.list_insights(status=InsightStatus.ACTIVE, limit=1000)
+        by_scope = Counter(f"{insight.kind.value} for {insight.scope.value}" for insight in active)
+        console.print(f"  active rules: {len(active)} ({', '.join(f'{n} {k}' for k, n in sorted(by_scope.items()))})")
+        for pending in ReviewQueue(store).pending():
+            console.print(f"  waiting for a reviewer: “{pending.action[:60]}” — {pending.review_reason}")
+        console.print(f"  whole loop: {time.monotonic() - started:.1f} s")
