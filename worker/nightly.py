@@ -176,6 +176,8 @@ def collect(worker: ReflectionWorker, job: BatchJob, now: datetime, report: Tick
 def settle(worker: ReflectionWorker, task: Task, result: ReflectionReport, now: datetime, report: TickReport) -> None:
     """Record a batched user's reflection and move its task on: done, or due for a direct retry, or failed."""
     attempt = task.attempts + 1
+    if result.user_id is None:  # a request that failed in the batch: its report has no turns read
+        result = result.model_copy(update={"user_id": task.user_id})
     worker.conclude("nightly", task.subject, attempt, result)
     report.reflections.append(result)
     if result.outcome == "ok":

@@ -233,6 +233,8 @@ class ReflectionWorker:
         every_s = max(self.settings.worker_claim_lease_s / 3, 0.05)
         with Heartbeat(self.board, claim, self.clock, every_s):
             report = self._reflect(claim)
+        if report.user_id is None and claim.task.user_id is not None:  # a failure before the turns were read
+            report = report.model_copy(update={"user_id": claim.task.user_id})
         self.conclude(claim.kind, claim.subject, claim.attempt, report, claim=claim)
         return report
 
