@@ -137,7 +137,11 @@ def test_a_nightly_batch_in_flight_survives_a_restart_and_is_collected_once(stor
     api.on("GET", f"/v1/messages/batches/{batch_id}/results", results)
     api.on("POST", "/v1/messages", ok(EMPTY))  # the direct retry of the errored request
     clock = FakeClock(datetime(2026, 11, 30, 2, 0, tzinfo=UTC))
-    settings: dict[str, Any] = {"worker_batch_threshold": 1, "reflection_batch_poll_s": 60.0, "worker_poll_interval_s": 15.0}
+    settings: dict[str, Any] = {
+        "worker_batch_threshold": 1,
+        "reflection_batch_poll_s": 60.0,
+        "worker_poll_interval_s": 15.0,
+    }
     with running_worker(store, url, clock, reflector(store, api), owner="worker-a", **settings) as first:
         say(store, clock, "grace-mon", "u_grace", "比较一下 Redis 和 Memcached，用表格", scene="方案对比")
         say(store, clock, "kate-1", "u_kate", "What is our refund policy?")

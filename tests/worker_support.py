@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from hindsight_insights.config import Settings
@@ -15,6 +17,7 @@ from hindsight_insights.errors import HindsightError
 from hindsight_insights.models import TurnDraft, TurnSignals
 from hindsight_insights.reflection import ExtractionRequest, Extractor, ReflectedEvidence, ReflectedInsight, Reflector
 from hindsight_insights.store import InsightStore
+from hindsight_insights.weaviate_server import free_port
 from worker.db import open_engine
 from worker.runner import ReflectionWorker
 
@@ -143,3 +146,137 @@ def running_worker(
         )
     finally:
         engine.dispose()
+
+
+# ---- an OpenAI-compatible endpoint the test controls ---------------------------------------------------------------
+
+
+def completion_body(content: str, prompt_tokens: int = 900, completion_tokens: int = 100) -> dict[str, Any]:
+    """A /v1/chat/completions response as vLLM sends it."""
+    return {
+        "id": "chatcmpl-5b1c0e7a9d3f4c2b",
+        "object": "chat.completion",
+        "created": 1764468000,
+        "model": "Qwen/Qwen3-32B",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, "reasoning_content": None},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+@dataclass
+class Lesson:
+    """What the stub answers when a prompt's transcript holds `quote` (a user's words, verbatim)."""
+
+    quote: str
+    topic: str
+    action: str
+
+    def insight(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "kind": "preference",
+            "scene": "general",
+            "observation": f"用户说“{self.quote}”。",
+            "action": self.action,
+            "evidence": {"quote": self.quote, "turn": None, "session": "S1"},
+            "confidence": 0.9,
+            "tags": [],
+            "scope": "user",
+            "condition": None,
+            "condition_detail": None,
+        }
+
+
+class ChatStub:
+    """/v1/chat/completions on 127.0.0.1 for the openai reflector: each answer holds the lessons whose quote is in
+    the prompt. The test can hold requests (to stop a worker at a known point, or to see two workers at once), and
+    reads every request it got."""
+
+    def __init__(self, lessons: Sequence[Lesson] = ()) -> None:
+        self.lessons = list(lessons)
+        self.prompts: list[tuple[str, str]] = []  # (variant, user part) of every request, in arrival order
+        self.arrived = threading.Semaphore(0)  # released once per request as it arrives
+        self.hold_first = 0  # requests still to hold until release()
+        self.concurrent_wanted = 0  # hold requests until this many are in flight (or the wait ends)
+        self.most_in_flight = 0
+        self._released = threading.Event()
+        self._lock = threading.Condition()
+        self._in_flight = 0
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                stub.answer(self, body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_port}/v1"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def answer(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        prompt = next((m["content"] for m in body["messages"] if m["role"] == "user"), "")
+        system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
+        variant = "anomaly" if ("被标记为异常" in system or "was flagged" in system) else "session"
+        with self._lock:
+            self.prompts.append((variant, prompt))
+            held = self.hold_first > 0
+            self.hold_first -= 1 if held else 0
+            self._in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self._in_flight)
+            self._lock.notify_all()
+        self.arrived.release()
+        try:
+            if held:
+                self._released.wait(120)
+            with self._lock:
+                self._lock.wait_for(lambda: self._in_flight >= self.concurrent_wanted, timeout=20)
+            found = [lesson.insight() for lesson in self.lessons if lesson.quote in prompt]
+            data = json.dumps(completion_body(json.dumps({"insights": found}, ensure_ascii=False))).encode()
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            handler.wfile.write(data)
+        except OSError:  # the worker was killed while it waited: nobody reads the answer
+            pass
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def release(self) -> None:
+        self._released.set()
+
+    def close(self) -> None:
+        self.release()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def environment(self) -> dict[str, str]:
+        """The settings that point the openai reflector at this stub."""
+        return {
+            "HINDSIGHT_REFLECTION_LLM": "openai",
+            "HINDSIGHT_REFLECTION_BASE_URL": self.url,
+            "HINDSIGHT_REFLECTION_MODEL": "Qwen/Qwen3-32B",
+            "HINDSIGHT_REFLECTION_API_KEY": "sk-local",
+            "HINDSIGHT_REFLECTION_OUTPUT": "json_schema",
+            "HINDSIGHT_LLM_MAX_RETRIES": "0",
+        }
+
+    def asked(self, text: str) -> list[str]:
+        """The variants of the requests whose transcript held `text`."""
+        return [variant for variant, prompt in self.prompts if text in prompt]

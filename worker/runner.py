@@ -22,7 +22,7 @@ import secrets
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from sqlalchemy import Engine
@@ -44,7 +44,7 @@ from worker.budget import CostGuard
 from worker.clock import Clock, SystemClock, local_day, next_day_start
 from worker.expiry import ExpiryReport, sweep
 from worker.lease import Heartbeat
-from worker.ledger import Ledger
+from worker.ledger import Ledger, Spend
 from worker.logline import log_reflection, reflection_line
 from worker.nightly import collect_batches, run_nightly
 from worker.tasks import Claim, Kind, Task, TaskBoard
@@ -61,6 +61,18 @@ STOPPED_REPEATS = 2  # stopped generations in one session that make an anomaly
 
 class Busy(HindsightError):
     """Another worker is reflecting on this session right now."""
+
+
+@dataclass(frozen=True)
+class WorkerStatus:
+    """A day as the state database saw it: tokens spent, what was counted, where the tasks stand."""
+
+    day: date
+    spend: Spend
+    budget: int
+    counters: dict[str, int]
+    tasks: dict[tuple[str, str], int]
+    batches_in_flight: list[str]
 
 
 @dataclass
@@ -107,6 +119,7 @@ class ReflectionWorker:
         (db.open_engine). `batch` defaults to a ReflectionBatch when the source is Anthropic's."""
         self.settings = settings or store.settings
         self.store = store
+        self.state = state
         self.engine = ReflectionEngine(store, source, settings=self.settings)
         self.clock: Clock = clock or SystemClock()
         self.owner = owner or worker_id()
@@ -309,6 +322,17 @@ class ReflectionWorker:
         self.ledger.count(day, "expiry.expired", result.expired)
         self.ledger.count(day, "expiry.retired", len(result.retired))
         return result
+
+    def status(self, day: date | None = None) -> WorkerStatus:
+        day = day or local_day(self.clock.now(), self.zone)
+        return WorkerStatus(
+            day=day,
+            spend=self.ledger.spend(day),
+            budget=self.settings.worker_token_budget,
+            counters=self.ledger.counters(day),
+            tasks=self.board.counts(),
+            batches_in_flight=[batch.job.batch_id for batch in self.ledger.open_batches()],
+        )
 
     # ---- one reflection on request ----------------------------------------------------------------------------
 

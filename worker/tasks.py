@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import Engine, Row, and_, case, or_, select, update
+from sqlalchemy import Engine, Row, and_, case, func, or_, select, update
 
 from worker.db import insert_ignoring_conflict, tasks
 
@@ -128,6 +128,16 @@ class TaskBoard:
         with self._engine.connect() as connection:
             rows = connection.execute(select(tasks).where(*where).order_by(tasks.c.created_at, tasks.c.subject))
             return [Task.of(row) for row in rows]
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        """How many tasks of each kind are in each state."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                select(tasks.c.kind, tasks.c.state, func.count())
+                .where(tasks.c.project == self._project)
+                .group_by(tasks.c.kind, tasks.c.state)
+            )
+            return {(row[0], row[1]): int(row[2]) for row in rows}
 
     def due(self, kinds: Sequence[Kind], now: datetime, limit: int = 500) -> list[Task]:
         """Tasks that may be claimed now, by priority (anomalies first), then oldest due first."""
