@@ -11,7 +11,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -24,8 +24,9 @@ from hindsight_insights.models import Insight, InsightKind, InsightStatus
 from hindsight_insights.store import InsightStore, open_store
 from hindsight_insights.store.review import ReviewQueue
 from hindsight_insights.weaviate_server import ensure_binary, running_weaviate
-from worker.runner import Busy, ReflectionWorker, TickReport
-from worker.service import open_worker, run, shown_url
+
+if TYPE_CHECKING:  # imported by the worker's commands only: the model SDKs take seconds to import
+    from worker.runner import ReflectionWorker, TickReport
 
 app = typer.Typer(help="Hindsight Insights: inspect, review and run.", no_args_is_help=True, add_completion=False)
 insights_app = typer.Typer(help="A project's insights and its review queue.", no_args_is_help=True)
@@ -217,6 +218,8 @@ def worker_logging() -> None:
 @contextlib.contextmanager
 def opened_worker(project: str | None, *, reflects: bool = True) -> Iterator[ReflectionWorker]:
     """The project's worker for the duration of one command; errors become one line and exit code 1."""
+    from worker.service import open_worker
+
     worker_logging()
     try:
         with open_worker(settings_for(project), reflects=reflects) as worker:
@@ -264,6 +267,8 @@ def worker_command(
 ) -> None:
     """Run the reflection worker until Ctrl-C or SIGTERM: anomalies and ended sessions at every poll, the nightly run,
     the expiry sweep. Several replicas may share one state database (HINDSIGHT_WORKER_STATE_URL)."""
+    from worker.service import run, shown_url
+
     with opened_worker(project) as worker:
         if once:
             with progress_bars() as progress:
@@ -294,6 +299,8 @@ def reflect(
 ) -> None:
     """Reflect on one session now and print the report. It is claimed like the worker's own work (never at the same
     time as a worker) and recorded in the reflection log."""
+    from worker.runner import Busy
+
     with opened_worker(project) as worker:
         try:
             report = worker.reflect_now(session, "anomaly" if anomaly else "session")

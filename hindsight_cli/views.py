@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from hindsight_insights.models import Insight, Turn
-from hindsight_insights.reflection import ReflectionReport
 from hindsight_insights.store.review import ReviewItem
-from worker.runner import WorkerStatus
+
+if TYPE_CHECKING:  # the model SDKs behind these take seconds to import: only the worker's commands pay for them
+    from hindsight_insights.reflection import ReflectionReport
+    from worker.runner import WorkerStatus
 
 
 def _short(text: str, width: int = 60) -> str:

@@ -129,7 +129,23 @@ def same_trigger(stored: Any, wanted: IntervalTrigger | CronTrigger) -> bool:
     return False
 
 
+class _PollStillRunning(logging.Filter):
+    """A poll that outlasts its interval (one model call can take a minute) makes APScheduler skip the next ones and
+    warn each time. The skip is what we want (max_instances=1: the running poll goes on with the due work), so the
+    warning is dropped; APScheduler's other warnings pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = str(record.msg)
+        return not (message.startswith("Execution of job") and "maximum number of running instances" in message)
+
+
+_quiet_skips = _PollStillRunning()
+
+
 def build_scheduler(settings: Settings, state: Engine) -> BackgroundScheduler:
+    scheduler_log = logging.getLogger("apscheduler.scheduler")
+    if _quiet_skips not in scheduler_log.filters:
+        scheduler_log.addFilter(_quiet_skips)
     return BackgroundScheduler(
         jobstores={"default": SQLAlchemyJobStore(engine=state, tablename=job_table(settings.project))},
         # One thread per job: a long nightly run does not hold up the poll (and so the anomalies).
