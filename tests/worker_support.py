@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from hindsight_insights.config import Settings
@@ -207,8 +213,8 @@ class ChatStub:
         self.lessons = list(lessons)
         self.prompts: list[tuple[str, str]] = []  # (variant, user part) of every request, in arrival order
         self.arrived = threading.Semaphore(0)  # released once per request as it arrives
-        self.hold_first = 0  # requests still to hold until release()
-        self.concurrent_wanted = 0  # hold requests until this many are in flight (or the wait ends)
+        self.hold: set[int] = set()  # the requests (1 = the first to arrive) held until release()
+        self.concurrent_wanted = 0  # hold every request until this many have been in flight at once (or 30 s)
         self.most_in_flight = 0
         self._released = threading.Event()
         self._lock = threading.Condition()
@@ -234,8 +240,7 @@ class ChatStub:
         variant = "anomaly" if ("被标记为异常" in system or "was flagged" in system) else "session"
         with self._lock:
             self.prompts.append((variant, prompt))
-            held = self.hold_first > 0
-            self.hold_first -= 1 if held else 0
+            held = len(self.prompts) in self.hold
             self._in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self._in_flight)
             self._lock.notify_all()
@@ -244,7 +249,7 @@ class ChatStub:
             if held:
                 self._released.wait(120)
             with self._lock:
-                self._lock.wait_for(lambda: self._in_flight >= self.concurrent_wanted, timeout=20)
+                self._lock.wait_for(lambda: self.most_in_flight >= self.concurrent_wanted, timeout=30)
             found = [lesson.insight() for lesson in self.lessons if lesson.quote in prompt]
             data = json.dumps(completion_body(json.dumps({"insights": found}, ensure_ascii=False))).encode()
             handler.send_response(200)
@@ -280,3 +285,57 @@ class ChatStub:
     def asked(self, text: str) -> list[str]:
         """The variants of the requests whose transcript held `text`."""
         return [variant for variant, prompt in self.prompts if text in prompt]
+
+
+# ---- worker processes ----------------------------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class WorkerProcess:
+    """`python -m hindsight_cli worker`, as an operator runs it, with its output in a file."""
+
+    def __init__(self, environment: dict[str, str], log: Path) -> None:
+        self.log_path = log
+        base = {name: value for name, value in os.environ.items() if not name.startswith("HINDSIGHT_")}
+        with log.open("wb") as output:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "hindsight_cli", "worker"],
+                cwd=ROOT,
+                env={**base, **environment},
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+
+    def kill(self) -> None:
+        """SIGKILL: no handler runs, nothing is cleaned up."""
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def stop(self) -> int:
+        """SIGTERM, as `docker stop` sends it: the running reflection finishes, then the process exits."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=60)
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def ensure_stopped(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float, what: str, *processes: WorkerProcess) -> None:
+    """Wait for other processes to get somewhere (not a schedule: the workers' own clocks drive them)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        for worker in processes:
+            if worker.process.poll() is not None:
+                raise AssertionError(f"a worker exited ({worker.process.returncode}) before {what}:\n{worker.output()}")
+        if time.monotonic() > deadline:
+            logs = "\n".join(worker.output()[-3000:] for worker in processes)
+            raise AssertionError(f"timed out waiting for {what}\n{logs}")
+        time.sleep(0.1)
