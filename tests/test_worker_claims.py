@@ -9,10 +9,12 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from sqlalchemy import Engine
 
 from tests.worker_support import FakeClock
-from worker.db import open_engine
+from worker.db import create_tables, open_engine
+from worker.schedule import job_table
 from worker.tasks import Claim, TaskBoard
 
 LEASE = timedelta(seconds=120)
@@ -154,3 +156,28 @@ def test_an_anomaly_comes_due_again_after_newer_signals_but_not_before_the_debou
     tasks.note_signal("s1", "u1", clock.now(), clock.now(), debounce)  # a new signal, 10 s after the reflection
     rearmed = tasks.get("anomaly", "s1")
     assert rearmed is not None and rearmed.state == "due" and rearmed.due_at == clock.now() + timedelta(seconds=50)
+
+
+def test_replicas_starting_together_create_the_tables_once(state_url: str) -> None:
+    start, failures, engines = threading.Barrier(6), list[Exception](), list[Engine]()
+    lock = threading.Lock()
+
+    def open_one() -> None:
+        start.wait()
+        try:
+            engine = open_engine(state_url)
+            create_tables(engine, [SQLAlchemyJobStore(engine=engine, tablename=job_table("proj")).jobs_t])
+        except Exception as error:
+            failures.append(error)
+        else:
+            with lock:
+                engines.append(engine)
+
+    threads = [threading.Thread(target=open_one) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for engine in engines:
+        engine.dispose()
+    assert failures == []

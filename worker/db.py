@@ -14,6 +14,7 @@ Every row carries its project, so workers of several projects may share one data
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from sqlalchemy import (
     Text,
     create_engine,
     event,
+    text,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
@@ -42,6 +44,7 @@ from sqlalchemy.types import TypeDecorator
 from hindsight_insights.config import Settings
 
 STATE_FILE = "hindsight-worker.sqlite3"
+_DDL_LOCK = 0x48494E5349474854  # "HINSIGHT": the advisory lock key under which replicas create tables
 
 
 class UtcDateTime(TypeDecorator[datetime]):
@@ -175,8 +178,19 @@ def open_engine(url: str) -> Engine:
         _sqlite_immediate(engine)
     else:
         engine = create_engine(url, pool_pre_ping=True)
-    metadata.create_all(engine, checkfirst=True)
+    create_tables(engine, metadata.sorted_tables)
     return engine
+
+
+def create_tables(engine: Engine, tables: Sequence[Table]) -> None:
+    """Create the tables that are missing. Replicas that start together would race between "is it there?" and
+    "create it" (PostgreSQL: a duplicate type or relation error), so creating is serialised: by a transaction-scoped
+    advisory lock on PostgreSQL, by the IMMEDIATE transaction on SQLite."""
+    with engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _DDL_LOCK})
+        for table in tables:
+            table.create(connection, checkfirst=True)
 
 
 def _sqlite_immediate(engine: Engine) -> None:

@@ -35,6 +35,7 @@ from sqlalchemy import Engine
 from hindsight_insights.config import Settings
 from hindsight_insights.errors import HindsightError
 from hindsight_insights.store.schema import collection_names
+from worker.db import create_tables
 
 log = logging.getLogger(__name__)
 
@@ -146,8 +147,10 @@ def build_scheduler(settings: Settings, state: Engine) -> BackgroundScheduler:
     scheduler_log = logging.getLogger("apscheduler.scheduler")
     if _quiet_skips not in scheduler_log.filters:
         scheduler_log.addFilter(_quiet_skips)
+    jobs = SQLAlchemyJobStore(engine=state, tablename=job_table(settings.project))
+    create_tables(state, [jobs.jobs_t])  # before APScheduler's own check-then-create, which replicas would race
     return BackgroundScheduler(
-        jobstores={"default": SQLAlchemyJobStore(engine=state, tablename=job_table(settings.project))},
+        jobstores={"default": jobs},
         # One thread per job: a long nightly run does not hold up the poll (and so the anomalies).
         executors={"default": ThreadPoolExecutor(max_workers=3)},
         job_defaults={"coalesce": True, "max_instances": 1},
