@@ -27,8 +27,11 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[str] = []
 
-    def poll(self) -> None:
-        self.calls.append("poll")
+    def poll_anomalies(self) -> None:
+        self.calls.append("anomalies")
+
+    def poll_sessions(self) -> None:
+        self.calls.append("sessions")
 
     def nightly(self) -> None:
         self.calls.append("nightly")
@@ -58,17 +61,17 @@ def test_the_jobs_and_their_triggers_in_the_settings_timezone(settings: Settings
     config = worker_settings(settings, worker_poll_interval_s=15, worker_nightly_time="03:00")
     scheduler = paused(config, state)
     try:
-        assert schedule(scheduler, config) == ["poll", "nightly", "expire"]
+        assert schedule(scheduler, config) == ["anomalies", "sessions", "nightly", "expire"]
         jobs = {job.id: job for job in scheduler.get_jobs()}
-        assert jobs["poll"].trigger.interval == timedelta(seconds=15)
+        assert jobs["anomalies"].trigger.interval == jobs["sessions"].trigger.interval == timedelta(seconds=15)
         assert jobs["expire"].trigger.interval == timedelta(minutes=60)
         assert jobs["nightly"].misfire_grace_time == NIGHTLY_GRACE.total_seconds()
-        assert jobs["poll"].misfire_grace_time is None and jobs["poll"].coalesce
+        assert jobs["anomalies"].misfire_grace_time is None and jobs["anomalies"].coalesce
         nightly = jobs["nightly"].trigger
         after = datetime(2026, 11, 30, 17, 0, tzinfo=SHANGHAI)  # the trigger's answer for a time the test chooses
         assert nightly.get_next_fire_time(None, after) == datetime(2026, 12, 1, 3, 0, tzinfo=SHANGHAI)
         assert jobs["nightly"].next_run_time.astimezone(SHANGHAI).hour == 3
-        assert jobs["poll"].args == ("售后客服",)
+        assert jobs["sessions"].args == ("售后客服",)
     finally:
         shut_down(scheduler)
     assert job_table("售后客服").startswith("jobs_") and job_table("Shop-CN").startswith("jobs_shop_cn_")
@@ -87,7 +90,8 @@ def test_schedules_survive_a_restart_and_changed_settings_replace_a_job(settings
         assert {job.id: job.next_run_time for job in again.get_jobs()} == before
         assert schedule(again, worker_settings(settings, worker_nightly_time="04:30")) == ["nightly"]
         assert schedule(again, worker_settings(settings, timezone="UTC", worker_nightly_time="04:30")) == [
-            "poll",
+            "anomalies",
+            "sessions",
             "nightly",
             "expire",
         ]
@@ -131,7 +135,7 @@ def test_a_nightly_run_missed_while_no_worker_was_up(
 
     assert outcome == [EVENT_JOB_EXECUTED if runs else EVENT_JOB_MISSED]
     assert recorder.calls.count("nightly") == (1 if runs else 0)
-    assert "poll" in recorder.calls  # its stored run time had passed too: it ran at start
+    assert "anomalies" in recorder.calls and "sessions" in recorder.calls  # their run times had passed: run at start
     again = paused(config, state)
     try:
         (nightly,) = [job for job in again.get_jobs() if job.id == "nightly"]

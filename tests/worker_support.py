@@ -213,7 +213,7 @@ class ChatStub:
         self.lessons = list(lessons)
         self.prompts: list[tuple[str, str]] = []  # (variant, user part) of every request, in arrival order
         self.arrived = threading.Semaphore(0)  # released once per request as it arrives
-        self.hold: set[int] = set()  # the requests (1 = the first to arrive) held until release()
+        self.hold_from: int | None = None  # requests from this one on (1 = the first) wait until release()
         self.concurrent_wanted = 0  # hold every request until this many have been in flight at once (or 30 s)
         self.most_in_flight = 0
         self._released = threading.Event()
@@ -240,7 +240,7 @@ class ChatStub:
         variant = "anomaly" if ("被标记为异常" in system or "was flagged" in system) else "session"
         with self._lock:
             self.prompts.append((variant, prompt))
-            held = len(self.prompts) in self.hold
+            held = self.hold_from is not None and len(self.prompts) >= self.hold_from and not self._released.is_set()
             self._in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self._in_flight)
             self._lock.notify_all()

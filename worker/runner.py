@@ -10,8 +10,9 @@
     nightly   nightly.py: per user active in the last day, their recent sessions in one reflection
     expiry    expiry.py: the sweep, and the TTL's retirements
 
-A poll runs due tasks by priority (anomalies first) until one poll interval has passed, so the next poll looks for
-new anomalies on time; what is left waits for the next poll.
+Two polls run side by side, each every poll interval: one for anomalies, one for session ends (and the nightly tasks
+and batches), so that a long session reflection never holds up an anomaly. Each starts due tasks until one poll
+interval has passed; what is left waits for the next poll.
 """
 
 from __future__ import annotations
@@ -92,6 +93,18 @@ class TickReport:
     def failed(self) -> int:
         return sum(report.outcome == "failed" for report in self.reflections)
 
+    def add(self, other: TickReport) -> TickReport:
+        return TickReport(
+            anomalies_noted=self.anomalies_noted + other.anomalies_noted,
+            sessions_ended=self.sessions_ended + other.sessions_ended,
+            reflections=[*self.reflections, *other.reflections],
+            deferred=self.deferred + other.deferred,
+            held=self.held + other.held,
+            skipped=self.skipped + other.skipped,
+            batches_submitted=self.batches_submitted + other.batches_submitted,
+            batches_collected=self.batches_collected + other.batches_collected,
+        )
+
 
 def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
@@ -141,15 +154,27 @@ class ReflectionWorker:
     # ---- the poll ---------------------------------------------------------------------------------------------
 
     def poll(self, progress: Progress | None = None) -> TickReport:
-        """Look for anomalies and ended sessions, collect ended batches, run what is due."""
+        """Both polls, one after the other (the CLI's `worker --once`; the schedule runs them side by side)."""
+        return self.poll_anomalies(progress).add(self.poll_sessions(progress))
+
+    def poll_anomalies(self, progress: Progress | None = None) -> TickReport:
+        """New signals, then the due anomaly reflections. A job of its own, so that no session's or night's
+        reflection, however long, delays an anomaly beyond one poll interval and the anomaly reflection in flight."""
         now = self.clock.now()
-        report = TickReport()
-        report.anomalies_noted = self.scan_anomalies(now)
-        report.sessions_ended = self.scan_idle(now)
+        report = TickReport(anomalies_noted=self.scan_anomalies(now))
+        deadline = now + timedelta(seconds=self.settings.worker_poll_interval_s)
+        self.run_due(["anomaly"], report, deadline=deadline, progress=progress)
+        return report
+
+    def poll_sessions(self, progress: Progress | None = None) -> TickReport:
+        """Ended sessions, batches in flight, then the due session and nightly reflections (until one poll interval
+        has passed: what is left waits for the next poll)."""
+        now = self.clock.now()
+        report = TickReport(sessions_ended=self.scan_idle(now))
         if self.batch is not None:
             collect_batches(self, now, report)
         deadline = now + timedelta(seconds=self.settings.worker_poll_interval_s)
-        self.run_due(["anomaly", "session", "nightly"], report, deadline=deadline, progress=progress)
+        self.run_due(["session", "nightly"], report, deadline=deadline, progress=progress)
         return report
 
     def scan_anomalies(self, now: datetime) -> int:

@@ -1,13 +1,15 @@
 """APScheduler 3 over the worker: three jobs, kept in a SQLAlchemyJobStore on the state database (one table per
 project), in the settings' timezone.
 
-    poll      every worker_poll_interval_s: anomalies, session ends, batches in flight, due tasks
-    nightly   daily at worker_nightly_time: the night's plan and its users' reflections
-    expire    every worker_expire_interval_minutes: the expiry sweep and the TTL's retirements
+    anomalies   every worker_poll_interval_s: new signals, then the due anomaly reflections
+    sessions    every worker_poll_interval_s: ended sessions, batches in flight, due session and nightly reflections
+    nightly     daily at worker_nightly_time: the night's plan and its users' reflections
+    expire      every worker_expire_interval_minutes: the expiry sweep and the TTL's retirements
 
 Schedules survive a restart: a stored job whose trigger is unchanged keeps its next run time, so a run that fell due
 while no worker was up runs once (coalesced) when one starts: at once for the poll and the expiry; for the nightly run
-if it is less than NIGHTLY_GRACE late, else the next night covers it. Changed settings replace the job.
+if it is less than NIGHTLY_GRACE late, else the next night covers it. Changed settings replace the job. Each job
+runs in its own thread, one at a time: a poll still running when its next run is due skips that run.
 
 APScheduler 3 does not coordinate schedulers that share a job store: each replica runs the jobs it finds due. That is
 safe because the work is claimed (tasks.py): a replica that fires the same poll finds the tasks claimed, and the
@@ -45,7 +47,9 @@ NIGHTLY_GRACE = timedelta(hours=12)
 class Jobs(Protocol):
     """What the scheduled jobs call: a ReflectionWorker."""
 
-    def poll(self) -> object: ...
+    def poll_anomalies(self) -> object: ...
+
+    def poll_sessions(self) -> object: ...
 
     def nightly(self) -> object: ...
 
@@ -70,8 +74,12 @@ def _run(project: str, job: str) -> None:
         log.exception("%s of project %r failed", job, project)
 
 
-def run_poll(project: str) -> None:
-    _run(project, "poll")
+def run_anomalies(project: str) -> None:
+    _run(project, "poll_anomalies")
+
+
+def run_sessions(project: str) -> None:
+    _run(project, "poll_sessions")
 
 
 def run_nightly(project: str) -> None:
@@ -99,13 +107,10 @@ def job_table(project: str) -> str:
 def job_specs(settings: Settings) -> list[JobSpec]:
     zone = ZoneInfo(settings.timezone)
     hour, minute = (int(part) for part in settings.worker_nightly_time.split(":"))
+    poll_s = settings.worker_poll_interval_s
     return [
-        JobSpec(
-            "poll",
-            "worker.schedule:run_poll",
-            IntervalTrigger(seconds=settings.worker_poll_interval_s, timezone=zone),
-            None,
-        ),
+        JobSpec("anomalies", "worker.schedule:run_anomalies", IntervalTrigger(seconds=poll_s, timezone=zone), None),
+        JobSpec("sessions", "worker.schedule:run_sessions", IntervalTrigger(seconds=poll_s, timezone=zone), None),
         JobSpec(
             "nightly",
             "worker.schedule:run_nightly",
@@ -151,8 +156,8 @@ def build_scheduler(settings: Settings, state: Engine) -> BackgroundScheduler:
     create_tables(state, [jobs.jobs_t])  # before APScheduler's own check-then-create, which replicas would race
     return BackgroundScheduler(
         jobstores={"default": jobs},
-        # One thread per job: a long nightly run does not hold up the poll (and so the anomalies).
-        executors={"default": ThreadPoolExecutor(max_workers=3)},
+        # A thread per job: a long nightly run or session reflection does not hold up the anomalies.
+        executors={"default": ThreadPoolExecutor(max_workers=4)},
         job_defaults={"coalesce": True, "max_instances": 1},
         timezone=ZoneInfo(settings.timezone),
     )
@@ -160,7 +165,7 @@ def build_scheduler(settings: Settings, state: Engine) -> BackgroundScheduler:
 
 def schedule(scheduler: BackgroundScheduler, settings: Settings, now: datetime | None = None) -> list[str]:
     """Add the jobs the settings describe to a started (or paused) scheduler, keeping each stored job whose trigger
-    is unchanged. Returns the ids of the jobs added or replaced. A new poll job runs at once."""
+    is unchanged. Returns the ids of the jobs added or replaced. A new poll runs at once."""
     changed = []
     for spec in job_specs(settings):
         stored = scheduler.get_job(spec.id)
@@ -173,7 +178,7 @@ def schedule(scheduler: BackgroundScheduler, settings: Settings, now: datetime |
         ):
             continue
         extra: dict[str, Any] = {}
-        if spec.id == "poll":
+        if spec.id in ("anomalies", "sessions"):
             extra["next_run_time"] = now or datetime.now(ZoneInfo(settings.timezone))
         scheduler.add_job(
             spec.func,
