@@ -14,6 +14,8 @@ Every row carries its project, so workers of several projects may share one data
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -198,13 +200,27 @@ def _sqlite_immediate(engine: Engine) -> None:
     def _connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # we send BEGIN ourselves
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA busy_timeout=30000")
+        _wal(cursor)
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _begin(connection: Connection) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _wal(cursor: Any) -> None:
+    """Switch the file to WAL (it stays so). Switching needs the file to itself and SQLite does not wait for that,
+    so processes opening a new file together retry until one of them has switched it."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError:
+            if cursor.execute("PRAGMA journal_mode").fetchone()[0] == "wal" or time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
 
 
 def insert_ignoring_conflict(connection: Connection, table: Table, values: dict[str, Any]) -> bool:
