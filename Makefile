@@ -1,11 +1,15 @@
 # The two commands of the README: `make demo` and `make test`. Both set everything up first (cached).
-.PHONY: setup demo test test-weaviate-1.27 lint eval bench bench-plugin bench-frozen package pin-chatflow
+.PHONY: setup demo test test-weaviate-1.27 lint eval bench bench-plugin bench-frozen package pin-chatflow worker
 
 setup:
 	@scripts/bootstrap.sh
 
 demo: setup
 	.venv/bin/python -m hindsight_cli demo
+
+# The reflection worker on the configured project (HINDSIGHT_* settings; README, "The reflection worker").
+worker: setup
+	.venv/bin/python -m hindsight_cli worker
 
 lint: setup
 	.venv/bin/ruff check .
