@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from hindsight_insights.errors import WeaviateUnavailable
 from hindsight_insights.models import InsightStatus, TurnSignals
 from hindsight_insights.store import InsightStore
 from tests.worker_support import CORRECTION, STOPPED, FakeClock, RuleExtractor, running_worker, say
@@ -191,3 +192,34 @@ def test_one_json_log_line_per_reflection(store: InsightStore, url: str, caplog:
     assert ok["counts"]["created"] == 1 and ok["tokens_in"] == 0 and ok["worker"] == "worker-test"
     assert ok["day"] == "2026-11-30" and ok["budget"] == 2_000_000
     assert all("\n" not in r.getMessage() for r in caplog.records if r.name == "worker.reflection")
+
+
+def test_a_nightly_plan_that_failed_is_planned_again_by_a_later_poll(
+    store: InsightStore, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock(datetime(2026, 11, 29, 20, 0, tzinfo=UTC))
+    rules = RuleExtractor()
+    with running_worker(store, url, clock, rules) as worker:
+        say(store, clock, "grace-mon", "u_grace", "比较一下 Redis 和 Memcached，用表格", scene="方案对比")
+        say(store, clock, "grace-tue", "u_grace", "再比较 Kafka 和 RabbitMQ，还是用表格", scene="方案对比")
+        clock.set(datetime(2026, 11, 30, 19, 0, tzinfo=UTC))  # 03:00 in Shanghai
+        reads = store.turns.active_users
+
+        def down(*args: object, **kwargs: object) -> object:
+            raise WeaviateUnavailable("Weaviate did not answer in time")
+
+        monkeypatch.setattr(store.turns, "active_users", down)
+        assert worker.nightly().reflections == []
+        plan = worker.board.get("plan", "2026-12-01")
+        assert plan is not None and plan.state == "due" and plan.attempts == 1
+        assert plan.last_error is not None and "Weaviate did not answer in time" in plan.last_error
+
+        monkeypatch.setattr(store.turns, "active_users", reads)  # Weaviate is back
+        clock.advance(seconds=59)
+        assert worker.poll().reflections == []  # the plan's retry waits for its backoff (4 poll intervals)
+        clock.advance(seconds=1)
+        again = worker.poll()
+
+    assert [(r.variant, r.session_ids) for r in again.reflections] == [("nightly", ["grace-mon", "grace-tue"])]
+    planned = worker.board.get("plan", "2026-12-01")
+    assert planned is not None and planned.state == "done"

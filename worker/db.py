@@ -82,7 +82,7 @@ tasks = Table(
     Column("version", Integer, nullable=False, default=0),  # bumped by every claim and state change: the CAS
     Column("attempts", Integer, nullable=False, default=0),  # tries since the last success
     Column("last_error", Text),
-    Column("signal_at", UtcDateTime()),  # anomaly: the newest signal turn seen
+    Column("signal_at", UtcDateTime()),  # anomaly: the newest signal turn seen; session: its last turn when found
     Column("covered_at", UtcDateTime()),  # anomaly: the newest signal turn a finished reflection read
     Column("detail", Text),  # JSON: a nightly task's sessions; a batched task's batch id
     Column("created_at", UtcDateTime(), nullable=False),
@@ -150,7 +150,7 @@ batches = Table(
     Column("project", String(100), primary_key=True),
     Column("batch_id", String(200), primary_key=True),
     Column("job", Text, nullable=False),  # the BatchJob as JSON: enough for any process to collect it
-    Column("state", String(16), nullable=False),  # submitted | collected
+    Column("state", String(16), nullable=False),  # submitted | collected | given_up
     Column("processing_status", String(32)),  # the API's, as last seen
     Column("submitted_at", UtcDateTime(), nullable=False),
     Column("checked_at", UtcDateTime()),

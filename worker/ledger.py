@@ -170,6 +170,9 @@ class Ledger:
     def batch_collected(self, batch_id: str, now: datetime) -> None:
         self._set_batch(batch_id, state="collected", collected_at=now)
 
+    def batch_given_up(self, batch_id: str, now: datetime) -> None:
+        self._set_batch(batch_id, state="given_up", collected_at=now)
+
     def _set_batch(self, batch_id: str, **values: Any) -> None:
         with self._engine.begin() as connection:
             connection.execute(

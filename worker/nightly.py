@@ -44,21 +44,35 @@ def night_of(user_id: str, day: date) -> str:
 
 
 def run_nightly(worker: ReflectionWorker, report: TickReport, progress: Progress | None = None) -> None:
+    """Plan tonight (unless a worker has) and run the night's due user reflections."""
     now = worker.clock.now()
     day = local_day(now, worker.zone)
     worker.board.ensure("plan", day.isoformat(), now)
     task = worker.board.get("plan", day.isoformat())
-    claim = None if task is None else worker.board.claim(task, now)
-    if claim is not None:
-        with Heartbeat(worker.board, claim, worker.clock, max(worker.settings.worker_claim_lease_s / 3, 0.05)):
-            try:
-                plan(worker, day, now, report)
-            except Exception as error:  # Weaviate or the API down: the plan is tried again at the next poll
-                log.exception("the nightly plan of %s failed", day)
-                worker.board.fail(claim, worker.clock.now(), f"planning failed: {error!r}", retry_at=now)
-            else:
-                worker.board.succeed(claim, worker.clock.now())
+    if task is not None:
+        plan_night(worker, task, now, report)
     worker.run_due(["nightly"], report, progress=progress)
+
+
+def resume_plans(worker: ReflectionWorker, now: datetime, report: TickReport) -> None:
+    """A plan that failed (Weaviate down at 03:00), or whose worker died, is tried again by a poll of any worker."""
+    for task in worker.board.due(["plan"], now):
+        plan_night(worker, task, now, report)
+
+
+def plan_night(worker: ReflectionWorker, task: Task, now: datetime, report: TickReport) -> None:
+    claim = worker.board.claim(task, now)
+    if claim is None:  # planned already, or another worker plans it
+        return
+    with Heartbeat(worker.board, claim, worker.clock, max(worker.settings.worker_claim_lease_s / 3, 0.05)):
+        try:
+            plan(worker, date.fromisoformat(task.subject), now, report)
+        except Exception as error:
+            log.exception("the nightly plan of %s failed", task.subject)
+            retry_at = now + worker.backoff(claim.attempt)
+            worker.board.fail(claim, worker.clock.now(), f"planning failed: {error!r}", retry_at=retry_at)
+        else:
+            worker.board.succeed(claim, worker.clock.now())
 
 
 def plan(worker: ReflectionWorker, day: date, now: datetime, report: TickReport) -> None:
@@ -147,6 +161,9 @@ def collect_batches(worker: ReflectionWorker, now: datetime, report: TickReport)
 def collect(worker: ReflectionWorker, job: BatchJob, now: datetime, report: TickReport) -> None:
     worker.board.ensure("batch", job.batch_id, now)
     task = worker.board.get("batch", job.batch_id)
+    if task is not None and task.state == "failed":  # collecting it failed max_attempts times: stop asking the API
+        worker.ledger.batch_given_up(job.batch_id, now)
+        return
     claim = None if task is None else worker.board.claim(task, now)
     if claim is None:  # another worker collects it
         return

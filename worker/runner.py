@@ -47,7 +47,7 @@ from worker.expiry import ExpiryReport, sweep
 from worker.lease import Heartbeat
 from worker.ledger import Ledger, Spend
 from worker.logline import log_reflection, reflection_line
-from worker.nightly import collect_batches, run_nightly
+from worker.nightly import collect_batches, resume_plans, run_nightly
 from worker.tasks import Claim, Kind, Task, TaskBoard
 
 log = logging.getLogger(__name__)
@@ -173,6 +173,7 @@ class ReflectionWorker:
         report = TickReport(sessions_ended=self.scan_idle(now))
         if self.batch is not None:
             collect_batches(self, now, report)
+        resume_plans(self, now, report)
         deadline = now + timedelta(seconds=self.settings.worker_poll_interval_s)
         self.run_due(["session", "nightly"], report, deadline=deadline, progress=progress)
         return report
