@@ -123,7 +123,7 @@ def test_a_task_that_stops_every_worker_is_given_up(engine: Engine) -> None:
 
     assert claim_once(tasks, "session", "poison", clock) is None
     task = tasks.get("session", "poison")
-    assert task is not None and task.state == "failed"
+    assert task is not None and (task.state, task.owner, task.lease_until) == ("failed", None, None)
     assert task.last_error is not None and task.last_error.startswith("given up after 2 attempts; last: the claim")
 
 

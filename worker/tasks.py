@@ -328,6 +328,8 @@ class TaskBoard:
         """Move an unclaimed task on, if nobody changed it since it was read (its version): a session deferred by the
         budget, a deferred one a nightly reflection covered, a user's night sent in a batch or come back from it."""
         values: dict[str, Any] = {"state": state, "version": task.version + 1, "updated_at": now}
+        if task.state == "running":  # a lapsed claim given up: it has no owner any more
+            values |= {"owner": None, "lease_until": None}
         if due_at is not None:
             values["due_at"] = due_at
         if error is not None:
