@@ -1,12 +1,16 @@
 # The two commands of the README: `make demo` and `make test`. Both set everything up first (cached).
-.PHONY: setup demo test test-weaviate-1.27 lint eval eval-corrections eval-poisoning bench bench-plugin bench-frozen \
-	bench-search package pin-chatflow
+.PHONY: setup demo test test-weaviate-1.27 lint eval eval-corrections eval-poisoning eval-reflection bench \
+	bench-plugin bench-frozen bench-search package pin-chatflow worker
 
 setup:
 	@scripts/bootstrap.sh
 
 demo: setup
 	.venv/bin/python -m hindsight_cli demo
+
+# The reflection worker on the configured project (HINDSIGHT_* settings; README, "The reflection worker").
+worker: setup
+	.venv/bin/python -m hindsight_cli worker
 
 lint: setup
 	.venv/bin/ruff check .
@@ -27,6 +31,9 @@ eval: setup
 # Correction detection, the poisoning screen and redaction on their hand-labelled sets (pure functions, seconds).
 eval-corrections: setup
 	.venv/bin/python -m bench.eval_corrections
+
+eval-reflection: setup
+	.venv/bin/python -m bench.eval_reflection
 
 eval-poisoning: setup
 	.venv/bin/python -m bench.eval_poisoning

@@ -1,5 +1,5 @@
 """The commands. Each opens the configured project (HINDSIGHT_* settings; with no Weaviate URL, the local server) and
-calls the core; nothing here decides anything."""
+calls the core, or the worker (worker/); nothing here decides anything."""
 
 from __future__ import annotations
 
@@ -7,12 +7,15 @@ import contextlib
 import getpass
 import logging
 import os
-from collections.abc import Iterator
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from hindsight_cli import views
 from hindsight_insights.config import Settings
@@ -21,6 +24,9 @@ from hindsight_insights.models import Insight, InsightKind, InsightStatus
 from hindsight_insights.store import InsightStore, open_store
 from hindsight_insights.store.review import ReviewQueue
 from hindsight_insights.weaviate_server import ensure_binary, running_weaviate
+
+if TYPE_CHECKING:  # imported by the worker's commands only: the model SDKs take seconds to import
+    from worker.runner import ReflectionWorker, TickReport
 
 app = typer.Typer(help="Hindsight Insights: inspect, review and run.", no_args_is_help=True, add_completion=False)
 insights_app = typer.Typer(help="A project's insights and its review queue.", no_args_is_help=True)
@@ -190,3 +196,171 @@ def demo(project: Project = None) -> None:
 def ensure_weaviate() -> None:
     """Build or find the local weaviate-server binary and print its path."""
     print(ensure_binary(Settings()))  # a plain path, for scripts
+
+
+# ---- the reflection worker ------------------------------------------------------------------------------------------
+
+StructuredLoggers = ("worker.reflection", "worker.expiry")  # one JSON object per line, printed as it is
+
+
+def worker_logging() -> None:
+    """Plain lines for what happens, and the worker's structured lines (one JSON object each) with nothing around
+    them, so that a log shipper can read them; all on stderr, where `docker logs` picks them up."""
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("worker").setLevel(logging.INFO)
+    plain = logging.StreamHandler()
+    plain.setFormatter(logging.Formatter("%(message)s"))
+    for name in StructuredLoggers:
+        structured = logging.getLogger(name)
+        structured.setLevel(logging.INFO)
+        structured.handlers[:] = [plain]
+        structured.propagate = False
+
+
+@contextlib.contextmanager
+def opened_worker(project: str | None, *, reflects: bool = True) -> Iterator[ReflectionWorker]:
+    """The project's worker for the duration of one command; errors become one line and exit code 1."""
+    from worker.service import open_worker
+
+    worker_logging()
+    try:
+        with open_worker(settings_for(project), reflects=reflects) as worker:
+            yield worker
+    except HindsightError as error:
+        errors.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(1) from None
+
+
+@contextlib.contextmanager
+def progress_bars() -> Iterator[Callable[[str, int, int], None]]:
+    """A progress bar per kind of work, on stderr (stdout stays clean for --json)."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=errors, transient=True) as bars:
+        shown: dict[str, TaskID] = {}
+
+        def update(what: str, done: int, total: int) -> None:
+            if what not in shown:
+                shown[what] = bars.add_task(what, total=total)
+            bars.update(shown[what], completed=done, total=total)
+
+        yield update
+
+
+def print_tick(report: TickReport, as_json: bool) -> None:
+    if as_json:
+        views.print_json(
+            console, {**vars(report), "reflections": [r.model_dump(mode="json") for r in report.reflections]}
+        )
+        return
+    for reflection in report.reflections:
+        views.reflection_report(console, reflection)
+    console.print(
+        f"{len(report.reflections)} reflections ({report.failed} failed), {report.anomalies_noted} sessions with "
+        f"anomalies, {report.sessions_ended} ended sessions found, {report.deferred} deferred, {report.held} held, "
+        f"{report.skipped} skipped; batches: {report.batches_submitted} submitted, {report.batches_collected} collected"
+    )
+
+
+@app.command("worker")
+def worker_command(
+    project: Project = None,
+    once: Annotated[bool, typer.Option("--once", help="One poll (with ended batches collected), then exit.")] = False,
+    as_json: AsJson = False,
+) -> None:
+    """Run the reflection worker until Ctrl-C or SIGTERM: anomalies and ended sessions at every poll, the nightly run,
+    the expiry sweep. Several replicas may share one state database (HINDSIGHT_WORKER_STATE_URL)."""
+    from worker.service import run, shown_url
+
+    with opened_worker(project) as worker:
+        if once:
+            with progress_bars() as progress:
+                report = worker.poll(progress)
+            print_tick(report, as_json)
+            return
+        settings = worker.settings
+        stop = threading.Event()
+        for number in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(number, lambda *_: stop.set())
+        errors.print(
+            f"worker {worker.owner}: project {settings.project!r}, state {shown_url(settings)}; polls every "
+            f"{settings.worker_poll_interval_s:g} s, nightly at {settings.worker_nightly_time} {settings.timezone}; "
+            "Ctrl-C stops it"
+        )
+        run(worker, stop)
+        errors.print(f"worker {worker.owner} stopped")
+
+
+@app.command()
+def reflect(
+    session: Annotated[str, typer.Option(help="The session (Dify conversation) id.")],
+    anomaly: Annotated[
+        bool, typer.Option("--anomaly", help="The anomaly variant: what went wrong at its signals.")
+    ] = False,
+    project: Project = None,
+    as_json: AsJson = False,
+) -> None:
+    """Reflect on one session now and print the report. It is claimed like the worker's own work (never at the same
+    time as a worker) and recorded in the reflection log."""
+    from worker.runner import Busy
+
+    with opened_worker(project) as worker:
+        try:
+            report = worker.reflect_now(session, "anomaly" if anomaly else "session")
+        except Busy as busy:
+            errors.print(f"[red]error:[/red] {busy}")
+            raise typer.Exit(1) from None
+    if as_json:
+        views.print_json(console, report.model_dump(mode="json"))
+    else:
+        views.reflection_report(console, report)
+    if report.outcome == "failed":
+        raise typer.Exit(1)
+
+
+@app.command()
+def nightly(project: Project = None, as_json: AsJson = False) -> None:
+    """Run the nightly pass now: plan tonight (if no worker has) and reflect across each active user's sessions."""
+    with opened_worker(project) as worker, progress_bars() as progress:
+        report = worker.nightly(progress)
+    print_tick(report, as_json)
+
+
+@app.command()
+def expire(project: Project = None, as_json: AsJson = False) -> None:
+    """Mark insights past their expire_at as expired, and retire unused low-confidence ones (the TTL)."""
+    with opened_worker(project, reflects=False) as worker, progress_bars() as progress:
+        report = worker.expire(progress)
+    if as_json:
+        views.print_json(console, vars(report))
+        return
+    console.print(
+        f"{report.expired} expired; {len(report.retired)} retired of {report.candidates} low-confidence insights "
+        f"unchanged for {worker.settings.worker_retire_after_days:g} days ({report.in_use} still in use, kept)"
+    )
+    for insight_id in report.retired:
+        console.print(f"  retired {insight_id}")
+
+
+@app.command("worker-status")
+def worker_status(project: Project = None, as_json: AsJson = False) -> None:
+    """Today's reflections, tokens against the budget, what was counted, and where the tasks stand."""
+    with opened_worker(project, reflects=False) as worker:
+        status = worker.status()
+    if as_json:
+        views.print_json(
+            console,
+            {
+                "day": status.day.isoformat(),
+                "reflections": status.spend.reflections,
+                "tokens": status.spend.tokens,
+                "tokens_in": status.spend.tokens_in,
+                "tokens_out": status.spend.tokens_out,
+                "cached_tokens": status.spend.cached_tokens,
+                "budget": status.budget,
+                "counters": status.counters,
+                "tasks": {f"{kind}.{state}": count for (kind, state), count in status.tasks.items()},
+                "batches_in_flight": status.batches_in_flight,
+            },
+        )
+    else:
+        views.worker_status(console, status)

@@ -123,7 +123,9 @@ def run_demo(settings: Settings, console: Console) -> None:
                 "scene": later_conversation["scene"],
                 "language": later_conversation["language"],
             }
-            result = run(stores, "search_insight", credentials, parameters, Context(user_id=later_conversation["user_id"]))
+            result = run(
+                stores, "search_insight", credentials, parameters, Context(user_id=later_conversation["user_id"])
+            )
             console.print(
                 f"\n[bold]{later_conversation['user_id']}[/bold] in {later_conversation['scene']}: "
                 f"{later_conversation['turns'][-1]}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -12,6 +12,10 @@ from rich.text import Text
 
 from hindsight_insights.models import Insight, Turn
 from hindsight_insights.store.review import ReviewItem
+
+if TYPE_CHECKING:  # the model SDKs behind these take seconds to import: only the worker's commands pay for them
+    from hindsight_insights.reflection import ReflectionReport
+    from worker.runner import WorkerStatus
 
 
 def _short(text: str, width: int = 60) -> str:
@@ -90,3 +94,52 @@ def review_item(console: Console, item: ReviewItem) -> None:
     for entry in item.audit:
         audit.add_row(entry.at.strftime("%Y-%m-%d %H:%M"), entry.actor, entry.action, entry.note)
     console.print(audit)
+
+
+def reflection_report(console: Console, report: ReflectionReport) -> None:
+    """One reflection: what it read, what it saved and dropped, and what it cost."""
+    style = "green" if report.outcome == "ok" else "red"
+    console.print(
+        f"[bold]{report.variant}[/bold] reflection on {', '.join(report.session_ids)}"
+        f" (user {report.user_id or '?'}): [{style}]{report.outcome}[/{style}]"
+        + (f" — {report.reason}" if report.reason else "")
+    )
+    table = Table(show_header=False, box=None)
+    table.add_column(style="dim")
+    table.add_column()
+    counts = ", ".join(f"{name} {count}" for name, count in report.counts.items() if count) or "nothing saved"
+    for label, value in (
+        ("candidates", str(report.candidates)),
+        ("saved", counts),
+        ("model", f"{report.model or '-'} ({report.source}), {report.llm_calls} call(s)"),
+        ("tokens", f"{report.tokens_in} in ({report.cached_share:.0%} cached), {report.tokens_out} out"),
+        ("time", f"{report.duration_s:.1f} s"),
+    ):
+        table.add_row(label, value)
+    for saved_id in report.saved_ids:
+        table.add_row("insight", str(saved_id))
+    for dropped in report.dropped:
+        table.add_row("dropped", f"{dropped.topic}: {dropped.reason} ({_short(dropped.detail, 80)})")
+    console.print(table)
+
+
+def worker_status(console: Console, status: WorkerStatus) -> None:
+    budget = f"{status.budget:,}" if status.budget else "no limit"
+    console.print(
+        f"[bold]{status.day.isoformat()}[/bold]: {status.spend.reflections} reflections, "
+        f"{status.spend.tokens:,} tokens of {budget}"
+    )
+    counted = Table(title="counted today")
+    counted.add_column("what")
+    counted.add_column("count", justify="right")
+    for name, value in sorted(status.counters.items()):
+        counted.add_row(name, str(value))
+    console.print(counted)
+    tasks = Table(title="tasks")
+    for column in ("kind", "state", "count"):
+        tasks.add_column(column, justify="right" if column == "count" else "left")
+    for (kind, state), value in sorted(status.tasks.items()):
+        tasks.add_row(kind, state, str(value))
+    console.print(tasks)
+    if status.batches_in_flight:
+        console.print(f"batches in flight: {', '.join(status.batches_in_flight)}")

@@ -163,6 +163,48 @@ class Settings(BaseSettings):
     )
     reflection_batch_poll_s: float = Field(60.0, gt=0, description="How often the nightly batch is polled.")
 
+    # The reflection worker (worker/, docs/architecture.md "The worker"). Times of day and days are in `timezone`.
+    worker_state_url: str | None = Field(
+        None,
+        description="SQLAlchemy URL of the worker's state (schedules, claims, reflection log). Unset: a SQLite file "
+        "in data_dir. Several replicas share one database, e.g. postgresql+psycopg://user:pw@host/db.",
+    )
+    worker_poll_interval_s: float = Field(15.0, gt=0, le=3600, description="How often new signals are looked for.")
+    worker_idle_minutes: float = Field(30.0, gt=0, description="A session this long without a turn has ended.")
+    worker_anomaly_debounce_s: float = Field(
+        60.0, ge=0, description="At most one anomaly reflection per session in this window; later signals wait."
+    )
+    worker_nightly_time: str = Field("03:00", description="HH:MM: the nightly run over each active user's sessions.")
+    worker_nightly_lookback_days: float = Field(7.0, gt=0, description="The sessions a nightly reflection reads.")
+    worker_token_budget: int = Field(
+        2_000_000, ge=0, description="Tokens (in + out) per day for the project's reflections; 0: no limit."
+    )
+    worker_anomaly_reserve: int = Field(
+        200_000, ge=0, description="Past the budget, anomaly reflections go on until this many tokens more."
+    )
+    worker_batch_threshold: int = Field(
+        20, ge=0, description="Above this many users, the nightly run uses Anthropic's Message Batches API."
+    )
+    worker_claim_lease_s: float = Field(
+        120.0, ge=1, description="A claim lapses this long after its last renewal (a stopped worker's work is redone)."
+    )
+    worker_max_attempts: int = Field(3, ge=1, le=20, description="Tries per reflection before it is given up.")
+    worker_expire_interval_minutes: float = Field(60.0, gt=0, description="How often the expiry sweep runs.")
+    worker_retire_after_days: float = Field(
+        30.0,
+        ge=0,
+        description="Retire active insights below the confidence, unchanged and not injected this long; 0: never.",
+    )
+    worker_retire_below_confidence: float = Field(0.5, ge=0.0, le=1.0, description="See worker_retire_after_days.")
+
+    @field_validator("worker_nightly_time")
+    @classmethod
+    def _time_of_day(cls, value: str) -> str:
+        hour, _, minute = value.strip().partition(":")
+        if not (hour.isdigit() and minute.isdigit() and int(hour) < 24 and int(minute) < 60 and len(minute) == 2):
+            raise ValueError(f"{value!r} is not a time of day as HH:MM, such as 03:00")
+        return f"{int(hour):02d}:{minute}"
+
     @field_validator("anthropic_effort", mode="before")
     @classmethod
     def _no_effort(cls, value: object) -> object:

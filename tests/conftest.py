@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy
 import weaviate
 
 from hindsight_insights.config import Settings
@@ -24,6 +25,7 @@ from scripts.package_plugin import ROOT, package
 from testkit.messages import credentials_for
 from testkit.runner import RunnerPlugin
 from testkit.runtimes import CLI, DAEMON, Runtime, RuntimeNotFound, Toolchain, toolchain
+from testkit.services import Postgres, ServiceError
 
 
 @pytest.fixture(scope="session")
@@ -140,3 +142,40 @@ def keyed_server(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -
     server = start_local(ensure_binary(settings), tmp_path_factory.mktemp("keyed-weaviate"), api_key="right-key")
     yield server
     server.stop()
+
+
+# ---- the reflection worker's state databases ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Postgres]:
+    """PostgreSQL from Debian's packages on a free loopback port, with a temporary data directory (~2 s to start)."""
+    try:
+        server = Postgres.start()
+    except ServiceError as missing:
+        pytest.fail(str(missing), pytrace=False)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: Postgres) -> Iterator[str]:
+    """A database of its own for each test."""
+    name = f"worker_{uuid.uuid4().hex[:12]}"
+    admin = f"postgresql+psycopg://{postgres_server.user}:{postgres_server.password}@127.0.0.1:{postgres_server.port}"
+    engine = sqlalchemy.create_engine(f"{admin}/postgres", isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.exec_driver_sql(f"CREATE DATABASE {name}")
+    yield f"{admin}/{name}"
+    with engine.connect() as connection:
+        connection.exec_driver_sql(f"DROP DATABASE {name} WITH (FORCE)")
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The worker's state database: a SQLite file, and PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'worker-state.sqlite3'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url

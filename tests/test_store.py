@@ -188,6 +188,24 @@ def test_expire_sweep_marks_only_due_insights(store: InsightStore) -> None:
     assert store.get(forever.id).status is InsightStatus.ACTIVE
 
 
+def test_retiring_the_rule_expires_it_and_the_previous_version_is_the_rule_again(store: InsightStore) -> None:
+    now = datetime.now(UTC)
+    old = store.save(draft(), now=now - timedelta(days=40))
+    new = store.save(draft(action="Send returns to 9 Harbour Street, Ningbo.", evidence="9 Harbour Street"), now=now)
+    assert store.get(old.id).status is InsightStatus.SUPERSEDED
+
+    retired = store.retire(new.id, now=now)
+
+    assert retired.status is InsightStatus.EXPIRED and retired.expire_at is not None and retired.expire_at <= now
+    assert store.get(old.id).status is InsightStatus.ACTIVE and store.get(old.id).superseded_by == new.id
+    assert ids(store.search("where do returns go?", scene="after-sales")) == [old.id]
+    assert store.retire(new.id, now=now + timedelta(hours=1)).updated_at == retired.updated_at  # already retired
+    pending = store.save(draft(topic="refunds", action="Refund in 3 days.", evidence="3 days", status="pending_review"))
+    with pytest.raises(InvalidInput, match="pending_review; only active or superseded retire"):
+        store.retire(pending.id, now=now)
+    assert store.get(pending.id).status is InsightStatus.PENDING_REVIEW
+
+
 # ---- forget_user and turns ---------------------------------------------------------------------------------------
 
 

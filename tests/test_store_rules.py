@@ -328,3 +328,13 @@ def test_recording_the_same_dify_message_again_is_one_turn(store: InsightStore) 
     first, retried = store.turns.append(turn), store.turns.append(turn)
     assert (retried.id, retried.turn_index) == (first.id, 0)
     assert len(store.turns.session("s")) == 1
+
+
+def test_ids_that_are_english_stop_words_still_match(store: InsightStore) -> None:
+    """Ids a builder maps can be short words; Weaviate 1.27 refused a filter made only of stop words."""
+    turn = TurnDraft.parse({"session_id": "a", "user_id": "the", "user_message": "hi", "message_id": "of"})
+    assert store.turns.append(turn).turn_index == 0
+    assert [t.user_id for t in store.turns.session("a")] == ["the"]
+    saved = store.save(draft(user_id="the", kind="preference"))
+    assert store.count(user_id="the") == (1, 1) and store.get(saved.id).user_id == "the"
+    assert store.forget_user("the").turns_deleted == 1

@@ -48,6 +48,7 @@ from hindsight_insights.governance.correction_implicit import implicit
 from hindsight_insights.governance.correction_turn import Turn, read
 from hindsight_insights.governance.correction_types import Correction, CorrectionType
 from hindsight_insights.governance.correction_wishes import preference, process, standing_wish
+from hindsight_insights.governance.text import fold
 from hindsight_insights.models import Condition
 
 __all__ = ["Condition", "Correction", "CorrectionType", "detect"]
@@ -69,7 +70,13 @@ def detect(message: str, previous_assistant: str | None = None) -> Correction:
 
 # ------------------------------------------------------------------------------------------------ condition
 def _with_condition(found: Correction, turn: Turn) -> Correction:
-    text = turn.message.text
+    # The condition must qualify the correction itself: in a message of several requests ("叫我老王。另外以后对比方案
+    # 的时候给我一张表"), another sentence's "…的时候" is not this correction's context.
+    text, offset = turn.message.text, 0
+    corrected = fold(found.corrected).text if found.corrected else ""
+    home = next((sentence for sentence in turn.sentences if corrected and corrected in sentence.text), None)
+    if home is not None:
+        text, offset = home.text, home.span.start
     for condition, table in (
         (Condition.TEMPORAL, rules.TEMPORAL),
         (Condition.CONTEXT_SPECIFIC, rules.CONTEXT),
@@ -78,7 +85,8 @@ def _with_condition(found: Correction, turn: Turn) -> Correction:
         hit = rules.first(table, text)
         if hit:
             name, match = hit
-            detail = turn.message.quote(*match.span())
+            start, end = match.span()
+            detail = turn.message.quote(start + offset, end + offset)
             return Correction(
                 found.type,
                 found.confidence,

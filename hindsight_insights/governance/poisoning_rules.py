@@ -161,7 +161,8 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
         (
             PROMPT,
             r"\b(reveal|show|print|repeat|repeating|output|list|disclose|share|leak|dump|display|echo|recite|write out|"
-            r"paste|send|tell|give|include|append|attach|copy|quote|expose|provide)\w{0,3}\b[^.;]{0,60}\b(system prompt|"
+            r"paste|send|tell|give|include|append|attach|copy|quote|expose|provide)\w{0,3}\b"  # printing, reveals
+            r"[^.;]{0,60}\b(system prompt|"
             r"system message|system instructions?|hidden (instructions?|rules|prompt)|initial (prompt|instructions)|"
             r"your (instructions|prompt|configuration|guidelines)|(the )?(text|instructions?|messages?|content) above|"
             r"everything above|memory rules?|injected rules?|developer (message|instructions)|pre-?prompt|"

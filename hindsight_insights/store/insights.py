@@ -590,6 +590,30 @@ class InsightStore:
                         self._settle(slot_of(insight), now)
                     expired.add(insight.id)
 
+    def retire(self, insight_id: uuid.UUID | str, now: datetime | None = None) -> Insight:
+        """Retire an insight now (the worker's TTL for unused low-confidence insights). `expired` is never set
+        directly: retiring sets `expire_at` to now and settles the slot, so the insight is expired and, if it was
+        the rule, the newest living older version is the rule again, as when any expiry passes. Only versions of a
+        chain (active, superseded) retire; one that has expired already is returned as it is."""
+        now = now or datetime.now(UTC)
+        insight = self.get(insight_id)
+        if insight.status not in chain.CHAIN_STATUSES:
+            raise InvalidInput(
+                [("id", f"insight {insight.id} is {insight.status.value}; only active or superseded retire")]
+            )
+        if not chain.alive(insight, now):
+            return insight
+        retired = insight.model_copy(update={"expire_at": now, "updated_at": now})
+        undo = _Undo()
+        with weaviate_errors("retiring an insight"):
+            try:
+                self._write(retired, ("expire_at", "updated_at"), undo, previous=insight)
+                self._settle(slot_of(insight), now, undo)
+            except BaseException:
+                undo.run()
+                raise
+        return self.get(insight.id)
+
     def count(self, *, user_id: str | None = None) -> tuple[int, int]:
         """(insights, turns), optionally of one user (their own insights, and their turns)."""
         where = filters.owned_by(user_id) if user_id is not None else None

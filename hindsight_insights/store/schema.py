@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import weaviate
 from pydantic import BaseModel
-from weaviate.classes.config import Configure, DataType, Property, Reconfigure, Tokenization
+from weaviate.classes.config import Configure, DataType, Property, Reconfigure, StopwordsPreset, Tokenization
 from weaviate.collections import Collection as WeaviateCollection
 
 from hindsight_insights.embedder import Embedder
@@ -290,7 +290,10 @@ def ensure_collections(client: weaviate.WeaviateClient, project: str, embedder: 
                     vector_config=Configure.Vectors.self_provided(
                         vector_index_config=Configure.VectorIndex.hnsw(flat_search_cutoff=FLAT_SEARCH_CUTOFF)
                     ),
-                    inverted_index_config=Configure.inverted_index(index_null_state=True),
+                    # No stop words: ids and keys are matched whole, and an id such as "a" must still be found.
+                    inverted_index_config=Configure.inverted_index(
+                        index_null_state=True, stopwords_preset=StopwordsPreset.NONE
+                    ),
                 )
             except weaviate.exceptions.UnexpectedStatusCodeError as error:
                 if "already exists" not in str(error):  # another process created it first

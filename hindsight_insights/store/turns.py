@@ -4,25 +4,106 @@ Appending never competes for a slot: each turn gets its own id (from Dify's mess
 retried record is the same turn; otherwise random) and a `sequence` from the clock in microseconds. A turn's index
 in its session is its place in (sequence, id) order, counted when it is read. So concurrent appends to one session
 all land, and none waits for another.
+
+The reflection worker's scans read light stamps of turns (session, user, time, signals) by `created_at`, paging in
+time order rather than by offset, so a day of turns is read whatever the server's query limit.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import weaviate
-from weaviate.classes.query import Filter, Sort
+from weaviate.classes.query import Filter, FilterReturn, Sort
 from weaviate.collections import Collection
 from weaviate.util import generate_uuid5
 
 from hindsight_insights.connection import SAFE_TO_RERUN, weaviate_errors
-from hindsight_insights.models import CorrectionRecord, Turn, TurnDraft
+from hindsight_insights.models import CorrectionRecord, DetectedCorrection, Turn, TurnDraft, TurnSignals
 from hindsight_insights.store.bulk import delete_all
 from hindsight_insights.store.schema import TURN_FIELDS, StoredObject, from_object, to_properties
 
 MAX_SESSION_TURNS = 10_000
+SCAN_PAGE = 2000  # turns per read of a scan; a scan pages on in created_at order
+_ID_CHUNK = 100  # ids per contains_any filter
+_STAMP_PROPERTIES = [
+    "session_id",
+    "user_id",
+    "created_at",
+    "feedback",
+    "tool_error",
+    "stopped_generation",
+    "correction",
+    "detected_type",
+]
+
+
+@dataclass(frozen=True)
+class TurnStamp:
+    """What the worker's scans read of a turn: whose, which session, when, and its learning signals."""
+
+    id: uuid.UUID
+    session_id: str
+    user_id: str
+    created_at: datetime
+    signals: TurnSignals
+
+
+@dataclass(frozen=True)
+class SessionActivity:
+    """A session as the scans see it: whose it is and when its latest turn (within the scan) was recorded."""
+
+    session_id: str
+    user_id: str
+    last_turn_at: datetime
+
+
+def _signal_filter() -> FilterReturn:
+    """TurnSignals.any as a Weaviate filter: a dislike, a tool error, a stopped generation, a correction the flow
+    reported, or one the detector found."""
+    return Filter.any_of(
+        [
+            Filter.by_property("feedback").equal("dislike"),
+            Filter.by_property("tool_error").equal(True),
+            Filter.by_property("stopped_generation").equal(True),
+            Filter.by_property("correction").equal(True),
+            Filter.by_property("detected_type").not_equal("none"),
+        ]
+    )
+
+
+def _stamp(obj: StoredObject) -> TurnStamp:
+    p = obj.properties
+    detected = p.get("detected_type") or "none"
+    feedback = p.get("feedback") or None
+    created = p["created_at"]
+    return TurnStamp(
+        id=obj.uuid,
+        session_id=str(p["session_id"]),
+        user_id=str(p["user_id"]),
+        created_at=created if isinstance(created, datetime) else datetime.fromisoformat(str(created)),
+        signals=TurnSignals(
+            feedback=feedback if feedback in ("like", "dislike") else None,
+            tool_error=bool(p.get("tool_error")),
+            stopped_generation=bool(p.get("stopped_generation")),
+            correction=bool(p.get("correction")),
+            detected=DetectedCorrection(type=detected) if detected != "none" else DetectedCorrection(),
+        ),
+    )
+
+
+def _listed(obj: StoredObject, name: str) -> list[object]:
+    value = obj.properties.get(name)
+    return list(value) if isinstance(value, list) else []
+
+
+def _chunks[T](items: list[T], size: int = _ID_CHUNK) -> Iterator[list[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def turn_uuid(draft: TurnDraft) -> uuid.UUID:
@@ -118,3 +199,144 @@ class TurnLog:
         """Delete all of one user's turns; returns how many."""
         with weaviate_errors("forgetting a user's turns", SAFE_TO_RERUN):
             return delete_all(self._turns, Filter.by_property("user_id").equal(user_id))
+
+    # ---- what the reflection worker scans -------------------------------------------------------------------------
+
+    def _stamps(
+        self,
+        since: datetime,
+        until: datetime | None = None,
+        where: FilterReturn | None = None,
+        *,
+        limit: int | None = None,
+    ) -> Iterator[TurnStamp]:
+        """Turns recorded in [since, until), oldest first, at most `limit`.
+
+        Pages by created_at, not by offset (which the server's query limit caps): the next page starts at the last
+        instant seen and skips the ids already given. When one instant fills a whole page, that instant is read by
+        offset and the scan goes on strictly after it."""
+        seen: set[uuid.UUID] = set()
+        cursor, strict = since, False
+        given = 0
+        while True:
+            start = Filter.by_property("created_at")
+            bounds: list[FilterReturn] = [start.greater_than(cursor) if strict else start.greater_or_equal(cursor)]
+            if until is not None:
+                bounds.append(Filter.by_property("created_at").less_than(until))
+            page = self._stamp_page(Filter.all_of([*bounds, *([] if where is None else [where])]))
+            fresh = [stamp for stamp in page if stamp.id not in seen]
+            if len(page) == SCAN_PAGE and page[0].created_at == page[-1].created_at:
+                instant = page[0].created_at
+                fresh = [s for s in self._instant(instant, where) if s.id not in seen]
+                cursor, strict = instant, True
+            elif page:
+                cursor, strict = page[-1].created_at, False
+            for stamp in fresh:
+                seen.add(stamp.id)
+                yield stamp
+                given += 1
+                if limit is not None and given >= limit:
+                    return
+            if len(page) < SCAN_PAGE:
+                return
+
+    def _stamp_page(self, where: FilterReturn, offset: int | None = None) -> list[TurnStamp]:
+        with weaviate_errors("scanning turns"):
+            result = self._turns.query.fetch_objects(
+                filters=where,
+                limit=SCAN_PAGE,
+                offset=offset,
+                sort=Sort.by_property("created_at", ascending=True),
+                return_properties=_STAMP_PROPERTIES,
+            )
+        return [_stamp(obj) for obj in result.objects]
+
+    def _instant(self, instant: datetime, where: FilterReturn | None) -> Iterator[TurnStamp]:
+        """Every turn recorded at one instant (rare: a bulk import), by offset."""
+        at_instant = Filter.by_property("created_at").equal(instant)
+        condition = at_instant if where is None else Filter.all_of([at_instant, where])
+        offset = 0
+        while True:
+            page = self._stamp_page(condition, offset)
+            yield from page
+            if len(page) < SCAN_PAGE:
+                return
+            offset += SCAN_PAGE
+
+    def signal_turns(self, since: datetime, until: datetime | None = None, *, limit: int = 10_000) -> list[TurnStamp]:
+        """Turns recorded in [since, until) that carry a learning signal (TurnSignals.any), oldest first: what the
+        worker's anomaly trigger reads. At most `limit`; a full list means the caller scans on from the last one."""
+        return list(self._stamps(since, until, _signal_filter(), limit=limit))
+
+    def idle_sessions(self, active_since: datetime, idle_since: datetime) -> list[SessionActivity]:
+        """Sessions whose latest turn was recorded in [active_since, idle_since) and that have a turn with a learning
+        signal (at any time): the sessions that went idle in that window and may teach something. Oldest first."""
+        latest: dict[str, SessionActivity] = {}
+        for stamp in self._stamps(active_since, idle_since):
+            latest[stamp.session_id] = SessionActivity(stamp.session_id, stamp.user_id, stamp.created_at)
+        if not latest:
+            return []
+        ids = sorted(latest)
+        still_active = self._sessions_matching(ids, Filter.by_property("created_at").greater_or_equal(idle_since))
+        quiet = [session_id for session_id in ids if session_id not in still_active]
+        flagged = self._sessions_matching(quiet, _signal_filter())
+        found = [latest[session_id] for session_id in quiet if session_id in flagged]
+        return sorted(found, key=lambda s: (s.last_turn_at, s.session_id))
+
+    def _sessions_matching(self, session_ids: list[str], where: FilterReturn) -> set[str]:
+        """Which of these sessions have at least one turn matching `where`."""
+        found: set[str] = set()
+        for chunk in _chunks(session_ids):
+            pending = set(chunk)
+            while pending:  # each round settles at least one session: those with a match drop out
+                with weaviate_errors("scanning sessions"):
+                    result = self._turns.query.fetch_objects(
+                        filters=Filter.all_of([Filter.by_property("session_id").contains_any(sorted(pending)), where]),
+                        limit=SCAN_PAGE,
+                        return_properties=["session_id"],
+                    )
+                matched = {str(obj.properties["session_id"]) for obj in result.objects} & pending
+                found |= matched
+                pending -= matched
+                if len(result.objects) < SCAN_PAGE or not matched:
+                    break
+        return found
+
+    def active_users(self, since: datetime, until: datetime | None = None) -> dict[str, list[SessionActivity]]:
+        """Users with a turn recorded in [since, until), each with the sessions they were active in then (by their
+        latest turn in the window, oldest first): what the nightly run reflects on."""
+        sessions: dict[str, SessionActivity] = {}
+        for stamp in self._stamps(since, until):
+            sessions[stamp.session_id] = SessionActivity(stamp.session_id, stamp.user_id, stamp.created_at)
+        users: dict[str, list[SessionActivity]] = {}
+        for activity in sorted(sessions.values(), key=lambda s: (s.last_turn_at, s.session_id)):
+            users.setdefault(activity.user_id, []).append(activity)
+        return users
+
+    def sessions_of(self, user_id: str, since: datetime) -> list[SessionActivity]:
+        """One user's sessions with a turn recorded since `since`, by their latest turn, oldest first."""
+        sessions: dict[str, SessionActivity] = {}
+        for stamp in self._stamps(since, where=Filter.by_property("user_id").equal(user_id)):
+            sessions[stamp.session_id] = SessionActivity(stamp.session_id, stamp.user_id, stamp.created_at)
+        return sorted(sessions.values(), key=lambda s: (s.last_turn_at, s.session_id))
+
+    def injected_since(self, since: datetime, among: Iterable[uuid.UUID]) -> set[uuid.UUID]:
+        """Which of `among` were injected into a turn recorded since `since` (the worker's TTL keeps used ones)."""
+        found: set[uuid.UUID] = set()
+        for chunk in _chunks(sorted(set(among), key=str)):
+            pending = set(chunk)
+            while pending:
+                where = Filter.by_property("created_at").greater_or_equal(since) & Filter.by_property(
+                    "injected_insight_ids"
+                ).contains_any(sorted(pending, key=str))
+                with weaviate_errors("reading which insights were injected"):
+                    result = self._turns.query.fetch_objects(
+                        filters=where, limit=SCAN_PAGE, return_properties=["injected_insight_ids"]
+                    )
+                used = {uuid.UUID(str(i)) for obj in result.objects for i in _listed(obj, "injected_insight_ids")}
+                matched = used & pending
+                found |= matched
+                pending -= matched
+                if len(result.objects) < SCAN_PAGE or not matched:
+                    break
+        return found

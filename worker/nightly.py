@@ -1,0 +1,213 @@
+"""The nightly run, and its batches.
+
+    plan     one worker claims the night's plan (a task per local date): for each user active in the last day, and
+             each user with sessions the budget deferred, a task with their sessions: the deferred ones first, then
+             their newest of the last `worker_nightly_lookback_days`, at most 8 (the engine's cap). A user with one
+             session and nothing deferred is left out: nothing can repeat across sessions, and its end had its own
+             reflection.
+    run      each user's task is one reflect_user (nightly variant: requests repeated across sessions, duplicates and
+             conflicts consolidated), claimed like any task: every replica's poll helps.
+    batch    when the source is Anthropic's and more users than `worker_batch_threshold` have a task, the tasks go
+             into one Message Batch instead: the BatchJob is kept in the state database before the tasks are marked
+             batched, and every poll (of any worker, after a restart too) checks it at most every
+             `reflection_batch_poll_s`; when it has ended, one worker claims its collection, and each result is
+             verified, saved and recorded like a direct reflection. A request that failed in the batch is retried
+             directly, within the task's attempts.
+
+A worker killed while submitting, after the API created the batch and before the job was stored, leaves a batch
+nobody collects; the plan's lapsed claim is taken over and the users are submitted again (saving is idempotent).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from hindsight_insights.reflection import BatchJob, ReflectionReport
+from hindsight_insights.reflection.transcript import MAX_NIGHTLY_SESSIONS
+from worker.clock import local_day
+from worker.lease import Heartbeat
+from worker.tasks import Task
+
+if TYPE_CHECKING:
+    from worker.runner import Progress, ReflectionWorker, TickReport
+
+log = logging.getLogger(__name__)
+
+ACTIVE_WINDOW = timedelta(days=1)
+
+
+def night_of(user_id: str, day: date) -> str:
+    return f"{user_id}@{day.isoformat()}"
+
+
+def run_nightly(worker: ReflectionWorker, report: TickReport, progress: Progress | None = None) -> None:
+    """Plan tonight (unless a worker has) and run the night's due user reflections."""
+    now = worker.clock.now()
+    day = local_day(now, worker.zone)
+    worker.board.ensure("plan", day.isoformat(), now)
+    task = worker.board.get("plan", day.isoformat())
+    if task is not None:
+        plan_night(worker, task, now, report)
+    worker.run_due(["nightly"], report, progress=progress)
+
+
+def resume_plans(worker: ReflectionWorker, now: datetime, report: TickReport) -> None:
+    """A plan that failed (Weaviate down at 03:00), or whose worker died, is tried again by a poll of any worker."""
+    for task in worker.board.due(["plan"], now):
+        plan_night(worker, task, now, report)
+
+
+def plan_night(worker: ReflectionWorker, task: Task, now: datetime, report: TickReport) -> None:
+    claim = worker.board.claim(task, now)
+    if claim is None:  # planned already, or another worker plans it
+        return
+    with Heartbeat(worker.board, claim, worker.clock, max(worker.settings.worker_claim_lease_s / 3, 0.05)):
+        try:
+            plan(worker, date.fromisoformat(task.subject), now, report)
+        except Exception as error:
+            log.exception("the nightly plan of %s failed", task.subject)
+            retry_at = now + worker.backoff(claim.attempt)
+            worker.board.fail(claim, worker.clock.now(), f"planning failed: {error!r}", retry_at=retry_at)
+        else:
+            worker.board.succeed(claim, worker.clock.now())
+
+
+def plan(worker: ReflectionWorker, day: date, now: datetime, report: TickReport) -> None:
+    turns = worker.store.turns
+    active = turns.active_users(now - ACTIVE_WINDOW)
+    waiting: dict[str, list[str]] = defaultdict(list)
+    for deferred in worker.board.tasks("session", "deferred"):
+        if deferred.user_id:
+            waiting[deferred.user_id].append(deferred.subject)
+    lookback = now - timedelta(days=worker.settings.worker_nightly_lookback_days)
+    groups: dict[str, dict[str, Any]] = {}
+    for user_id in sorted(set(active) | set(waiting)):
+        deferred_ids = waiting.get(user_id, [])[:MAX_NIGHTLY_SESSIONS]
+        recent = [s.session_id for s in turns.sessions_of(user_id, lookback) if s.session_id not in deferred_ids]
+        room = MAX_NIGHTLY_SESSIONS - len(deferred_ids)
+        sessions = deferred_ids + (recent[-room:] if room > 0 else [])
+        if len(sessions) < 2 and not deferred_ids:
+            continue
+        groups[user_id] = {"sessions": sessions, "deferred": deferred_ids}
+    batched = worker.batch is not None and len(groups) > worker.settings.worker_batch_threshold
+    for user_id, detail in groups.items():
+        worker.board.ensure(
+            "nightly",
+            night_of(user_id, day),
+            now,
+            user_id=user_id,
+            state="batched" if batched else "due",
+            detail=detail,
+        )
+    worker.ledger.count(day, "nightly.planned", len(groups))
+    if batched:
+        submit(worker, day, now, report)
+
+
+def submit(worker: ReflectionWorker, day: date, now: datetime, report: TickReport) -> None:
+    """Send the night's batched tasks that no batch holds yet (all of them, unless a plan was cut short)."""
+    assert worker.batch is not None
+    suffix = f"@{day.isoformat()}"
+    unsent = [
+        t for t in worker.board.tasks("nightly", "batched") if t.subject.endswith(suffix) and "batch_id" not in t.detail
+    ]
+    if not unsent:
+        return
+    if worker.guard.decide("nightly", worker.ledger.spend(day).tokens) != "run":
+        for task in unsent:
+            worker.board.move(task, "skipped", now, error="skipped: the day's token budget is spent")
+        worker.ledger.count(day, "nightly.skipped", len(unsent))
+        report.skipped += len(unsent)
+        return
+    groups = [list(task.detail["sessions"]) for task in unsent]
+    job, failed = worker.batch.submit(groups, "nightly")
+    by_sessions = {tuple(task.detail["sessions"]): task for task in unsent}
+    if job is not None:
+        worker.ledger.add_batch(job, now)  # first: from here on any worker can collect it
+        for request in job.requests:
+            task = by_sessions[tuple(request.session_ids)]
+            detail = {**task.detail, "batch_id": job.batch_id, "custom_id": request.custom_id}
+            worker.board.move(task, "batched", now, detail=detail)
+        report.batches_submitted += 1
+        worker.ledger.count(day, "batch.submitted")
+        worker.ledger.count(day, "batch.requests", len(job.requests))
+        log.info("nightly batch %s: %d users", job.batch_id, len(job.requests))
+    for failure in failed:  # no turns left, or turns of several users: nothing was sent for them
+        task = by_sessions[tuple(failure.session_ids)]
+        settle(worker, task, failure, now, report)
+
+
+def collect_batches(worker: ReflectionWorker, now: datetime, report: TickReport) -> None:
+    """Check the batches in flight (at most every reflection_batch_poll_s) and collect those that have ended."""
+    assert worker.batch is not None
+    every = timedelta(seconds=worker.settings.reflection_batch_poll_s)
+    for open_batch in worker.ledger.open_batches():
+        if open_batch.checked_at is not None and now - open_batch.checked_at < every:
+            continue
+        job = open_batch.job
+        try:
+            status = worker.batch.status(job).processing_status
+        except Exception:  # the API is unreachable now: the next poll asks again
+            log.warning("could not check batch %s", job.batch_id, exc_info=True)
+            continue
+        worker.ledger.batch_checked(job.batch_id, status, now)
+        if status == "ended":
+            collect(worker, job, now, report)
+
+
+def collect(worker: ReflectionWorker, job: BatchJob, now: datetime, report: TickReport) -> None:
+    worker.board.ensure("batch", job.batch_id, now)
+    task = worker.board.get("batch", job.batch_id)
+    if task is not None and task.state == "failed":  # collecting it failed max_attempts times: stop asking the API
+        worker.ledger.batch_given_up(job.batch_id, now)
+        return
+    claim = None if task is None else worker.board.claim(task, now)
+    if claim is None:  # another worker collects it
+        return
+    assert worker.batch is not None
+    with Heartbeat(worker.board, claim, worker.clock, max(worker.settings.worker_claim_lease_s / 3, 0.05)):
+        waiting = {
+            t.detail.get("custom_id"): t
+            for t in worker.board.tasks("nightly", "batched")
+            if t.detail.get("batch_id") == job.batch_id
+        }
+        # After a collection cut short, only what is still waiting is collected again.
+        requests = [request for request in job.requests if request.custom_id in waiting]
+        try:
+            reports = worker.batch.collect(job.model_copy(update={"requests": requests})) if requests else []
+        except Exception as error:
+            log.exception("collecting batch %s failed", job.batch_id)
+            worker.board.fail(claim, worker.clock.now(), f"collecting failed: {error!r}", retry_at=now)
+            return
+        for request, result in zip(requests, reports, strict=True):
+            settle(worker, waiting[request.custom_id], result, worker.clock.now(), report)
+    worker.ledger.batch_collected(job.batch_id, worker.clock.now())
+    worker.ledger.count(local_day(now, worker.zone), "batch.collected")
+    worker.board.succeed(claim, worker.clock.now())
+    report.batches_collected += 1
+
+
+def settle(worker: ReflectionWorker, task: Task, result: ReflectionReport, now: datetime, report: TickReport) -> None:
+    """Record a batched user's reflection and move its task on: done, or due for a direct retry, or failed."""
+    attempt = task.attempts + 1
+    if result.user_id is None:  # a request that failed in the batch: its report has no turns read
+        result = result.model_copy(update={"user_id": task.user_id})
+    worker.conclude("nightly", task.subject, attempt, result)
+    report.reflections.append(result)
+    if result.outcome == "ok":
+        if worker.board.move(task, "done", now, attempts=0):
+            worker.cover_deferred(task.detail, task.subject, now)
+        return
+    final = attempt >= worker.settings.worker_max_attempts
+    reason = result.reason or "failed"
+    worker.board.move(
+        task,
+        "failed" if final else "due",
+        now,
+        due_at=now + worker.backoff(attempt),
+        attempts=attempt,
+        error=f"given up after {attempt} attempts; last: {reason}" if final else reason,
+    )

@@ -1,0 +1,58 @@
+"""A worker opened from the settings, for the CLI: Weaviate (the configured URL, or a local server for the duration),
+the project's store, the reflector `reflection_llm` chooses, and the state database."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
+
+from sqlalchemy import make_url
+
+from hindsight_insights.config import Settings
+from hindsight_insights.errors import HindsightError
+from hindsight_insights.reflection import ExtractionRequest, Extractor, ReflectedInsight, Reflector, load_reflector
+from hindsight_insights.store import open_store
+from hindsight_insights.weaviate_server import running_weaviate
+from worker.clock import Clock
+from worker.db import open_engine, state_url
+from worker.runner import ReflectionWorker
+from worker.schedule import serve
+
+
+class NoReflection:
+    """The source of a worker that only sweeps (`expire`, `worker-status`): those need no model and no key."""
+
+    name = "none"
+
+    def extract(self, request: ExtractionRequest) -> Sequence[ReflectedInsight]:
+        raise HindsightError("this command does not reflect")
+
+
+@contextlib.contextmanager
+def open_worker(
+    settings: Settings,
+    *,
+    reflects: bool = True,
+    source: Reflector | Extractor | None = None,
+    clock: Clock | None = None,
+) -> Iterator[ReflectionWorker]:
+    """The worker the settings describe. The reflector is made first, so a missing key or endpoint fails before
+    anything is started."""
+    chosen = source or (load_reflector(settings) if reflects else NoReflection())
+    with running_weaviate(settings) as running, contextlib.closing(open_store(running)) as store:
+        engine = open_engine(state_url(running))
+        try:
+            yield ReflectionWorker(store, chosen, engine, settings=running, clock=clock)
+        finally:
+            engine.dispose()
+
+
+def run(worker: ReflectionWorker, stop: threading.Event) -> None:
+    """Run the worker on its schedule until `stop` is set."""
+    serve(worker, worker.settings, worker.state, stop)
+
+
+def shown_url(settings: Settings) -> str:
+    """The state database's URL without its password, for a log line."""
+    return make_url(state_url(settings)).render_as_string(hide_password=True)
