@@ -29,6 +29,7 @@ from hindsight_insights.config import Settings
 from hindsight_insights.connection import connect_url
 from hindsight_insights.models import InsightStatus
 from hindsight_insights.reflection import load_reflector
+from hindsight_insights.store import InsightStore
 from hindsight_insights.store.review import ReviewQueue
 from hindsight_insights.store.schema import collection_names
 from hindsight_insights.weaviate_server import running_weaviate
@@ -74,68 +75,87 @@ def run_demo(settings: Settings, console: Console) -> None:
     console.print(f"[bold]Hindsight Insights demo[/bold] — starting Weaviate (data in {settings.data_dir}) …")
     with running_weaviate(settings) as running, tempfile.TemporaryDirectory() as state_dir:
         _fresh(running)
-        stores = StoreCache(running)
-        credentials = _credentials(running)
         console.print(f"Weaviate ready in {time.monotonic() - started:.1f} s; project {running.project!r}\n")
-
-        console.rule("1. Conversations, recorded through the plugin's record_turn")
-        turns = 0
-        for session in data["sessions"]:
-            for index, turn in enumerate(session["turns"]):
-                context = Context(
-                    user_id=session["user_id"],
-                    conversation_id=session["session_id"],
-                    message_id=f"{session['session_id']}-{index}",
-                )
-                parameters = {"user_message": turn["user"], "assistant_message": turn["assistant"]}
-                result = run(stores, "record_turn", credentials, {**parameters, "scene": session["scene"]}, context)
-                if "error" in result.json:
-                    raise SystemExit(f"record_turn failed: {result.json['error']['message']}")
-                turns += 1
-                correction = result.json["correction"]
-                if correction["type"] != "none":
-                    learned = ", ".join(f"{item['scope']} {item['status']}" for item in result.json["learned"])
-                    console.print(
-                        f"  {session['user_id']:>9}: “{turn['user'][:48]}” → {correction['type']} correction "
-                        f"({correction['confidence']:.2f}); learned at once: {learned or 'nothing'}"
-                    )
-        console.print(f"  {turns} turns in {len(data['sessions'])} sessions recorded")
-
-        console.rule("2. The reflection worker, once the sessions have ended")
-        store = stores.store_for(credentials)
-        source = load_reflector(running)
-        engine = open_engine(f"sqlite:///{Path(state_dir) / 'worker-state.sqlite'}")
+        stores = StoreCache(running)
         try:
-            later = _After(timedelta(minutes=running.worker_idle_minutes + 1))
-            worker = ReflectionWorker(store, source, engine, settings=running, clock=later)
-            tick = worker.poll()
+            credentials = _credentials(running)
+            _record(data, stores, credentials, console)
+            store = stores.store_for(credentials)
+            _reflect(store, running, Path(state_dir), console)
+            _later(data, stores, credentials, console)
+            _report(store, console)
         finally:
-            engine.dispose()
-        console.print(f"  reflecting with: {source.name}")
-        for report in tick.reflections:
-            counts = {name: count for name, count in report.counts.items() if count}
-            console.print(f"  {', '.join(report.session_ids)}: {report.outcome}, {counts or 'nothing new'}")
+            stores.close()
+    console.print(f"  whole loop: {time.monotonic() - started:.1f} s")
 
-        console.rule("3. Later conversations, through the plugin's search_insight")
-        for later_conversation in data["later"]:
+
+def _record(data: dict[str, Any], stores: StoreCache, credentials: dict[str, Any], console: Console) -> None:
+    console.rule("1. Conversations, recorded through the plugin's record_turn")
+    turns = 0
+    for session in data["sessions"]:
+        for index, turn in enumerate(session["turns"]):
+            context = Context(
+                user_id=session["user_id"],
+                conversation_id=session["session_id"],
+                message_id=f"{session['session_id']}-{index}",
+            )
             parameters = {
-                "query": json.dumps(later_conversation["turns"], ensure_ascii=False),
-                "scene": later_conversation["scene"],
-                "language": later_conversation["language"],
+                "user_message": turn["user"],
+                "assistant_message": turn["assistant"],
+                "scene": session["scene"],
             }
-            result = run(
-                stores, "search_insight", credentials, parameters, Context(user_id=later_conversation["user_id"])
-            )
-            console.print(
-                f"\n[bold]{later_conversation['user_id']}[/bold] in {later_conversation['scene']}: "
-                f"{later_conversation['turns'][-1]}"
-            )
-            console.print(result.json.get("rules") or "(no rules apply)", markup=False)
+            result = run(stores, "record_turn", credentials, parameters, context)
+            if "error" in result.json:
+                raise SystemExit(f"record_turn failed: {result.json['error']['message']}")
+            turns += 1
+            correction = result.json["correction"]
+            if correction["type"] != "none":
+                learned = ", ".join(f"{item['scope']} {item['status']}" for item in result.json["learned"])
+                console.print(
+                    f"  {session['user_id']:>9}: “{turn['user'][:48]}” → {correction['type']} correction "
+                    f"({correction['confidence']:.2f}); learned at once: {learned or 'nothing'}",
+                    soft_wrap=True,
+                )
+    console.print(f"  {turns} turns in {len(data['sessions'])} sessions recorded")
 
-        console.rule("4. Report")
-        active = store.list_insights(status=InsightStatus.ACTIVE, limit=1000)
-        by_scope = Counter(f"{insight.kind.value} for {insight.scope.value}" for insight in active)
-        console.print(f"  active rules: {len(active)} ({', '.join(f'{n} {k}' for k, n in sorted(by_scope.items()))})")
-        for pending in ReviewQueue(store).pending():
-            console.print(f"  waiting for a reviewer: “{pending.action[:60]}” — {pending.review_reason}")
-        console.print(f"  whole loop: {time.monotonic() - started:.1f} s")
+
+def _reflect(store: InsightStore, settings: Settings, state_dir: Path, console: Console) -> None:
+    console.rule("2. The reflection worker, once the sessions have ended")
+    source = load_reflector(settings)
+    engine = open_engine(f"sqlite:///{state_dir / 'worker-state.sqlite'}")
+    try:
+        later = _After(timedelta(minutes=settings.worker_idle_minutes + 1))
+        tick = ReflectionWorker(store, source, engine, settings=settings, clock=later).poll()
+    finally:
+        engine.dispose()
+    console.print(f"  reflecting with: {source.name}")
+    for report in tick.reflections:
+        counts = {name: count for name, count in report.counts.items() if count}
+        console.print(
+            f"  {', '.join(report.session_ids)} ({report.variant}): {report.outcome}, {counts or 'nothing new'}"
+        )
+
+
+def _later(data: dict[str, Any], stores: StoreCache, credentials: dict[str, Any], console: Console) -> None:
+    console.rule("3. Later conversations, through the plugin's search_insight")
+    for conversation in data["later"]:
+        parameters = {
+            "query": json.dumps(conversation["turns"], ensure_ascii=False),
+            "scene": conversation["scene"],
+            "language": conversation["language"],
+        }
+        result = run(stores, "search_insight", credentials, parameters, Context(user_id=conversation["user_id"]))
+        console.print(
+            f"\n[bold]{conversation['user_id']}[/bold] in {conversation['scene']}: {conversation['turns'][-1]}"
+        )
+        console.print(result.json.get("rules") or "(no rules apply)", markup=False, soft_wrap=True)
+
+
+def _report(store: InsightStore, console: Console) -> None:
+    console.rule("4. Report")
+    active = store.list_insights(status=InsightStatus.ACTIVE, limit=1000)
+    by_scope = Counter(f"{insight.kind.value} for {insight.scope.value}" for insight in active)
+    console.print(f"  active rules: {len(active)} ({', '.join(f'{n} {k}' for k, n in sorted(by_scope.items()))})")
+    for pending in ReviewQueue(store).pending():
+        action = pending.action if len(pending.action) <= 60 else pending.action[:59] + "…"
+        console.print(f"  waiting for a reviewer: “{action}” — {pending.review_reason}", soft_wrap=True)

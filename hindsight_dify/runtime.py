@@ -59,6 +59,13 @@ class StoreCache:
             self._stores[key] = store
             return store
 
+    def close(self) -> None:
+        """Close every open store (the plugin process never needs this; a CLI run that ends does)."""
+        with self._lock:
+            stores, self._stores = list(self._stores.values()), {}
+        for store in stores:
+            store.close()
+
     def validate(self, credentials: Mapping[str, Any]) -> str:
         """Connect, check the version, ensure the collections. Returns a one-line summary."""
         store = self.store_for(credentials)

@@ -212,7 +212,8 @@ ASPECTS: list[tuple[str, str, str, re.Pattern[str]]] = [
             "format",
             "输出格式",
             "format",
-            r"(表格|列表|清单|编号|序号|markdown|加粗|小标题|格式|json|纯文本|代码块|署名|签名|落款|图表|"
+            r"(表格|(一张|列个|列张|用|做成|列成|整理成)表(?![示达现扬明态白])|列表|清单|编号|序号|markdown|加粗|小标题|格式|"
+            r"json|纯文本|代码块|署名|签名|落款|图表|"
             r"\bbullet|\bnumbered\b|\btables?\b|plain text|\bheadings?\b|\bbold\b|\bformat|\bsignature\b|\bsign off\b|"
             r"\bcharts?\b|\bparagraphs\b)",
         ),
@@ -335,10 +336,11 @@ MARKED_STANDING = re.compile(
 )
 # A reason about the user ("我都是在手机上看", "I'm in Germany") makes a wish a standing one.
 REASON = re.compile(r"(我|我们|咱们|\bi\b|\bi'?m\b|\bwe\b|\bwe'?re\b|\bour\b|\bmy\b|\bme\b)")
-# A one-off object: this report, 这句话, "make it…". Translation and how-to questions are requests, not preferences.
+# A one-off object: this report, 这句话, "make it…" (not a distributive 一行一个). Translation and how-to questions are
+# requests, not preferences.
 ONE_OFF_ITEM = re.compile(r"(把它|\b(make|write|get) it\b)")
 ONE_OFF = re.compile(
-    r"(这句|这段|这篇|这份|这张|这个表|这封|这条|这些|这几|这次|上面|下面的|刚才的|一下|一[个份篇封段条](?!就|即可)|"
+    r"(这句|这段|这篇|这份|这张|这个表|这封|这条|这些|这几|这次|上面|下面的|刚才的|一下|(?<!一[行列段条项页人天])一[个份篇封段条](?!就|即可)|"
     r"翻译|\btranslate\b|\b(this|these|the following|the above|attached)\s(?!is\b|was\b|one\b|way\b|sounds\b|looks\b|"
     r"reads\b|seems\b|feels\b|go\b|goes\b|are\b|were\b)[a-z]+|\b(write|draft|give me|make|create|send|prepare|compose|"
     r"do)\s(me\s)?(a|an)\s([\w-]+\s){0,2}(email|letter|message|post|reply|note|memo|bio|summary|table|list|report|draft|"

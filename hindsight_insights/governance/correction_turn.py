@@ -103,7 +103,15 @@ def analyse(span: Span) -> Sentence:
     return sentence
 
 
+# A connective that opens a quote joins it to what came before; it is not part of what the user asked for.
+_CONNECTIVE = re.compile(r"\s*(另外|此外|而且|并且|\b(also|and also|and|besides|plus|oh and)\b)\W*", re.IGNORECASE)
+
+
 def quote(folded: Folded, start: int, end: int) -> str | None:
+    """The user's own words for folded[start:end], without an opening connective (另外, also)."""
+    lead = _CONNECTIVE.match(folded.text, start, end)
+    if lead and lead.end() < end:
+        start = lead.end()
     return folded.quote(start, end) or None
 
 
@@ -182,7 +190,10 @@ def head(folded: Folded, clause: Span, at: int | None = None) -> str | None:
     without fillers, pronouns, articles and trailing function words; None when nothing short is left."""
     text = clause.text
     limit = len(text) if at is None else at - clause.start
-    copula = re.search(r"(不是|是|为)|\b(is|are|was|were|'s|'re)\b", text[:limit])
+    # A change verb ends the subject as a copula does (退货地址已经改成… is about 退货地址).
+    copula = re.search(
+        r"(不是|是|为|已经改|改成|改为|换成|变成|调成)|\b(is|are|was|were|'s|'re|changed to|moved to)\b", text[:limit]
+    )
     lead = text[: copula.start() if copula else limit]
     core = _TRAILING.sub("", _LEADING.sub("", lead.strip()))
     if core and len(core) <= 24 and re.search(r"\w", core):

@@ -45,7 +45,7 @@ from __future__ import annotations
 from hindsight_insights.governance import correction_rules as rules
 from hindsight_insights.governance.correction_explicit import explicit
 from hindsight_insights.governance.correction_implicit import implicit
-from hindsight_insights.governance.correction_turn import Turn, read
+from hindsight_insights.governance.correction_turn import Turn, quote, read
 from hindsight_insights.governance.correction_types import Correction, CorrectionType
 from hindsight_insights.governance.correction_wishes import preference, process, standing_wish
 from hindsight_insights.governance.text import fold
@@ -86,7 +86,7 @@ def _with_condition(found: Correction, turn: Turn) -> Correction:
         if hit:
             name, match = hit
             start, end = match.span()
-            detail = turn.message.quote(start + offset, end + offset)
+            detail = quote(turn.message, start + offset, end + offset)
             return Correction(
                 found.type,
                 found.confidence,

@@ -1,0 +1,53 @@
+"""The rule each kind of correction becomes: prompts/corrections/action.{zh,en}.md.j2 rendered through wording()."""
+
+from __future__ import annotations
+
+import pytest
+
+from hindsight_insights.config import Settings
+from hindsight_insights.governance.corrections import detect
+from hindsight_insights.governance.learning import wording
+
+
+@pytest.mark.parametrize(
+    ("message", "previous", "expected"),
+    [
+        (
+            "不对，退货地址已经改成杭州市余杭区良睦路 1399 号了。",
+            "请寄到上海市嘉定区宝安公路 2999 号售后部。",
+            "当话题涉及「退货地址」时，以用户的纠正为准：「退货地址已经改成杭州市余杭区良睦路 1399 号了」；"
+            "不要再说「请寄到上海市嘉定区宝安公路 2999 号售后部」。",
+        ),
+        ("别叫我王老师，叫我老王就行。", "王老师您好！", "当你回复这位用户时，遵循其要求：「叫我老王就行」。"),
+        (
+            "That did nothing. You should check the upstream app's logs before restarting nginx; the app had crashed.",
+            "Try restarting nginx with `sudo systemctl restart nginx`.",
+            'Follow the process the user gave: "You should check the upstream app\'s logs before restarting nginx".',
+        ),
+        (
+            "Please always use percentages, not decimals.",
+            "The refund rate was 0.034.",
+            'When you answer this user, follow their request: "Please always use percentages, not decimals".',
+        ),
+    ],
+)
+def test_each_correction_renders_its_rule_in_the_users_language(message: str, previous: str, expected: str) -> None:
+    correction = detect(message, previous)
+    assert wording(correction, message, Settings()).action == expected
+
+
+def test_a_factual_rule_names_what_changed_not_the_whole_clause() -> None:
+    message = "不对，退货地址已经改成杭州市余杭区良睦路 1399 号了。"
+    assert detect(message, "请寄到上海市嘉定区宝安公路 2999 号售后部。").topic == "退货地址"
+    message = "No, the office address changed to 12 Harbour Road last week."
+    assert detect(message, "The office is at 3 Main Street.").topic == "office address"
+
+
+def test_a_follow_up_request_is_quoted_without_its_connective_and_one_per_row_is_no_one_off() -> None:
+    # "一行一个维度" describes a standing format; "另外" only joins the request to the one before it.
+    correction = detect("另外以后对比方案的时候直接给我一张表，一行一个维度。", "好的老王！")
+    assert (correction.type.value, correction.topic) == ("preference", "输出格式")
+    assert correction.corrected == "以后对比方案的时候直接给我一张表"
+    assert correction.condition_detail == "以后对比方案的时候"
+    english = detect("Also, please always use percentages, not decimals.", "The refund rate was 0.034.")
+    assert english.corrected == "please always use percentages, not decimals"
