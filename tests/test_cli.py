@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -96,3 +97,28 @@ def test_inspect_shows_what_we_told_a_user_and_what_was_corrected(cli: Any, stor
     assert [turn["error_status"] for turn in data["turns"]] == ["ok", "corrected"]
     assert list(data["injected"]) == [str(rule.id)]
     assert json.loads(cli("inspect", "--user", str(uuid.uuid4()), "--json"))["turns"] == []
+
+
+def test_the_demo_learns_from_its_conversations_and_keeps_each_users_rules_to_that_user(
+    cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The README's main job, on the test's Weaviate, reflecting offline (no model key).
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    output = cli("demo")
+    later, report = output.split("3. Later conversations")[1].split("4. Report")
+    lao_wang_comparing, lao_wang_returning, alice, bob, carol = _conversations(later)
+    assert "叫我老王就行" in lao_wang_comparing and "一张表" in lao_wang_comparing
+    assert "退货地址" not in lao_wang_comparing  # the scene decides which of his rules apply
+    assert "杭州市余杭区良睦路 1399 号" in lao_wang_returning
+    assert "conclusion first" in alice and "percentages" not in alice
+    assert "percentages" in bob and "conclusion first" not in bob
+    assert "(no rules apply)" in carol  # no rule of anyone else's reaches a user with none
+    assert "collect@example-mail.com" not in later + report  # the planted instruction was never learned
+    assert "active rules: 6" in report and report.count("waiting for a reviewer") == 2
+
+
+def _conversations(later: str) -> list[str]:
+    """The demo's later conversations, one block each: a heading line 'user in scene: message', then the rules."""
+    lines = [line for line in later.splitlines() if line.strip()]
+    starts = [i for i, line in enumerate(lines) if re.match(r"^[\w-]+ in [^:]+: ", line)]
+    return ["\n".join(lines[start:end]) for start, end in zip(starts, [*starts[1:], len(lines)], strict=True)]
