@@ -1,6 +1,6 @@
 # The two commands of the README: `make demo` and `make test`. Both set everything up first (cached).
 .PHONY: setup demo test test-weaviate-1.27 lint eval eval-corrections eval-poisoning eval-reflection bench \
-	bench-plugin bench-frozen bench-search package pin-chatflow worker
+	bench-plugin bench-frozen bench-search bench-worker package pin-chatflow worker
 
 setup:
 	@scripts/bootstrap.sh
@@ -46,6 +46,10 @@ bench-plugin: setup
 
 bench-frozen: setup
 	.venv/bin/python -m bench.bench_frozen
+
+# The worker with the offline extractor: reflections per minute and its peak RSS (target 300 MB).
+bench-worker: setup
+	.venv/bin/python -m bench.bench_worker
 
 # search_insight at 100,000 insights: plugin runtime, in-process, one direct hybrid query (about 30 minutes).
 bench-search: setup
