@@ -34,14 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hindsight_dify import Context, StoreCache, run
+from hindsight_dify import Context, StoreCache, credentials_for, run
 from hindsight_insights.config import Settings
 from hindsight_insights.reflection.engine import ReflectionEngine
 from hindsight_insights.reflection.offline import OfflineExtractor
 from hindsight_insights.reflection.transcript import Variant
 from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, start_local
-from testkit.messages import credentials_for
 
 SESSIONS = Path(__file__).parent / "data" / "reflection_sessions.json"
 TURNS_PER_SESSION = 10
@@ -154,7 +153,7 @@ def main() -> None:
         cache = StoreCache(base)
         try:
             credentials = {
-                name: credentials_for(server.url, server.grpc_port, f"bench-{name}-{run_id}", server.api_key)
+                name: credentials_for(server.settings(base).model_copy(update={"project": f"bench-{name}-{run_id}"}))
                 for name in names
             }
             cache.store_for(credentials["idle"])  # its collections, empty

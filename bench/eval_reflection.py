@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hindsight_dify import Context, StoreCache, run
+from hindsight_dify import Context, StoreCache, credentials_for, run
 from hindsight_insights.config import Settings
 from hindsight_insights.models import InsightStatus, Scope
 from hindsight_insights.reflection import ReflectionEngine
@@ -56,15 +56,6 @@ class Tally:
     traps_passed: int = 0
     traps: int = 0
     failures: list[str] = field(default_factory=list)
-
-
-def credentials(settings: Settings) -> dict[str, Any]:
-    return {
-        "weaviate_url": settings.weaviate_url,
-        "weaviate_api_key": settings.weaviate_api_key.get_secret_value() if settings.weaviate_api_key else "",
-        "weaviate_grpc_port": str(settings.weaviate_grpc_port),
-        "project": settings.project,
-    }
 
 
 def call(stores: StoreCache, creds: dict[str, Any], tool: str, parameters: dict[str, Any], context: Context) -> Any:
@@ -197,7 +188,7 @@ def main() -> None:
         running_weaviate(base, Path(data_dir)) as settings,
     ):
         stores = StoreCache(settings)
-        creds = credentials(settings)
+        creds = credentials_for(settings)
         store = stores.store_for(creds)
         results = {split: evaluate(store, stores, creds, by_split[split]) for split in ("holdout", "tune")}
         with contextlib.suppress(Exception):

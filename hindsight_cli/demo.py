@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 from rich.console import Console
 
-from hindsight_dify import Context, StoreCache, run
+from hindsight_dify import Context, StoreCache, credentials_for, run
 from hindsight_insights.config import Settings
 from hindsight_insights.connection import connect_url
 from hindsight_insights.models import InsightStatus
@@ -49,17 +49,6 @@ class _After:
         return datetime.now(UTC) + self._offset
 
 
-def _credentials(settings: Settings) -> dict[str, Any]:
-    """What Dify would send: the provider credentials of a project on this Weaviate."""
-    return {
-        "weaviate_url": settings.weaviate_url,
-        "weaviate_api_key": settings.weaviate_api_key.get_secret_value() if settings.weaviate_api_key else "",
-        "weaviate_grpc_port": str(settings.weaviate_grpc_port),
-        "project": settings.project,
-        "language": settings.language,
-    }
-
-
 def _fresh(settings: Settings) -> None:
     """The demo project starts empty every run (only that project: others in the same data dir are untouched)."""
     assert settings.weaviate_url is not None
@@ -78,7 +67,7 @@ def run_demo(settings: Settings, console: Console) -> None:
         console.print(f"Weaviate ready in {time.monotonic() - started:.1f} s; project {running.project!r}\n")
         stores = StoreCache(running)
         try:
-            credentials = _credentials(running)
+            credentials = credentials_for(running)
             _record(data, stores, credentials, console)
             store = stores.store_for(credentials)
             _reflect(store, running, Path(state_dir), console)

@@ -64,3 +64,17 @@ class ProviderCredentials(StrictModel):
             update["openai_query_prefix"] = self.embedding_query_prefix or ""
             update["openai_passage_prefix"] = self.embedding_passage_prefix or ""
         return base.model_copy(update=update)
+
+
+def credentials_for(settings: Settings) -> dict[str, str]:
+    """What Dify would send for a provider set up on these settings' Weaviate and project (the demo and the
+    benchmarks call the tools as Dify does)."""
+    if not settings.weaviate_url:
+        raise ValueError("credentials_for needs settings with a weaviate_url (a running Weaviate)")
+    return {
+        "weaviate_url": settings.weaviate_url,
+        "weaviate_api_key": settings.weaviate_api_key.get_secret_value() if settings.weaviate_api_key else "",
+        "weaviate_grpc_port": str(settings.weaviate_grpc_port),
+        "project": settings.project,
+        "language": settings.language,
+    }

@@ -5,7 +5,7 @@ instead" on every start. Not ours to fix, and in the plugin it is pure noise on 
 into a pipe nobody reads (PluginRunner). authlib.deprecate sets its warning class to "always" when it is imported,
 so the filter is added after importing it, and must run before weaviate-client is imported.
 
-Callers: main.py (the plugin), hindsight_insights/__main__.py (the CLI), tests/conftest.py, bench/*.py.
+Callers: main.py (the plugin), hindsight_cli/__main__.py (the CLI), tests/conftest.py, bench/*.py.
 """
 
 from __future__ import annotations

@@ -150,5 +150,10 @@ def test_expire_marks_expired_insights(cli: Cli, store: InsightStore) -> None:
 
 
 def test_a_reflector_that_cannot_be_made_is_one_line(cli: Cli) -> None:
-    shown = cli("reflect", "--session", "s1", code=1, HINDSIGHT_REFLECTION_LLM="offline")
-    assert "error:" in shown and "offline" in shown and "Traceback" not in shown
+    shown = cli("reflect", "--session", "s1", code=1, HINDSIGHT_REFLECTION_MODEL="")  # openai without a model
+    assert "error:" in shown and "HINDSIGHT_REFLECTION_MODEL" in shown and "Traceback" not in shown
+
+
+def test_a_session_without_turns_fails_its_reflection_and_says_why(cli: Cli) -> None:
+    report = json.loads(cli("reflect", "--session", "s-none", "--json", code=1, HINDSIGHT_REFLECTION_LLM="offline"))
+    assert report["outcome"] == "failed" and report["reason"] == "no stored turns for session s-none"

@@ -50,13 +50,18 @@ def admit_insight(draft: InsightDraft, *, project_allowed: bool = False) -> Admi
     }
     if draft.condition_detail:
         update["condition_detail"] = clean(draft.condition_detail)
-    reason = None
-    if screening.suspect:  # the reasons quote the text, so they are redacted like it
+    if screening.suspect and draft.status in (InsightStatus.ACTIVE, InsightStatus.PENDING_REVIEW):
+        # Also over a pending draft's own reason: a suspect must never wait for something that approves it by
+        # itself (a second user's agreement). The reasons quote the text, so they are redacted like it.
         reason = redact("possible prompt injection: " + "; ".join(screening.reasons)).text
-    elif draft.resolved_scope is Scope.PROJECT and draft.user_id and not project_allowed:
-        reason = PROJECT_NEEDS_REVIEW
-    if reason is not None and draft.status is InsightStatus.ACTIVE:
         update |= {"status": InsightStatus.PENDING_REVIEW, "review_reason": reason[:500]}
+    elif (
+        draft.resolved_scope is Scope.PROJECT
+        and draft.user_id
+        and not project_allowed
+        and draft.status is InsightStatus.ACTIVE
+    ):
+        update |= {"status": InsightStatus.PENDING_REVIEW, "review_reason": PROJECT_NEEDS_REVIEW}
     return Admitted(draft=draft.model_copy(update=update), redacted=redacted)
 
 

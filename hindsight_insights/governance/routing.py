@@ -56,7 +56,7 @@ def learn(store: InsightStore, draft: InsightDraft, *, trusted_confidence: bool 
     for_the_user = draft.model_copy(update={"scope": Scope.USER})
     for_review = draft.model_copy(update={"status": InsightStatus.PENDING_REVIEW, "review_reason": reason[:500]})
     placements = [_save(store, for_the_user), _save(store, for_review)]
-    if verifiable and placements[1].review_reason is not None:  # None: the screen held it for a reason of its own
+    if verifiable and placements[1].review_reason == AWAITING_AGREEMENT:  # else the screen held it: a reviewer decides
         placements[1] = _verified_by_agreement(store, for_review, placements[1])
     return placements
 
@@ -73,7 +73,9 @@ def _verified_by_agreement(store: InsightStore, draft: InsightDraft, held: Place
     agreeing = [
         version
         for version in store.slot_versions_of(draft)
-        if version.status is InsightStatus.PENDING_REVIEW and ranking.same_instruction(version.action, draft.action)
+        if version.status is InsightStatus.PENDING_REVIEW
+        and version.review_reason == AWAITING_AGREEMENT
+        and ranking.same_instruction(version.action, draft.action)
     ]
     users = {supporter for version in agreeing for supporter in version.supporters if ":" not in supporter}
     if len(users) < store.settings.project_fact_agreement:
