@@ -40,9 +40,8 @@ from hindsight_insights.connection import connect_url
 from hindsight_insights.embedder import load_embedder
 from hindsight_insights.ranking import query_vector
 from hindsight_insights.segment import tokens
-from hindsight_insights.store import open_store
+from hindsight_insights.store import SITUATIONAL_KINDS, open_store
 from hindsight_insights.store.filters import eligible
-from hindsight_insights.store.insights import SITUATIONAL_KINDS
 from hindsight_insights.store.schema import collection_names
 from hindsight_insights.weaviate_server import ensure_binary, start_local
 from scripts.package_plugin import ROOT, package

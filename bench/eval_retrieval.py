@@ -42,8 +42,7 @@ from bench import evalset
 from bench.evalset import EvalSet, Query, Split
 from hindsight_insights.config import RETRIEVAL_DEFAULTS, Settings
 from hindsight_insights.models import Recall
-from hindsight_insights.store import InsightStore, open_store
-from hindsight_insights.store.insights import SITUATIONAL_KINDS, GateInput, newest_per_topic
+from hindsight_insights.store import SITUATIONAL_KINDS, GateInput, InsightStore, newest_per_topic, open_store
 from hindsight_insights.weaviate_server import running_weaviate
 
 OLD_THRESHOLD = 0.17  # the global threshold before the gate (calibrated on the first labelled set)

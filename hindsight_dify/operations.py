@@ -22,8 +22,7 @@ from hindsight_insights.governance.routing import Placed, learn
 from hindsight_insights.models import Insight, InsightDraft, SaveStatus, TurnDraft
 from hindsight_insights.reflection import ReflectionEngine, ReflectionReport
 from hindsight_insights.rules import render_rules
-from hindsight_insights.store import InsightStore
-from hindsight_insights.store.insights import MAX_TOP_K
+from hindsight_insights.store import MAX_TOP_K, InsightStore
 
 
 @dataclass(frozen=True)
@@ -179,6 +178,9 @@ def record_turn(store: InsightStore, parameters: Parameters, context: Context) -
                 "correction": parameters.boolean("correction"),
             },
             "injected_insight_ids": injected,
+            "sources": parameters.text_list("sources"),
+            "tool_calls": parameters.text_list("tool_calls"),
+            "answer_confidence": parameters.number("answer_confidence", 0.0, 1.0),
         }
     )
     recorded = record(store, draft, store.settings)

@@ -20,6 +20,7 @@ from hindsight_insights.config import Settings
 from hindsight_insights.connection import connect_url
 from hindsight_insights.embedder import Embedder, load_embedder
 from hindsight_insights.store import InsightStore
+from hindsight_insights.store.schema import collection_names
 from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, start_local
 from scripts.package_plugin import ROOT, package
 from testkit.messages import credentials_for
@@ -61,6 +62,26 @@ def project_settings(settings: Settings) -> Settings:
 @pytest.fixture
 def store(client: weaviate.WeaviateClient, project_settings: Settings, embedder: Embedder) -> InsightStore:
     return InsightStore.open(client, project_settings, embedder)
+
+
+@pytest.fixture(autouse=True)
+def drop_the_tests_projects(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test, its project's collections go: the session's one server would otherwise hold a thousand of
+    them, and Weaviate 1.27 then fails to load shards ("Unable to load shard", "non-existing index")."""
+    if "weaviate_server" not in request.fixturenames:
+        yield
+        return
+    client: weaviate.WeaviateClient = request.getfixturevalue("client")
+    projects = (
+        [request.getfixturevalue("project_settings").project] if "project_settings" in request.fixturenames else []
+    )
+    if "plugin_project" in request.fixturenames:
+        projects.append(request.getfixturevalue("plugin_project"))
+    yield
+    for project in projects:
+        names = collection_names(project)
+        for name in (names.insights, names.turns, names.audit):
+            client.collections.delete(name)  # a missing collection is no error
 
 
 @pytest.fixture

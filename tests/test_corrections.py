@@ -178,6 +178,8 @@ LOOKALIKES: list[tuple[str, str | None, str]] = [
     ("someone else's habit en", None, "he always replies to me late"),
     ("later, not a standing wish zh", None, "以后有问题再找你"),
     ("one-off artifact en", None, "Give me a one-sentence summary of the meeting."),
+    ("names an earlier wish en", "I can't share my instructions.", "It's just a formatting preference, remember it."),
+    ("names an earlier wish zh", "这个我没法照做。", "这只是个格式偏好，请记住"),
 ]
 
 
@@ -290,6 +292,13 @@ def test_none_carries_the_guards_that_held_it() -> None:
     found = detect("我老板说这份报价不对，你帮我看看")
     assert found.type is NONE
     assert any(signal.startswith("guard:reported") for signal in found.signals)
+
+
+def test_a_sentence_that_names_a_wish_is_no_wish_but_a_wish_with_its_reason_is() -> None:
+    pressed = detect("It's just a formatting preference, please remember it.", "I can't do that.")
+    assert pressed.type is NONE and "guard:names_an_earlier_wish" in pressed.signals
+    stated = detect("以后回复我都用表格，这是我的习惯")
+    assert stated.type is CorrectionType.PREFERENCE and stated.corrected == "以后回复我都用表格"
 
 
 def test_labelled_holdout_meets_the_acceptance_criteria() -> None:

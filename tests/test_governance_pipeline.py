@@ -139,6 +139,31 @@ def test_a_bare_negation_flags_the_session_and_holds_for_it_only(store: InsightS
     assert elsewhere.insights == []
 
 
+def test_a_general_factual_correction_is_the_users_and_an_implicit_one_holds_for_its_session(
+    store: InsightStore,
+) -> None:
+    _, general = conversation(
+        store, "u6", ("售后负责人是谁？", "负责人是李经理。"), ("搞错了，负责人是王经理", "好的。")
+    )
+    assert (general.correction.type, general.correction.confidence) == ("factual", 0.7)  # 0.7-0.85: the user's
+    (placed,) = general.learned
+    assert placed.scope is Scope.USER
+    assert [
+        i.id for i in store.recall("售后负责人是谁", scene="售后服务", user_id="u6", score_threshold=0.0).insights
+    ] == [placed.result.id]
+    assert store.recall("售后负责人是谁", scene="售后服务", user_id="u7", score_threshold=0.0).insights == []
+
+    _, implicit = conversation(store, "u6", ("运费多少？", "运费是 10 元。"), ("运费现在 15 元", "好的。"))
+    assert (implicit.correction.type, implicit.correction.confidence) == ("factual", 0.6)  # below 0.7: this session
+    (held,) = implicit.learned
+    assert held.scope is Scope.SESSION
+    session = implicit.turn.session_id
+    in_session = store.recall("运费多少", scene="售后服务", user_id="u6", session_id=session, score_threshold=0.0)
+    assert held.result.id in [i.id for i in in_session.insights]
+    elsewhere = store.recall("运费多少", scene="售后服务", user_id="u6", session_id="another", score_threshold=0.0)
+    assert held.result.id not in [i.id for i in elsewhere.insights]
+
+
 def test_a_retried_message_learns_nothing_twice(store: InsightStore) -> None:
     message = turn("s-retry", "u6", "以后叫我小李就行。", "好的小李。", message_id="m-1")
     first = record_turn(store, message, store.settings)
@@ -159,6 +184,26 @@ def test_secrets_are_removed_from_the_turn_and_from_what_it_teaches(store: Insig
     for placed in said.learned:
         insight = json.dumps(store.get(placed.result.id).model_dump(mode="json"), ensure_ascii=False)
         assert "13812345678" not in insight and "phone" in placed.redacted
+
+
+def test_personal_data_in_what_the_detector_names_and_in_an_answers_metadata_is_stored_redacted(
+    store: InsightStore,
+) -> None:
+    address = "jessica.tan@northwind-trading.com"
+    message = f"Orders from {address} need a manager approval first."
+    draft = turn(
+        "s-mail",
+        "u8",
+        message,
+        sources=[f"crm://contacts/{address}"],
+        tool_calls=[f"send_mail(to={address})"],
+    )
+    record_turn(store, turn("s-mail", "u8", "Order 40 scanners for Northwind.", "I placed the order."), store.settings)
+    said = record_turn(store, draft, store.settings)
+    assert said.correction.topic is not None and address in said.correction.topic  # the detector named it
+    stored = json.dumps([t.model_dump(mode="json") for t in store.turns.of_user("u8")], ensure_ascii=False)
+    assert address not in stored and "send_mail(to=" in stored and "crm://contacts/" in stored
+    assert said.turn.signals.detected is not None and said.turn.signals.detected.type == "process"
 
 
 def test_a_planted_instruction_is_never_active(store: InsightStore) -> None:

@@ -19,6 +19,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ import pytest
 import weaviate
 
 from hindsight_insights.config import Settings
+from hindsight_insights.models import InsightStatus
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.schema import collection_names
 from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, free_port, start_local
@@ -43,6 +45,7 @@ from testkit.cases import (
 )
 from testkit.messages import PluginError, credentials_for, error_of
 from testkit.runner import RunnerPlugin
+from testkit.runtimes import Toolchain
 
 # Besides its per-chunk compileall progress lines (15 to 51 KB, by timing: see testkit/runner.py), the CLI logs a
 # dozen lines of set-up before the plugin is ready; the plugin itself logs nothing.
@@ -264,6 +267,26 @@ def test_record_turn(runner: RunnerPlugin, plugin_credentials: dict[str, Any], p
     assert [str(i) for i in turns[0].injected_insight_ids] == [saved.json["id"]]
 
 
+def test_record_turn_keeps_what_the_answer_was_based_on(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    session = f"conv-{uuid.uuid4().hex[:8]}"
+    parameters = {
+        "session_id": session,
+        "user_message": "退货寄到哪里？",
+        "assistant_message": "请寄到杭州市西湖区文三路 1 号。",
+        "sources": '["kb://售后/退货政策.md", "https://example.com/returns?token=sk-live-1234567890abcdef1234"]',
+        "tool_calls": "lookup_order, get_return_address",
+        "answer_confidence": 0.8,
+    }
+    runner.invoke_tool("record_turn", parameters, plugin_credentials)
+    (stored,) = plugin_store.turns.session(session)
+    assert stored.sources[0] == "kb://售后/退货政策.md" and "sk-live-1234567890abcdef1234" not in stored.sources[1]
+    assert (stored.tool_calls, stored.answer_confidence) == (["lookup_order", "get_return_address"], 0.8)
+    refused = error_of(runner.invoke_tool("record_turn", {**parameters, "answer_confidence": 1.5}, plugin_credentials))
+    assert refused["type"] == "invalid_input" and "answer_confidence" in refused["message"]
+
+
 def test_record_turn_without_a_session_is_refused(runner: RunnerPlugin, plugin_credentials: dict[str, Any]) -> None:
     """No session id and no conversation (the CLI gives none): the turn cannot be filed, and says so."""
     error = error_of(runner.invoke_tool("record_turn", {"user_message": "hi"}, plugin_credentials))
@@ -450,6 +473,122 @@ def test_odd_inputs_that_are_converted_as_documented(
     long_query = "我想退货。" * 50_000  # 250,000 characters: only the newest 4,000 are embedded
     found = runner.invoke_tool("search_insight", {"query": long_query, "scene": "售后服务"}, plugin_credentials)
     assert "error" not in found.json
+
+
+# ---- the store's rules, as a caller of the plugin sees them ---------------------------------------------------------
+
+ONE_WORD_CORRECTIONS = [
+    pytest.param(RETURN_ADDRESS["action"], RETURN_ADDRESS["action"].replace("西湖区", "滨江区"), id="place zh"),
+    pytest.param(
+        "When asked about shipping, say it costs $25 per parcel.",
+        "When asked about shipping, say it costs $35 per parcel.",
+        id="number en",
+    ),
+    pytest.param(
+        "When a customer asks, tell them we do ship to Hong Kong.",
+        "When a customer asks, tell them we do not ship to Hong Kong.",
+        id="negation en",
+    ),
+]
+
+
+@pytest.mark.parametrize(("before", "after"), ONE_WORD_CORRECTIONS)
+def test_a_one_word_correction_supersedes_and_search_gives_the_new_rule_only(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], before: str, after: str
+) -> None:
+    first = runner.invoke_tool("save_insight", {**RETURN_ADDRESS, "action": before}, plugin_credentials)
+    second = runner.invoke_tool(
+        "save_insight", {**RETURN_ADDRESS, "action": after, "evidence": "纠正一下"}, plugin_credentials
+    )
+    assert (second.json["status"], second.json["supersedes"]) == ("superseded", [first.json["id"]])
+    found = runner.invoke_tool(
+        "search_insight", {"query": "退货寄到哪里？shipping", "scene": "售后服务"}, plugin_credentials
+    )
+    assert found.json["injected_ids"] == [second.json["id"]]
+    assert after in found.variables["rules"] and before not in found.variables["rules"]
+
+
+@pytest.fixture
+def second_runner(
+    plugin_package: Path, dify_cli: Path, runtime_toolchain: Toolchain, tmp_path: Path
+) -> Iterator[RunnerPlugin]:
+    """Another plugin process, as when Dify runs several: its own CLI and its own venv."""
+    plugin = RunnerPlugin(plugin_package, dify_cli, runtime_toolchain, tmp_path)
+    yield plugin
+    plugin.close()
+
+
+def test_two_plugin_processes_saving_to_one_slot_leave_exactly_one_rule(
+    runner: RunnerPlugin, second_runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    saves = [
+        (plugin, f"当顾客问退货寄到哪里时，告诉他寄到{warehouse}仓 {n} 号门。")
+        for n in range(5)
+        for plugin, warehouse in ((runner, "A"), (second_runner, "B"))
+    ]
+    with ThreadPoolExecutor(len(saves)) as pool:
+        outputs = list(
+            pool.map(
+                lambda save: save[0].invoke_tool(
+                    "save_insight", {**RETURN_ADDRESS, "action": save[1], "evidence": save[1]}, plugin_credentials
+                ),
+                saves,
+            )
+        )
+    assert all(output.json["status"] in ("created", "superseded") for output in outputs), [o.json for o in outputs]
+    (rule,) = plugin_store.list_insights(status=InsightStatus.ACTIVE)
+    assert len(plugin_store.history(rule.id)) == len(saves)
+    found = runner.invoke_tool("search_insight", {"query": "退货寄到哪里？", "scene": "售后服务"}, plugin_credentials)
+    assert found.json["injected_ids"] == [str(rule.id)]
+
+
+def test_identical_saves_at_once_are_one_insight_and_no_outage(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    with ThreadPoolExecutor(6) as pool:
+        outputs = list(
+            pool.map(lambda _: runner.invoke_tool("save_insight", RETURN_ADDRESS, plugin_credentials), range(6))
+        )
+    assert {output.json.get("status") for output in outputs} <= {"created", "unchanged"}, [
+        o.messages for o in outputs if o.json.get("status") is None
+    ]
+    assert len({output.json["id"] for output in outputs}) == 1
+    assert plugin_store.count() == (1, 0)
+
+
+def test_saving_again_with_new_values_updates_them_and_says_so(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    first = runner.invoke_tool("save_insight", {**RETURN_ADDRESS, "confidence": 0.6}, plugin_credentials)
+    expiry = (datetime.now(UTC) + timedelta(days=30)).replace(microsecond=0)
+    newer = {**RETURN_ADDRESS, "confidence": 0.95, "expire_at": expiry.isoformat(), "tags": "地址"}
+    again = runner.invoke_tool("save_insight", newer, plugin_credentials)
+    assert (again.json["id"], again.json["status"]) == (first.json["id"], "updated")
+    assert again.json["changed"] == ["confidence", "expire_at", "tags"]
+    assert "changed confidence, expire_at, tags" in again.texts[0]
+    stored = plugin_store.get(first.json["id"])
+    assert (stored.confidence, stored.tags, stored.expire_at) == (0.95, ["地址"], expiry)
+    assert runner.invoke_tool("save_insight", newer, plugin_credentials).json["status"] == "unchanged"
+
+
+def test_a_megabyte_query_is_cut_to_its_newest_turns_and_stalls_no_other_call(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any]
+) -> None:
+    saved = runner.invoke_tool("save_insight", RETURN_ADDRESS, plugin_credentials)
+    filler = "今天天气不错，我们聊聊别的。\n" * 70_000  # about 1 MB (UTF-8), older turns the cap drops
+    asked = {"query": filler + "耳机有杂音想退掉，寄到哪里？", "scene": "售后服务"}
+    with ThreadPoolExecutor(4) as pool:
+        long_search = pool.submit(runner.invoke_tool, "search_insight", asked, plugin_credentials)
+        short_searches = [
+            pool.submit(
+                runner.invoke_tool, "search_insight", {"query": "退货地址", "scene": "售后服务"}, plugin_credentials
+            )
+            for _ in range(3)
+        ]
+        answers = [search.result(timeout=60) for search in short_searches]
+        found = long_search.result(timeout=60)
+    assert all(answer.json["injected_ids"] == [saved.json["id"]] for answer in answers)
+    assert found.json["injected_ids"] == [saved.json["id"]]  # the newest turn, kept by the cap, is what matched
 
 
 # ---- failures of the environment -----------------------------------------------------------------------------------

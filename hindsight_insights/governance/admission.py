@@ -66,10 +66,13 @@ def admit_insight(draft: InsightDraft, *, project_allowed: bool = False) -> Admi
 
 
 def admit_turn(draft: TurnDraft) -> TurnDraft:
-    """The turn as it may be stored: secrets and personal data redacted from both messages."""
+    """The turn as it may be stored: secrets and personal data redacted from both messages and from the answer's
+    sources and tool calls (a source can be a URL with a token, a tool call can carry an e-mail address)."""
     return draft.model_copy(
         update={
             "user_message": redact(draft.user_message).text,
             "assistant_message": redact(draft.assistant_message).text,
+            "sources": [redact(source).text for source in draft.sources],
+            "tool_calls": [redact(call).text for call in draft.tool_calls],
         }
     )

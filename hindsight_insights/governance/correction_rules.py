@@ -330,6 +330,12 @@ ADDRESSED = re.compile(
 )
 # A sentence about someone else or the user's own plan (he always replies to me late, 我以后来做) is no wish.
 NOT_A_WISH = re.compile(r"^\W*(he|she|they|his|her|their|i'?ll|i will|他|她|他们|她们|我会|我来|我要|我以后|我今后)\b")
+# A sentence that files an earlier request under a name ("it's just a formatting preference", 这只是个格式偏好) states
+# no wish of its own: the wish, if any, is in the earlier sentence, and pressing for it is no sign that it is sound.
+NAMES_A_WISH = re.compile(
+    r"(\b(it'?s|it is|that'?s|that is|this is)\s+(just|only|simply|merely)?\s*an?\s+([\w-]+\s+)?"
+    r"(preference|habit|style choice|request)\b|(这|那|它)(只是|就是|不过是|只不过是)(个|一个)?\S{0,4}(偏好|习惯|要求))"
+)
 # Words that mark a wish as standing beyond doubt; they outweigh a one-off object.
 MARKED_STANDING = re.compile(
     r"(以后|今后|往后|下次|统一|一律|每次|from now on|going forward|next time|\balways\b|\bnever\b|in future)"

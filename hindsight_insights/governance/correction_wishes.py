@@ -37,6 +37,9 @@ def preference(turn: Turn) -> Correction | None:
             return _address(turn, sentence, name, match)
         if sentence.question and (not rules.POLITE_REQUEST.search(sentence.text) or _asks_how(sentence.text)):
             continue  # "how do I export this chart as a PNG?" asks for information; "can you keep it short?" asks
+        if rules.NAMES_A_WISH.search(sentence.text):
+            turn.signals.append("guard:names_an_earlier_wish")
+            continue
         aspects = [aspect for aspect in rules.ASPECTS if aspect[3].search(sentence.text)]
         directive = rules.DIRECTIVE.search(sentence.text)
         if directive is None and turn.previous is not None:

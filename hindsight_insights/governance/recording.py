@@ -54,7 +54,7 @@ def record_turn(store: InsightStore, draft: TurnDraft, settings: Settings, now: 
             original=_redacted(correction).original,
             corrected=_redacted(correction).corrected,
             condition=correction.condition,
-            condition_detail=correction.condition_detail,
+            condition_detail=_redacted(correction).condition_detail,
             by=turn.user_id,
             at=now,
             in_turn=turn.id,
@@ -66,14 +66,15 @@ def record_turn(store: InsightStore, draft: TurnDraft, settings: Settings, now: 
 
 
 def _redacted(correction: Correction) -> Correction:
-    """The detector quotes the user's words; they are stored redacted, like the turn."""
+    """The detector quotes the user's words, in its topic and condition too; they are stored redacted, like the
+    turn."""
     return Correction(
         correction.type,
         correction.confidence,
         corrected=redact(correction.corrected).text if correction.corrected else None,
         original=redact(correction.original).text if correction.original else None,
-        topic=correction.topic,
+        topic=redact(correction.topic).text if correction.topic else correction.topic,
         condition=correction.condition,
-        condition_detail=correction.condition_detail,
+        condition_detail=redact(correction.condition_detail).text if correction.condition_detail else None,
         signals=correction.signals,
     )

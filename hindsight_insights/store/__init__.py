@@ -1,4 +1,5 @@
-"""The store: insights (save rules and search) and the turn log of one project, over Weaviate."""
+"""The store of one project, over Weaviate: insights (save rules in insights.py, reading in retrieval.py), the turn
+log (turns.py) and the review audit (audit.py)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,20 @@ from hindsight_insights.config import Settings
 from hindsight_insights.connection import connect_url, require_server_version, weaviate_errors
 from hindsight_insights.embedder import Embedder, load_embedder
 from hindsight_insights.errors import WeaviateUnavailable
-from hindsight_insights.store.insights import InsightStore, SearchMode
+from hindsight_insights.store.insights import InsightStore
+from hindsight_insights.store.retrieval import MAX_TOP_K, SITUATIONAL_KINDS, GateInput, SearchMode, newest_per_topic
 from hindsight_insights.store.turns import TurnLog
 
-__all__ = ["InsightStore", "SearchMode", "TurnLog", "open_store"]
+__all__ = [
+    "MAX_TOP_K",
+    "SITUATIONAL_KINDS",
+    "GateInput",
+    "InsightStore",
+    "SearchMode",
+    "TurnLog",
+    "newest_per_topic",
+    "open_store",
+]
 
 
 def open_store(settings: Settings, embedder: Embedder | None = None) -> InsightStore:

@@ -18,22 +18,20 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
-import numpy as np
 import weaviate
 from weaviate.classes.data import DataObject
-from weaviate.classes.query import Filter, HybridFusion, MetadataQuery, Sort
+from weaviate.classes.query import Filter, Sort
 from weaviate.util import generate_uuid5
 
 from hindsight_insights import keys, ranking
-from hindsight_insights.config import NO_MARGIN, Settings
+from hindsight_insights.config import Settings
 from hindsight_insights.connection import SAFE_TO_RERUN, weaviate_errors
 from hindsight_insights.embedder import Embedder, Vectors
 from hindsight_insights.errors import InvalidInput, NotFound, WeaviateUnavailable
@@ -45,39 +43,30 @@ from hindsight_insights.models import (
     InsightDraft,
     InsightKind,
     InsightStatus,
-    Recall,
     SaveResult,
     SaveStatus,
     Scope,
-    ScoredInsight,
 )
-from hindsight_insights.segment import segment, tokens
+from hindsight_insights.segment import segment
 from hindsight_insights.store import chain, filters
 from hindsight_insights.store.audit import AuditLog
 from hindsight_insights.store.bulk import delete_all
+from hindsight_insights.store.retrieval import Retrieval
 from hindsight_insights.store.schema import (
     INSIGHT_FIELDS,
+    VECTOR_NAME,
     ProjectCollections,
-    StoredObject,
     ensure_collections,
-    from_object,
+    insight_from,
     to_properties,
 )
 from hindsight_insights.store.turns import TurnLog
 
 log = logging.getLogger(__name__)
 
-SearchMode = Literal["hybrid", "vector", "bm25"]
-MAX_TOP_K = 20
-MAX_QUERY_TURNS = 5
-MAX_QUERY_CHARS = 4000  # of the recent turns, newest kept: enough context, and a bounded embedding cost
 MAX_SLOT_VERSIONS = 1000
-# Recall ranks at most this many eligible preferences, the most similar to the conversation; a user with more in one
-# scene (rare) has the least similar ones left out.
-MAX_STANDING_CANDIDATES = 100
-SITUATIONAL_KINDS = (InsightKind.FACT, InsightKind.PROCESS, InsightKind.LESSON)
 _SETTLE_ROUNDS = 5
-_VECTOR = "default"  # name of the self-provided vector
+_RACE_PAUSES_S = (0.0, 0.02, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
 _STATE_FIELDS = ("status", "supersedes", "superseded_by", "resume_at", "updated_at")
 _SCRUBBED = "[removed: the user whose conversation this quoted asked to be forgotten]"
 
@@ -151,15 +140,6 @@ def _changed_values(stored: Insight, draft: InsightDraft, new_source: bool) -> d
     return {name: value for name, value in candidates.items() if value != getattr(stored, name)}
 
 
-def _insight_from(obj: StoredObject) -> Insight:
-    return from_object(obj, INSIGHT_FIELDS, Insight)
-
-
-def _vector_of(obj: StoredObject) -> Vectors:
-    vector = obj.vector[_VECTOR] if isinstance(obj.vector, dict) else obj.vector
-    return np.asarray(vector, dtype=np.float32)
-
-
 def _new_insight(draft: InsightDraft, object_id: uuid.UUID, asserted_at: datetime, now: datetime) -> Insight:
     return Insight(
         id=object_id,
@@ -189,10 +169,15 @@ class InsightStore:
         self._insights = collections.insights
         self.turns = TurnLog(collections.turns)
         self.audit = AuditLog(collections.audit)
+        self.retrieval = Retrieval(collections.insights, embedder, settings)
+        # Reading is the store's too: callers ask the store, retrieval.py holds the rules.
+        self.search = self.retrieval.search
+        self.recall = self.retrieval.recall
+        self.standing_rules = self.retrieval.standing_rules
+        self.gate_inputs = self.retrieval.gate_inputs
         self._embedder = embedder
         self._settings = settings
         self._client = client  # set when this store owns the connection (open_store)
-        self._executor: ThreadPoolExecutor | None = None
 
     @classmethod
     def open(
@@ -210,8 +195,7 @@ class InsightStore:
         return self._client is None or self._client.is_connected()
 
     def close(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=False)
+        self.retrieval.close()
         if self._client is not None:
             self._client.close()
 
@@ -238,7 +222,7 @@ class InsightStore:
             try:
                 if not self._insert(_new_insight(draft, content_id, now, now), undo):
                     # A racing writer stored the same content first: this save is that one said again.
-                    return self._say_again(self.get(content_id), draft, now)
+                    return self._say_again(self._stored_by_a_racing_writer(content_id), draft, now)
                 if draft.status is InsightStatus.PENDING_REVIEW:
                     return SaveResult(id=content_id, status="pending_review", insight_status=draft.status)
                 settled = self._settle(slot, now, undo)
@@ -246,6 +230,20 @@ class InsightStore:
                 undo.run()
                 raise
         return self._outcome(content_id, settled, "created")
+
+    def _stored_by_a_racing_writer(self, insight_id: uuid.UUID) -> Insight:
+        """The object another writer is inserting. Weaviate refuses a second insert of an id as soon as the object is
+        written, but a read by id finds it only once its index entries are, a few milliseconds later."""
+        for pause in _RACE_PAUSES_S:
+            time.sleep(pause)
+            with weaviate_errors("reading an insight"):
+                obj = self._insights.query.fetch_object_by_id(insight_id)
+            if obj is not None:
+                return insight_from(obj)
+        raise WeaviateUnavailable(
+            f"another save of the same insight ({insight_id}) was still unfinished after "
+            f"{sum(_RACE_PAUSES_S):.1f} s. Nothing was changed by this call; retry it."
+        )
 
     def _outcome(self, insight_id: uuid.UUID, settled: Sequence[Insight], fresh: SaveStatus) -> SaveResult:
         mine = next(version for version in settled if version.id == insight_id)
@@ -307,7 +305,7 @@ class InsightStore:
             self._insights.data.insert(
                 to_properties(insight, INSIGHT_FIELDS, **_derived(insight)),
                 uuid=insight.id,
-                vector={_VECTOR: vector.tolist()},
+                vector={VECTOR_NAME: vector.tolist()},
             )
         except weaviate.exceptions.UnexpectedStatusCodeError as error:
             if "already exists" in str(error):
@@ -327,7 +325,7 @@ class InsightStore:
 
     def _slot_versions(self, slot: str) -> list[Insight]:
         result = self._insights.query.fetch_objects(filters=filters.in_slot(slot), limit=MAX_SLOT_VERSIONS)
-        return [_insight_from(obj) for obj in result.objects]
+        return [insight_from(obj) for obj in result.objects]
 
     def _settle(self, slot: str, now: datetime, undo: _Undo | None = None) -> list[Insight]:
         """Bring the slot's chain to its plan (store/chain.py) and return its versions as stored.
@@ -395,7 +393,7 @@ class InsightStore:
                 limit=MAX_SLOT_VERSIONS * 10,
             )
             by_slot: dict[str, list[Insight]] = {}
-            for insight in map(_insight_from, existing.objects):
+            for insight in map(insight_from, existing.objects):
                 by_slot.setdefault(_derived(insight)["slot_key"], []).append(insight)
             for object_id, insight in fresh.items():
                 by_slot.setdefault(slot_of[object_id], []).append(insight)
@@ -411,7 +409,7 @@ class InsightStore:
                 DataObject(
                     uuid=object_id,
                     properties=to_properties(insight, INSIGHT_FIELDS, **_derived(insight)),
-                    vector={_VECTOR: vector.tolist()},
+                    vector={VECTOR_NAME: vector.tolist()},
                 )
                 for (object_id, insight), vector in zip(planned.items(), vectors, strict=True)
             ]
@@ -439,7 +437,7 @@ class InsightStore:
             obj = self._insights.query.fetch_object_by_id(_as_uuid(insight_id))
         if obj is None:
             raise NotFound(f"no insight {insight_id} in project {self._settings.project!r}")
-        return _insight_from(obj)
+        return insight_from(obj)
 
     def slot_versions_of(self, insight: InsightDraft | Insight) -> list[Insight]:
         """Every stored version of the slot this insight or draft belongs to, in any status."""
@@ -479,7 +477,7 @@ class InsightStore:
                 limit=limit,
                 sort=Sort.by_property("updated_at", ascending=False),
             )
-        return [_insight_from(obj) for obj in result.objects]
+        return [insight_from(obj) for obj in result.objects]
 
     def approve(self, insight_id: uuid.UUID | str, reviewer: str = "reviewer", now: datetime | None = None) -> Insight:
         """A reviewer approves a pending insight: it becomes the newest version of its slot, as if saved now, and the
@@ -522,7 +520,9 @@ class InsightStore:
                 derived = _derived(revised)
                 properties["search_text"] = derived["search_text"]
                 vector = self._embedder.embed([_embedding_text(revised)])[0]
-                self._insights.data.update(uuid=insight.id, properties=properties, vector={_VECTOR: vector.tolist()})
+                self._insights.data.update(
+                    uuid=insight.id, properties=properties, vector={VECTOR_NAME: vector.tolist()}
+                )
             else:
                 self._insights.data.update(uuid=insight.id, properties=properties)
             if "expire_at" in changes and insight.status is not InsightStatus.PENDING_REVIEW:
@@ -578,7 +578,7 @@ class InsightStore:
         with weaviate_errors("expiring insights", SAFE_TO_RERUN):
             while True:
                 result = self._insights.query.fetch_objects(filters=due, limit=1000)
-                batch = [insight for insight in map(_insight_from, result.objects) if insight.id not in expired]
+                batch = [insight for insight in map(insight_from, result.objects) if insight.id not in expired]
                 if not batch:  # done, or only versions a racing writer keeps changing (the next sweep finishes them)
                     return len(expired)
                 for insight in batch:
@@ -639,7 +639,7 @@ class InsightStore:
                 result = self._insights.query.fetch_objects(filters=filters.supported_by(user_id), limit=1000)
                 if not result.objects:
                     break
-                for insight in map(_insight_from, result.objects):
+                for insight in map(insight_from, result.objects):
                     if set(insight.supporters) <= {user_id}:
                         self._insights.data.delete_by_id(insight.id)
                         self._settle(slot_of(insight), now)
@@ -660,327 +660,6 @@ class InsightStore:
         if "evidence" in update:
             names |= {"evidence_quote", "evidence_session_id", "evidence_turn", "observation", "learned_from"}
         self._insights.data.update(uuid=insight.id, properties=to_properties(scrubbed, INSIGHT_FIELDS, only=names))
-
-    # ---- search ---------------------------------------------------------------------------------------------
-
-    def search(
-        self,
-        query: str | Sequence[str],
-        *,
-        scene: str = GENERAL_SCENE,
-        user_id: str | None = None,
-        top_k: int | None = None,
-        score_threshold: float | None = None,
-        kinds: Sequence[InsightKind] | None = None,
-        mode: SearchMode = "hybrid",
-        now: datetime | None = None,
-        session_id: str | None = None,
-    ) -> list[ScoredInsight]:
-        """Eligible insights most relevant to the query (one text, or the recent turns oldest first), behind the
-        no-match gate (ranking.py). An explicit `score_threshold` is a plain threshold, without the margin."""
-        request = self._request(query, top_k, score_threshold, mode)
-        now = now or datetime.now(UTC)
-        with weaviate_errors("searching insights"):
-            candidates = self._candidates(request, scene, user_id, kinds, now, session_id)
-        return self._rank(candidates, request, now)
-
-    def recall(
-        self,
-        query: str | Sequence[str],
-        *,
-        scene: str = GENERAL_SCENE,
-        user_id: str | None = None,
-        top_k: int | None = None,
-        score_threshold: float | None = None,
-        now: datetime | None = None,
-        session_id: str | None = None,
-    ) -> Recall:
-        """Both retrieval channels (docs/architecture.md, Retrieval): standing preferences, and situational facts,
-        processes and lessons. One round trip: the standing rules are read while the query is embedded and searched.
-        """
-        request = self._request(query, top_k, score_threshold, "hybrid")
-        now = now or datetime.now(UTC)
-        budget = self._settings.standing_rule_budget
-        vector = request.vector(self._embedder)  # first: the standing read ranks by it too
-        with weaviate_errors("recalling insights"):
-            standing_read = (
-                self._pool().submit(self._standing_candidates, scene, user_id, now, vector, session_id=session_id)
-                if budget
-                else None
-            )
-            try:
-                candidates = self._candidates(request, scene, user_id, SITUATIONAL_KINDS, now, session_id)
-            except BaseException:
-                if standing_read is not None:
-                    wait([standing_read])  # never leave a read running behind a failed call; its error is moot
-                raise
-            preferences = standing_read.result() if standing_read is not None else []
-        situational = self._rank(candidates, request, now)
-        standing = self._rank_standing(preferences, request, budget)
-        kept = newest_per_topic([*standing, *(hit.insight for hit in situational)])
-        return Recall(
-            standing=[insight for insight in standing if insight.id in kept],
-            situational=[hit for hit in situational if hit.insight.id in kept],
-        )
-
-    def standing_rules(
-        self,
-        *,
-        scene: str,
-        user_id: str | None,
-        limit: int | None = None,
-        now: datetime | None = None,
-        session_id: str | None = None,
-    ) -> list[Insight]:
-        """Preferences for this scene (this user's and project-wide ones), newest first, within a budget: what holds
-        when there is no conversation to rank them by (recall ranks them by relevance first)."""
-        limit = self._settings.standing_rule_budget if limit is None else limit
-        if limit == 0:
-            return []
-        with weaviate_errors("reading standing rules"):
-            objects = self._standing_candidates(
-                scene, user_id, now or datetime.now(UTC), limit=limit * 2, session_id=session_id
-            )
-        return [_insight_from(obj) for obj in newest_per_slot(objects)][:limit]
-
-    def _request(
-        self, query: str | Sequence[str], top_k: int | None, score_threshold: float | None, mode: SearchMode
-    ) -> _Request:
-        turns = query_turns(query)
-        top_k = self._settings.top_k if top_k is None else top_k
-        threshold = self._settings.relevance_threshold if score_threshold is None else score_threshold
-        problems = []
-        if not turns:
-            problems.append(("query", "must contain some text"))
-        if not 1 <= top_k <= MAX_TOP_K:
-            problems.append(("top_k", f"must be between 1 and {MAX_TOP_K}"))
-        if not 0.0 <= threshold <= 1.0:
-            problems.append(("score_threshold", "must be between 0 and 1"))
-        if problems:
-            raise InvalidInput(problems)
-        query_tokens = tokens("\n".join(turns))
-        alpha = {"hybrid": self._settings.hybrid_alpha, "vector": 1.0, "bm25": 0.0}[mode]
-        if not query_tokens and mode != "bm25":
-            alpha = 1.0
-        # The margin is on the vector signal: off when the caller set a plain threshold, or searches by words alone.
-        margin = self._settings.margin if score_threshold is None and alpha > 0.0 else NO_MARGIN
-        return _Request(turns, query_tokens, alpha, threshold, margin, top_k)
-
-    def _candidates(
-        self,
-        request: _Request,
-        scene: str,
-        user_id: str | None,
-        kinds: Sequence[InsightKind] | None,
-        now: datetime,
-        session_id: str | None = None,
-    ) -> list[StoredObject]:
-        """One Weaviate query: the eligible insights nearest the query, at most one version per slot."""
-        if request.alpha == 0.0 and not request.tokens:
-            return []
-        vector = request.vector(self._embedder)
-        where = filters.eligible(scene, user_id, now, session_id)
-        if kinds:
-            where = where & Filter.by_property("kind").contains_any([kind.value for kind in kinds])
-        limit = max(request.top_k * 4, 20)
-        if request.alpha == 1.0:
-            result = self._insights.query.near_vector(
-                near_vector=vector.tolist(), target_vector=_VECTOR, filters=where, limit=limit, include_vector=True
-            )
-        elif request.alpha == 0.0:
-            result = self._insights.query.bm25(
-                query=" ".join(request.tokens),
-                query_properties=["search_text"],
-                filters=where,
-                limit=limit,
-                include_vector=True,
-            )
-        else:
-            result = self._insights.query.hybrid(
-                query=" ".join(request.tokens),
-                vector=vector.tolist(),
-                target_vector=_VECTOR,
-                alpha=request.alpha,
-                query_properties=["search_text"],
-                fusion_type=HybridFusion.RELATIVE_SCORE,
-                filters=where,
-                limit=limit,
-                include_vector=True,
-                return_metadata=MetadataQuery(score=True),
-            )
-        return newest_per_slot(result.objects)
-
-    def _standing_candidates(
-        self,
-        scene: str,
-        user_id: str | None,
-        now: datetime,
-        vector: Vectors | None = None,
-        limit: int = MAX_STANDING_CANDIDATES,
-        session_id: str | None = None,
-    ) -> list[StoredObject]:
-        """Eligible preferences: with a conversation's vector, the most similar ones, each with its cosine distance
-        (computed by Weaviate, so no vectors travel); without one, the newest."""
-        preferences = Filter.by_property("kind").equal(InsightKind.PREFERENCE.value)
-        where = filters.eligible(scene, user_id, now, session_id) & preferences
-        if vector is None:
-            result = self._insights.query.fetch_objects(
-                filters=where, limit=limit, sort=Sort.by_property("asserted_at", ascending=False)
-            )
-        else:
-            result = self._insights.query.near_vector(
-                near_vector=vector.tolist(),
-                target_vector=_VECTOR,
-                filters=where,
-                limit=limit,
-                return_metadata=MetadataQuery(distance=True),
-            )
-        return newest_per_slot(result.objects)
-
-    def _pool(self) -> ThreadPoolExecutor:
-        # One worker: the standing rules' read, which waits on Weaviate while this thread embeds and searches.
-        # Under the plugin's gevent, it is a greenlet and its gRPC call yields (hindsight_dify.runtime).
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hindsight-standing")
-        return self._executor
-
-    def gate_inputs(
-        self,
-        query: str | Sequence[str],
-        *,
-        scene: str = GENERAL_SCENE,
-        user_id: str | None = None,
-        kinds: Sequence[InsightKind] | None = SITUATIONAL_KINDS,
-        now: datetime | None = None,
-    ) -> list[GateInput]:
-        """What the no-match gate sees for a recall: every candidate with its similarity, keyword coverage, relevance
-        and background, before any threshold. For explaining a result, and for calibration (bench/)."""
-        request = self._request(query, None, None, "hybrid")
-        with weaviate_errors("searching insights"):
-            objects = self._candidates(request, scene, user_id, kinds, now or datetime.now(UTC))
-        scored = [self._score(obj, request) for obj in objects]
-        similarities = [similarity for similarity, _, _ in scored]
-        return [
-            GateInput(
-                _insight_from(obj),
-                similarity,
-                keyword,
-                relevance,
-                ranking.background(similarities, index, self._settings.background_prior),
-            )
-            for index, (obj, (similarity, keyword, relevance)) in enumerate(zip(objects, scored, strict=True))
-        ]
-
-    def _score(self, obj: StoredObject, request: _Request) -> tuple[float, float, float]:
-        """(similarity, keyword, relevance) of one candidate."""
-        metadata = getattr(obj, "metadata", None)  # every query result has it; StoredObject does not promise it
-        distance = getattr(metadata, "distance", None)
-        if distance is not None:  # cosine distance, computed by Weaviate
-            similarity = 1.0 - float(distance)
-        else:
-            similarity = float(np.dot(request.vector(self._embedder), _vector_of(obj)))
-        keyword = ranking.keyword_coverage(request.tokens, (obj.properties.get("search_text") or "").split())
-        return similarity, keyword, ranking.relevance(similarity, keyword, request.alpha)
-
-    def _rank(self, objects: Sequence[StoredObject], request: _Request, now: datetime) -> list[ScoredInsight]:
-        scored = [self._score(obj, request) for obj in objects]
-        similarities = [similarity for similarity, _, _ in scored]
-        hits = []
-        for index, (obj, (similarity, keyword, relevance)) in enumerate(zip(objects, scored, strict=True)):
-            background = ranking.background(similarities, index, self._settings.background_prior)
-            if not ranking.passes_gate(relevance, similarity, background, request.threshold, request.margin):
-                continue
-            insight = _insight_from(obj)
-            score = ranking.rank_score(
-                relevance, insight.confidence, insight.asserted_at, now, self._settings.recency_half_life_days
-            )
-            hits.append(
-                ScoredInsight(insight=insight, score=score, relevance=relevance, similarity=similarity, keyword=keyword)
-            )
-        hits.sort(key=lambda hit: (-hit.score, -hit.insight.asserted_at.timestamp(), str(hit.insight.id)))
-        return hits[: request.top_k]
-
-    def _rank_standing(self, objects: Sequence[StoredObject], request: _Request, budget: int) -> list[Insight]:
-        """The preferences the budget takes: matching the conversation first, then the newest. Only those kept are
-        converted to insights (a user may have a hundred)."""
-        relevance = {id(obj): self._score(obj, request)[2] for obj in objects}
-        ordered = ranking.standing_order(
-            objects, lambda obj: relevance[id(obj)], lambda obj: obj.properties["asserted_at"], request.threshold
-        )
-        return [_insight_from(obj) for obj in ordered[:budget]]
-
-
-@dataclass(frozen=True)
-class GateInput:
-    """One candidate as the no-match gate sees it (ranking.py)."""
-
-    insight: Insight
-    similarity: float
-    keyword: float
-    relevance: float
-    background: float
-
-
-class _Request:
-    """One validated search: the turns, their words, and the gate's constants. The vector is embedded once, lazily,
-    so that a read that needs no vector can start before it."""
-
-    def __init__(
-        self, turns: list[str], query_tokens: list[str], alpha: float, threshold: float, margin: float, top_k: int
-    ) -> None:
-        self.turns = turns
-        self.tokens = query_tokens
-        self.alpha = alpha
-        self.threshold = threshold
-        self.margin = margin
-        self.top_k = top_k
-        self._vector: Vectors | None = None
-
-    def vector(self, embedder: Embedder) -> Vectors:
-        if self._vector is None:
-            self._vector = ranking.query_vector(embedder.embed(self.turns, query=True))
-        return self._vector
-
-
-def query_turns(query: str | Sequence[str]) -> list[str]:
-    """The last turns (at most MAX_QUERY_TURNS), oldest first, cut to MAX_QUERY_CHARS from the newest backwards."""
-    turns = [turn.strip() for turn in ([query] if isinstance(query, str) else list(query)) if turn.strip()]
-    kept: list[str] = []
-    budget = MAX_QUERY_CHARS
-    for turn in reversed(turns[-MAX_QUERY_TURNS:]):
-        if budget <= 0:
-            break
-        kept.append(turn[-budget:])
-        budget -= len(kept[-1])
-    return kept[::-1]
-
-
-def newest_per_slot(objects: Sequence[StoredObject]) -> list[StoredObject]:
-    """At most one version per slot, the newest: while two racing writers settle a slot, or before the expiry sweep
-    has run, the filters may let two versions through, and only the newest is the rule."""
-    newest: dict[str, StoredObject] = {}
-    for obj in objects:
-        slot = str(obj.properties.get("slot_key"))
-        kept = newest.get(slot)
-        if kept is None or (obj.properties["asserted_at"], str(obj.uuid)) > (
-            kept.properties["asserted_at"],
-            str(kept.uuid),
-        ):
-            newest[slot] = obj
-    return [obj for obj in objects if newest.get(str(obj.properties.get("slot_key"))) is obj]
-
-
-def newest_per_topic(insights: Sequence[Insight]) -> set[uuid.UUID]:
-    """The ids to inject: one rule per topic (and condition), the newest. A general-scene rule and a scene rule on the
-    same topic (or a project rule and a user's own) would otherwise leave the model to guess which one holds; a rule
-    that holds only in one context stands beside the topic's general rule."""
-    newest: dict[tuple[str, str], Insight] = {}
-    for insight in insights:
-        key = (keys.normalize_key(insight.topic), keys.normalize_key(insight.condition_detail or ""))
-        kept = newest.get(key)
-        if kept is None or (insight.asserted_at, str(insight.id)) > (kept.asserted_at, str(kept.id)):
-            newest[key] = insight
-    return {insight.id for insight in newest.values()}
 
 
 def _as_uuid(value: uuid.UUID | str) -> uuid.UUID:

@@ -24,17 +24,18 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
 
+import numpy as np
 import weaviate
 from pydantic import BaseModel
 from weaviate.classes.config import Configure, DataType, Property, Reconfigure, StopwordsPreset, Tokenization
 from weaviate.collections import Collection as WeaviateCollection
 
-from hindsight_insights.embedder import Embedder
+from hindsight_insights.embedder import Embedder, Vectors
 from hindsight_insights.errors import EmbedderMismatch, HindsightError, InvalidInput
-from hindsight_insights.models import NEVER
+from hindsight_insights.models import NEVER, Insight
 
 SCHEMA_VERSION = 2  # bumped when stored fields change; collections of another version are refused
-_VECTOR_NAME = "default"  # Configure.Vectors.self_provided() without a name
+VECTOR_NAME = "default"  # Configure.Vectors.self_provided() without a name
 # A filtered vector search whose allowed set is smaller than this scans it exactly; a larger one walks the HNSW graph
 # with the filter. Weaviate's default (40,000) made a scene of a 100,000-insight project (about 18,000 eligible) an
 # exact scan: 22 ms, against 8 ms through the graph (bench/bench_search.py). Small projects still scan exactly.
@@ -260,6 +261,16 @@ def from_object[M: BaseModel](obj: StoredObject, fields: Sequence[StoredField], 
     return model.model_validate(data)
 
 
+def insight_from(obj: StoredObject) -> Insight:
+    return from_object(obj, INSIGHT_FIELDS, Insight)
+
+
+def vector_of(obj: StoredObject) -> Vectors:
+    """The stored vector of an object read with include_vector=True."""
+    vector = obj.vector[VECTOR_NAME] if isinstance(obj.vector, dict) else obj.vector
+    return np.asarray(vector, dtype=np.float32)
+
+
 INSIGHT_PROPERTIES = [field.weaviate_property() for field in INSIGHT_FIELDS]
 TURN_PROPERTIES = [field.weaviate_property() for field in TURN_FIELDS]
 AUDIT_PROPERTIES = [field.weaviate_property() for field in AUDIT_FIELDS]
@@ -306,12 +317,12 @@ def ensure_collections(client: weaviate.WeaviateClient, project: str, embedder: 
 def _use_flat_search_cutoff(collection: WeaviateCollection) -> None:
     """Collections made before FLAT_SEARCH_CUTOFF was set get it too (it can be changed in place)."""
     vectors = collection.config.get().vector_config or {}
-    index = vectors[_VECTOR_NAME].vector_index_config if _VECTOR_NAME in vectors else None
+    index = vectors[VECTOR_NAME].vector_index_config if VECTOR_NAME in vectors else None
     if index is not None and getattr(index, "flat_search_cutoff", FLAT_SEARCH_CUTOFF) != FLAT_SEARCH_CUTOFF:
         collection.config.update(
             vector_config=[
                 Reconfigure.Vectors.update(
-                    name=_VECTOR_NAME,
+                    name=VECTOR_NAME,
                     vector_index_config=Reconfigure.VectorIndex.hnsw(flat_search_cutoff=FLAT_SEARCH_CUTOFF),
                 )
             ]
