@@ -8,10 +8,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import weaviate
 
+from hindsight_insights.embedder import Embedder
 from hindsight_insights.errors import InvalidInput
 from hindsight_insights.models import InsightDraft, InsightKind, InsightStatus
 from hindsight_insights.store import InsightStore
+from hindsight_insights.store.retrieval import Retrieval
+from hindsight_insights.store.schema import collection_names
 
 RETURN_ADDRESS = {
     "topic": "退货地址",
@@ -371,13 +375,14 @@ class CountingCollection:
         return getattr(self._inner, name)
 
 
-def test_recall_is_one_round_trip(store: InsightStore) -> None:
+def test_recall_is_one_round_trip(store: InsightStore, client: weaviate.WeaviateClient, embedder: Embedder) -> None:
     """Both channels in one round trip: one query each, in flight at the same time (the standing rules are read
     while the conversation is embedded and searched)."""
     save(store, TABLE_PREFERENCE)
     fact = save(store, RETURN_ADDRESS, scene="方案对比")
-    counting = CountingQuery(store._insights.query, threading.Barrier(2))
-    store._insights = CountingCollection(store._insights, counting)  # type: ignore[assignment]
-    recall = store.recall("退货地址在哪？", scene="方案对比", user_id="u-wang")
+    collection = client.collections.get(collection_names(store.settings.project).insights)
+    counting = CountingQuery(collection.query, threading.Barrier(2))
+    retrieval = Retrieval(CountingCollection(collection, counting), embedder, store.settings)  # type: ignore[arg-type]
+    recall = retrieval.recall("退货地址在哪？", scene="方案对比", user_id="u-wang")
     assert sorted(counting.calls) == ["hybrid", "near_vector"]
     assert [hit.insight.id for hit in recall.situational] == [fact] and len(recall.standing) == 1
