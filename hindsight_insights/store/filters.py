@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterable
 from datetime import datetime
 
 from weaviate.classes.query import Filter, FilterReturn
 
 from hindsight_insights.keys import GENERAL_SCENE, scene_key
-from hindsight_insights.models import InsightStatus, Scope
+from hindsight_insights.models import InsightKind, InsightStatus, Scope
 
 WeaviateFilter = FilterReturn
 
@@ -64,3 +66,41 @@ def supported_by(user_id: str) -> WeaviateFilter:
     return Filter.by_property("scope").equal(Scope.PROJECT.value) & Filter.by_property("supporters").contains_any(
         [user_id]
     )
+
+
+def matching(
+    *,
+    status: InsightStatus | None = None,
+    user_id: str | None = None,
+    scene: str | None = None,
+    kind: InsightKind | None = None,
+) -> WeaviateFilter | None:
+    """Every given condition (a listing's filters); None when none is given."""
+    parts = []
+    if status is not None:
+        parts.append(Filter.by_property("status").equal(status.value))
+    if user_id is not None:
+        parts.append(owned_by(user_id))
+    if scene is not None:
+        parts.append(Filter.by_property("scene_key").equal(scene_key(scene)))
+    if kind is not None:
+        parts.append(of_kinds([kind]))
+    return Filter.all_of(parts) if parts else None
+
+
+def of_kinds(kinds: Iterable[InsightKind]) -> WeaviateFilter:
+    return Filter.by_property("kind").contains_any([kind.value for kind in kinds])
+
+
+def with_ids(ids: Iterable[uuid.UUID]) -> WeaviateFilter:
+    return Filter.by_id().contains_any(list(ids))
+
+
+def in_slots(slot_keys: Iterable[str]) -> WeaviateFilter:
+    return Filter.by_property("slot_key").contains_any(sorted(set(slot_keys)))
+
+
+def past_expiry(now: datetime) -> WeaviateFilter:
+    """Versions whose expire_at has passed and that the sweep has yet to mark expired."""
+    live = [InsightStatus.ACTIVE.value, InsightStatus.SUPERSEDED.value, InsightStatus.PENDING_REVIEW.value]
+    return Filter.by_property("expire_at").less_or_equal(now) & Filter.by_property("status").contains_any(live)

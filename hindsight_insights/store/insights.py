@@ -27,7 +27,7 @@ from typing import Any
 
 import weaviate
 from weaviate.classes.data import DataObject
-from weaviate.classes.query import Filter, Sort
+from weaviate.classes.query import Sort
 from weaviate.util import generate_uuid5
 
 from hindsight_insights import keys, ranking
@@ -380,16 +380,14 @@ class InsightStore:
             asserted_at = now + timedelta(microseconds=offset + index)
             fresh[content_uuid(draft)] = _new_insight(draft, content_uuid(draft), asserted_at, now)
         with weaviate_errors("importing insights"):
-            stored = self._insights.query.fetch_objects(
-                filters=Filter.by_id().contains_any(list(fresh)), limit=len(fresh)
-            )
+            stored = self._insights.query.fetch_objects(filters=filters.with_ids(fresh), limit=len(fresh))
             for obj in stored.objects:
                 fresh.pop(uuid.UUID(str(obj.uuid)), None)
             if not fresh:
                 return 0
             slot_of = {i: _derived(insight)["slot_key"] for i, insight in fresh.items()}
             existing = self._insights.query.fetch_objects(
-                filters=Filter.by_property("slot_key").contains_any(sorted(set(slot_of.values()))),
+                filters=filters.in_slots(slot_of.values()),
                 limit=MAX_SLOT_VERSIONS * 10,
             )
             by_slot: dict[str, list[Insight]] = {}
@@ -414,7 +412,7 @@ class InsightStore:
                 for (object_id, insight), vector in zip(planned.items(), vectors, strict=True)
             ]
             ids = list(planned)
-            undo.add(lambda: self._insights.data.delete_many(where=Filter.by_id().contains_any(ids)))
+            undo.add(lambda: self._insights.data.delete_many(where=filters.with_ids(ids)))
             result = self._insights.data.insert_many(objects)
             if result.has_errors:
                 first = next(iter(result.errors.values()))
@@ -462,18 +460,9 @@ class InsightStore:
         limit: int = 100,
     ) -> list[Insight]:
         """Insights matching every given filter, newest first."""
-        parts = []
-        if status is not None:
-            parts.append(Filter.by_property("status").equal(status.value))
-        if user_id is not None:
-            parts.append(filters.owned_by(user_id))
-        if scene is not None:
-            parts.append(Filter.by_property("scene_key").equal(keys.scene_key(scene)))
-        if kind is not None:
-            parts.append(Filter.by_property("kind").equal(kind.value))
         with weaviate_errors("listing insights"):
             result = self._insights.query.fetch_objects(
-                filters=Filter.all_of(parts) if parts else None,
+                filters=filters.matching(status=status, user_id=user_id, scene=scene, kind=kind),
                 limit=limit,
                 sort=Sort.by_property("updated_at", ascending=False),
             )
@@ -571,9 +560,7 @@ class InsightStore:
     def expire_sweep(self, now: datetime | None = None) -> int:
         """Mark insights whose expire_at has passed as expired, and settle their slots. Returns how many expired."""
         now = now or datetime.now(UTC)
-        due = Filter.by_property("expire_at").less_or_equal(now) & Filter.by_property("status").contains_any(
-            [InsightStatus.ACTIVE.value, InsightStatus.SUPERSEDED.value, InsightStatus.PENDING_REVIEW.value]
-        )
+        due = filters.past_expiry(now)
         expired: set[uuid.UUID] = set()
         with weaviate_errors("expiring insights", SAFE_TO_RERUN):
             while True:

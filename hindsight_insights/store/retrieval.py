@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 import numpy as np
-from weaviate.classes.query import Filter, HybridFusion, MetadataQuery, Sort
+from weaviate.classes.query import HybridFusion, MetadataQuery, Sort
 from weaviate.collections import Collection as WeaviateCollection
 
 from hindsight_insights import keys, ranking
@@ -170,7 +170,7 @@ class Retrieval:
         vector = request.vector(self._embedder)
         where = filters.eligible(scene, user_id, now, session_id)
         if kinds:
-            where = where & Filter.by_property("kind").contains_any([kind.value for kind in kinds])
+            where = where & filters.of_kinds(kinds)
         limit = max(request.top_k * 4, 20)
         if request.alpha == 1.0:
             result = self._insights.query.near_vector(
@@ -210,8 +210,7 @@ class Retrieval:
     ) -> list[StoredObject]:
         """Eligible preferences: with a conversation's vector, the most similar ones, each with its cosine distance
         (computed by Weaviate, so no vectors travel); without one, the newest."""
-        preferences = Filter.by_property("kind").equal(InsightKind.PREFERENCE.value)
-        where = filters.eligible(scene, user_id, now, session_id) & preferences
+        where = filters.eligible(scene, user_id, now, session_id) & filters.of_kinds([InsightKind.PREFERENCE])
         if vector is None:
             result = self._insights.query.fetch_objects(
                 filters=where, limit=limit, sort=Sort.by_property("asserted_at", ascending=False)
