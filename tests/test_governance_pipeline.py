@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from hindsight_insights.governance.recording import record_turn
 from hindsight_insights.governance.routing import learn
@@ -162,6 +164,41 @@ def test_a_general_factual_correction_is_the_users_and_an_implicit_one_holds_for
     assert held.result.id in [i.id for i in in_session.insights]
     elsewhere = store.recall("运费多少", scene="售后服务", user_id="u6", session_id="another", score_threshold=0.0)
     assert held.result.id not in [i.id for i in elsewhere.insights]
+
+
+def test_a_correction_for_this_week_ends_with_the_week_and_leaves_the_topics_rule_standing(
+    store: InsightStore,
+) -> None:
+    general = store.save(
+        InsightDraft.parse(
+            {
+                "topic": "运费",
+                "kind": "fact",
+                "scene": "售后服务",
+                "action": "当顾客问运费时，告诉他运费是 10 元。",
+                "evidence": "运费 10 元",
+            }
+        )
+    )
+    monday = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # 17:00 in Shanghai, the project's zone here
+    settings = store.settings.model_copy(update={"timezone": "Asia/Shanghai"})
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    record_turn(store, turn(session, "u4", "运费多少？", "运费是 10 元。"), settings, now=monday)
+    said = record_turn(store, turn(session, "u4", "这周运费是 20 元，不是 10 元", "好的。"), settings, now=monday)
+    placed = said.learned[0]  # the user's at once (0.9: the project's copy waits for agreement or a reviewer)
+    assert placed.scope is Scope.USER
+    weekly = store.get(placed.result.id)
+    assert (weekly.condition, weekly.condition_detail) == ("temporal", "这周")
+    assert weekly.expire_at is not None and str(weekly.expire_at.astimezone(ZoneInfo("Asia/Shanghai"))) == (
+        "2026-12-06 23:59:59+08:00"  # Sunday night
+    )
+    assert store.get(general.id).status is InsightStatus.ACTIVE  # a slot of its own: the rule stands beside it
+    during = store.recall("运费多少", scene="售后服务", user_id="u4", score_threshold=0.0, now=monday)
+    assert {i.id for i in during.insights} == {general.id, weekly.id}
+    after = store.recall(
+        "运费多少", scene="售后服务", user_id="u4", score_threshold=0.0, now=monday + timedelta(days=7)
+    )
+    assert [i.id for i in after.insights] == [general.id]
 
 
 def test_a_retried_message_learns_nothing_twice(store: InsightStore) -> None:

@@ -11,6 +11,9 @@
   negative    any             this session      for this conversation only; it also flags the turn, so the worker
                                                 reflects on the session (its anomaly trigger)
 
+A correction for a named period ("这周运费 20 元", this month) also expires when the period ends
+(governance/periods.py); it has a slot of its own, so the topic's general rule holds beside it and after it.
+
 The rule's wording is a template per language (prompts/corrections/), filled with the user's own words; the
 evidence is the user's message, quoted verbatim (after redaction, like the stored turn).
 """
@@ -22,6 +25,7 @@ from datetime import datetime, timedelta
 
 from hindsight_insights.config import Settings
 from hindsight_insights.governance.correction_types import Correction, CorrectionType
+from hindsight_insights.governance.periods import period_end
 from hindsight_insights.governance.text import has_han
 from hindsight_insights.models import Condition, InsightDraft, InsightKind, Scope, Turn
 from hindsight_insights.prompts import render_prompt
@@ -98,6 +102,10 @@ def draft_for(correction: Correction, turn: Turn, settings: Settings, now: datet
         return None
     words = wording(correction, turn.user_message, settings)
     scope = requested_scope(correction, settings)
+    ends = [now + SESSION_INSIGHT_LIFETIME] if scope is Scope.SESSION else []
+    if words.condition is Condition.TEMPORAL and words.condition_detail:
+        period = period_end(words.condition_detail, now, settings.timezone)
+        ends += [period] if period is not None and period > now else []
     return InsightDraft.parse(
         {
             "topic": words.topic,
@@ -112,6 +120,6 @@ def draft_for(correction: Correction, turn: Turn, settings: Settings, now: datet
             "source": "detector",
             "condition": words.condition,
             "condition_detail": words.condition_detail,
-            "expire_at": now + SESSION_INSIGHT_LIFETIME if scope is Scope.SESSION else None,
+            "expire_at": min(ends, default=None),
         }
     )
