@@ -120,19 +120,23 @@ def show(insight_id: str, project: Project = None, as_json: AsJson = False) -> N
 
 
 @insights_app.command()
-def approve(insight_id: str, reviewer: Reviewer = YOU, note: Note = "", project: Project = None) -> None:
+def approve(
+    insight_id: str, reviewer: Reviewer = YOU, note: Note = "", project: Project = None, as_json: AsJson = False
+) -> None:
     """Approve a pending insight: it becomes the rule of its slot."""
     with opened(project) as store:
         insight = ReviewQueue(store).approve(insight_id, reviewer, note)
-    console.print(f"approved: {insight.topic} ({insight.id}) is {insight.status.value}")
+    decided(insight, f"approved: {insight.topic} ({insight.id}) is {insight.status.value}", as_json)
 
 
 @insights_app.command()
-def reject(insight_id: str, reviewer: Reviewer = YOU, note: Note = "", project: Project = None) -> None:
+def reject(
+    insight_id: str, reviewer: Reviewer = YOU, note: Note = "", project: Project = None, as_json: AsJson = False
+) -> None:
     """Reject an insight: it is kept, never injected, and saving it again does not revive it."""
     with opened(project) as store:
         insight = ReviewQueue(store).reject(insight_id, reviewer, note)
-    console.print(f"rejected: {insight.topic} ({insight.id})")
+    decided(insight, f"rejected: {insight.topic} ({insight.id})", as_json)
 
 
 @insights_app.command()
@@ -146,6 +150,7 @@ def edit(
     expire_at: Annotated[datetime | None, typer.Option(help="ISO-8601 with a time zone.")] = None,
     note: Note = "",
     project: Project = None,
+    as_json: AsJson = False,
 ) -> None:
     """Edit what an insight says (its topic and scene stay; changing those is a new insight)."""
     changes: dict[str, Any] = {
@@ -166,15 +171,28 @@ def edit(
         raise typer.Exit(2)
     with opened(project) as store:
         insight = ReviewQueue(store).edit(insight_id, reviewer, changes, note)
-    console.print(f"edited: {insight.topic} ({insight.id}): {', '.join(changes)}")
+    decided(insight, f"edited: {insight.topic} ({insight.id}): {', '.join(changes)}", as_json)
 
 
 @insights_app.command()
-def delete(insight_id: str, reviewer: Reviewer = YOU, note: Note = "", project: Project = None) -> None:
+def delete(
+    insight_id: str, reviewer: Reviewer = YOU, note: Note = "", project: Project = None, as_json: AsJson = False
+) -> None:
     """Delete an insight; if it was its slot's rule, the previous version is the rule again."""
     with opened(project) as store:
         ReviewQueue(store).delete(insight_id, reviewer, note)
-    console.print(f"deleted: {insight_id}")
+    if as_json:
+        views.print_json(console, {"deleted": insight_id})
+    else:
+        console.print(f"deleted: {insight_id}")
+
+
+def decided(insight: Insight, line: str, as_json: bool) -> None:
+    """A reviewer's decision: the insight as it now is (--json), or one line."""
+    if as_json:
+        views.print_json(console, insight.model_dump(mode="json"))
+    else:
+        console.print(line)
 
 
 @app.command()

@@ -53,15 +53,17 @@ def test_the_review_queue_from_the_command_line(cli: Any, store: InsightStore) -
     listed = json.loads(cli("insights", "list", "--status", "pending_review", "--json"))
     assert [item["id"] for item in listed] == [str(pending.id)]
     assert "退款时限" in cli("insights", "list", "--status", "pending_review")
-    cli("insights", "edit", str(pending.id), "--reviewer", "ops-lin", "--confidence", "0.95", "--note", "checked")
-    cli("insights", "approve", str(pending.id), "--reviewer", "ops-lin")
+    edited = cli("insights", "edit", str(pending.id), "--reviewer", "ops-lin", "--confidence", "0.95", "--note", "ok")
+    assert edited.startswith("edited: 退款时限") and "confidence" in edited
+    approved = json.loads(cli("insights", "approve", str(pending.id), "--reviewer", "ops-lin", "--json"))
+    assert (approved["id"], approved["status"], approved["confidence"]) == (str(pending.id), "active", 0.95)
     assert store.get(pending.id).status is InsightStatus.ACTIVE and store.get(pending.id).confidence == 0.95
     shown = json.loads(cli("insights", "show", str(pending.id), "--json"))
     assert [(e["action"], e["actor"]) for e in shown["audit"]] == [("edit", "ops-lin"), ("approve", "ops-lin")]
     assert "audit trail" in cli("insights", "show", str(pending.id))
     cli("insights", "reject", str(pending.id), "--reviewer", "ops-lin", "--note", "policy changed")
     assert store.get(pending.id).status is InsightStatus.REJECTED
-    cli("insights", "delete", str(pending.id), "--reviewer", "ops-lin")
+    assert json.loads(cli("insights", "delete", str(pending.id), "--json")) == {"deleted": str(pending.id)}
     assert "no insight" in cli("insights", "show", str(pending.id), code=1)
 
 

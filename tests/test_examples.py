@@ -200,5 +200,8 @@ def test_rules_reach_the_system_prompt_and_reflection_reaches_save_insight() -> 
     save = next(d for d in graph.values() if d.get("tool_name") == "save_insight")
     reflect_id = REFERENCE.findall(save["tool_parameters"]["insight_json"]["value"])[0].split(".")[0]
     assert graph[reflect_id]["type"] == "llm" and "{}" in graph[reflect_id]["prompt_template"][0]["text"]
+    record_id = next(i for i, d in graph.items() if d.get("tool_name") == "record_turn")
     branch = next(d for d in graph.values() if d["type"] == "if-else")
-    assert branch["cases"][0]["conditions"]
+    (condition,) = branch["cases"][0]["conditions"]  # the detector's verdict, not keywords of the chatflow's own
+    assert condition["variable_selector"] == [record_id, "correction_type"]
+    assert (condition["comparison_operator"], condition["value"]) == ("is not", "none")

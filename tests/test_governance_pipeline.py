@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -15,6 +16,8 @@ from hindsight_insights.governance.routing import learn
 from hindsight_insights.models import InsightDraft, InsightStatus, Scope, TurnDraft
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.review import ReviewQueue
+
+BATTERY = Path(__file__).resolve().parent.parent / "bench" / "data" / "poisoning.json"
 
 
 def turn(session: str, user: str, message: str, answer: str = "", **changes: Any) -> TurnDraft:
@@ -241,6 +244,36 @@ def test_personal_data_in_what_the_detector_names_and_in_an_answers_metadata_is_
     stored = json.dumps([t.model_dump(mode="json") for t in store.turns.of_user("u8")], ensure_ascii=False)
     assert address not in stored and "send_mail(to=" in stored and "crm://contacts/" in stored
     assert said.turn.signals.detected is not None and said.turn.signals.detected.type == "process"
+
+
+def test_every_secret_of_the_battery_is_gone_from_the_stored_insights_and_turns(store: InsightStore) -> None:
+    """The redaction battery (bench/data/poisoning.json) through the write paths, checked in what Weaviate holds."""
+    cases = [case for case in json.loads(BATTERY.read_text())["redaction"] if case["secrets"]]
+    for index, case in enumerate(cases):
+        text = case["text"]
+        learn(
+            store,
+            InsightDraft.parse(
+                {
+                    "topic": f"redaction case {index}",
+                    "kind": "fact",
+                    "scene": "售后服务",
+                    "action": text,
+                    "observation": text,
+                    "evidence": text,
+                    "user_id": "u-redact",
+                }
+            ),
+        )
+        record_turn(store, turn(f"s-redact-{index}", "u-redact", text, text), store.settings)
+    stored = json.dumps(
+        [i.model_dump(mode="json") for i in store.list_insights(limit=1000)]
+        + [t.model_dump(mode="json") for t in store.turns.of_user("u-redact")],
+        ensure_ascii=False,
+    )
+    secrets = [secret for case in cases for secret in case["secrets"]]
+    assert len(secrets) >= 40 and len(store.list_insights(limit=1000)) >= len(cases)
+    assert [secret for secret in secrets if secret in stored] == []
 
 
 def test_a_planted_instruction_is_never_active(store: InsightStore) -> None:
