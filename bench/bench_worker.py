@@ -9,8 +9,8 @@ ten turns, each copy a user of its own), recorded through the plugin's record_tu
   scanning and claims.
 
 The ratio worker/engine is the worker's own overhead per reflection. The RSS target is 300 MB. Also printed: the
-reflection prompt a model would get for those 10-turn sessions, in characters, and the share of it that is the same
-for every session (system prompt and instructions), which is what the prompt cache can serve.
+reflection prompt a model would get for those 10-turn sessions, in characters and in Qwen tokens (bench/tokens.py), and
+the share of it that is the same for every session (system prompt and instructions), which the prompt cache serves.
 
     .venv/bin/python -m bench.bench_worker [--sessions 120]
 """
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.tokens import qwen_tokens
 from hindsight_dify import Context, StoreCache, credentials_for, run
 from hindsight_insights.config import Settings
 from hindsight_insights.reflection.engine import ReflectionEngine
@@ -125,16 +126,33 @@ def run_engine(store: InsightStore, reflections: list[tuple[list[str], Variant]]
     return time.monotonic() - started, sum(report.outcome != "ok" for report in reports)
 
 
-def prompt_sizes(store: InsightStore, session_ids: list[str]) -> tuple[float, float]:
-    """Median characters of the session-end prompt, and the median share of it that is the same for every session."""
+@dataclass(frozen=True)
+class PromptSize:
+    """The median session-end prompt: characters, and Qwen tokens (bench/tokens.py) split into the part that is the
+    same for every session (system prompt and instructions, what the prompt cache serves) and the transcript."""
+
+    characters: float
+    fixed_share: float
+    system_tokens: float
+    transcript_tokens: float
+
+
+def prompt_sizes(store: InsightStore, session_ids: list[str]) -> PromptSize:
     engine = ReflectionEngine(store, OfflineExtractor(store.settings))
-    totals, shares = [], []
+    totals, shares, system_tokens, transcript_tokens = [], [], [], []
     for session_id in session_ids:
         prompt = engine.prepare([session_id], "session").prompt
         total = len(prompt.system) + len(prompt.user)
         totals.append(total)
         shares.append(len(prompt.system) / total)
-    return statistics.median(totals), statistics.median(shares)
+        system_tokens.append(qwen_tokens(prompt.system))
+        transcript_tokens.append(qwen_tokens(prompt.user))
+    return PromptSize(
+        statistics.median(totals),
+        statistics.median(shares),
+        statistics.median(system_tokens),
+        statistics.median(transcript_tokens),
+    )
 
 
 def per_minute(count: int, seconds: float) -> str:
@@ -164,7 +182,7 @@ def main() -> None:
             busy = run_worker(server, credentials["worker"]["project"], Path(work))
             engine_store = cache.store_for(credentials["engine"])
             engine_s, engine_failed = run_engine(engine_store, busy.reflections)
-            characters, fixed_share = prompt_sizes(engine_store, sessions["engine"][:40])
+            prompt = prompt_sizes(engine_store, sessions["engine"][:40])
         finally:
             cache.close()
             server.stop()
@@ -184,9 +202,14 @@ def main() -> None:
         f"worker peak RSS: {busy.peak_rss_mb:.0f} MB reflecting, {idle.peak_rss_mb:.0f} MB idle "
         f"(target {RSS_TARGET_MB} MB: {verdict})"
     )
+    tokens = prompt.system_tokens + prompt.transcript_tokens
     print(
-        f"session-end prompt for a 10-turn session: median {characters:.0f} characters, of which "
-        f"{fixed_share:.0%} is the same for every session (the cacheable system prompt)"
+        f"session-end prompt for a 10-turn session: median {prompt.characters:.0f} characters, of which "
+        f"{prompt.fixed_share:.0%} is the same for every session (the cacheable system prompt)"
+    )
+    print(
+        f"  in Qwen tokens: median {tokens:.0f} = {prompt.system_tokens:.0f} system (cacheable, "
+        f"{prompt.system_tokens / tokens:.0%}) + {prompt.transcript_tokens:.0f} transcript; one call per reflection"
     )
 
 

@@ -30,7 +30,7 @@ done
 [ -n "$PYTHON" ] || PYTHON=3.12
 
 # 3. The venv, exactly as locked, with Dify's workflow engine for the example chatflow's test.
-"$UV" sync --frozen --quiet --python "$PYTHON" --group dify-dsl
+"$UV" sync --frozen --quiet --python "$PYTHON" --group dify-dsl --group tokens
 
 # 4. The Weaviate server binary (cached; built from the Go module proxy on a miss).
 .venv/bin/python -m hindsight_cli ensure-weaviate >/dev/null
