@@ -202,6 +202,12 @@ def record_turn(store: InsightStore, parameters: Parameters, context: Context) -
     }
     flagged = f" with signals {', '.join(signals)}" if signals else ""
     text = f"Recorded turn {turn.turn_index} of session {turn.session_id}{flagged}."
+    if recorded.unseen_injected:
+        body["ignored_injected_ids"] = [str(i) for i in recorded.unseen_injected]
+        text += (
+            f" {len(recorded.unseen_injected)} injected insight id(s) were not recorded: no such insight reaches this"
+            " user (pass search_insight's injected_ids, with the same end_user_id)."
+        )
     if recorded.repeated:
         text = f"Turn {turn.turn_index} of session {turn.session_id} was recorded already (same Dify message)."
     elif correction.type != "none":

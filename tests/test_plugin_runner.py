@@ -287,6 +287,21 @@ def test_record_turn_keeps_what_the_answer_was_based_on(
     assert refused["type"] == "invalid_input" and "answer_confidence" in refused["message"]
 
 
+def test_record_turn_never_marks_another_users_insight_as_used(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    """injected_insight_ids is model-filled: an id of an insight this user could not have been given is left out
+    (the worker's TTL keeps insights that were used) and reported, and the turn is still recorded."""
+    alices = runner.invoke_tool("save_insight", TABLE_PREFERENCE, plugin_credentials, user_id="alice").json["id"]
+    bobs = runner.invoke_tool("save_insight", RETURN_ADDRESS, plugin_credentials, user_id="bob").json["id"]
+    session = f"conv-{uuid.uuid4().hex[:8]}"
+    parameters = {"session_id": session, "user_message": "退货寄到哪里？", "injected_insight_ids": f"{bobs},{alices}"}
+    recorded = runner.invoke_tool("record_turn", parameters, plugin_credentials, user_id="bob")
+    assert recorded.json["ignored_injected_ids"] == [alices] and "1 injected insight id(s)" in recorded.texts[0]
+    (turn,) = plugin_store.turns.session(session)
+    assert [str(i) for i in turn.injected_insight_ids] == [bobs]
+
+
 def test_record_turn_without_a_session_is_refused(runner: RunnerPlugin, plugin_credentials: dict[str, Any]) -> None:
     """No session id and no conversation (the CLI gives none): the turn cannot be filed, and says so."""
     error = error_of(runner.invoke_tool("record_turn", {"user_message": "hi"}, plugin_credentials))

@@ -2,14 +2,17 @@
 
 1. a retry of a recorded Dify message changes nothing: the stored turn is returned;
 2. the user's message is read by the correction detector, against the session's previous assistant answer;
-3. the turn is stored, redacted, with what the detector found (its signals flag the session for the worker);
+3. the turn is stored, redacted, with what the detector found (its signals flag the session for the worker), and
+   with the injected insights this user could have been given: another user's id is left out and reported, so that
+   no caller can mark someone else's insight as used (the worker's TTL keeps used insights);
 4. behaviour memory: a corrected previous answer gets the error status and a correction record;
 5. the layered writes (learning.py, routing.py) save what the correction teaches, at once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from hindsight_insights.config import Settings
@@ -33,6 +36,7 @@ class Recorded:
     corrected_turn: Turn | None  # the earlier answer the user's message corrected
     learned: list[Placed]
     repeated: bool  # a retry of a message already recorded: nothing new was done
+    unseen_injected: list[uuid.UUID] = field(default_factory=list)  # ids this user could not have been given
 
 
 def record_turn(store: InsightStore, draft: TurnDraft, settings: Settings, now: datetime | None = None) -> Recorded:
@@ -46,7 +50,12 @@ def record_turn(store: InsightStore, draft: TurnDraft, settings: Settings, now: 
         else NO_CORRECTION
     )
     signals = draft.signals.model_copy(update={"detected": _redacted(correction).stored()})
-    turn = store.turns.append(admit_turn(draft.model_copy(update={"signals": signals})), now)
+    visible = store.visible_ids(draft.injected_insight_ids, draft.user_id, draft.session_id)
+    injected = [i for i in draft.injected_insight_ids if i in visible]
+    unseen = [i for i in draft.injected_insight_ids if i not in visible]
+    turn = store.turns.append(
+        admit_turn(draft.model_copy(update={"signals": signals, "injected_insight_ids": injected})), now
+    )
     corrected_turn = None
     if correction.is_correction and previous is not None and previous.assistant_message:
         record = CorrectionRecord(
@@ -62,7 +71,7 @@ def record_turn(store: InsightStore, draft: TurnDraft, settings: Settings, now: 
         corrected_turn = store.turns.mark_corrected(previous, record)
     insight = draft_for(correction, turn, settings, now)
     learned = learn(store, insight, trusted_confidence=True) if insight is not None else []
-    return Recorded(turn, correction, corrected_turn, learned, repeated=False)
+    return Recorded(turn, correction, corrected_turn, learned, repeated=False, unseen_injected=unseen)
 
 
 def _redacted(correction: Correction) -> Correction:

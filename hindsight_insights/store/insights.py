@@ -437,6 +437,17 @@ class InsightStore:
             raise NotFound(f"no insight {insight_id} in project {self._settings.project!r}")
         return insight_from(obj)
 
+    def visible_ids(
+        self, insight_ids: Sequence[uuid.UUID], user_id: str | None, session_id: str | None = None
+    ) -> set[uuid.UUID]:
+        """Which of these insights exist and could reach this user (project-wide, theirs, or this session's)."""
+        if not insight_ids:
+            return set()
+        where = filters.with_ids(insight_ids) & filters.visible_to(user_id, session_id)
+        with weaviate_errors("reading insights"):
+            result = self._insights.query.fetch_objects(filters=where, limit=len(insight_ids), return_properties=[])
+        return {uuid.UUID(str(obj.uuid)) for obj in result.objects}
+
     def slot_versions_of(self, insight: InsightDraft | Insight) -> list[Insight]:
         """Every stored version of the slot this insight or draft belongs to, in any status."""
         with weaviate_errors("reading a slot's versions"):
