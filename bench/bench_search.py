@@ -29,17 +29,16 @@ from hindsight_insights.quiet import quiet_dependency_warnings
 quiet_dependency_warnings()  # before anything imports weaviate-client
 
 import numpy as np
-from weaviate.classes.query import Filter, HybridFusion, MetadataQuery
+from weaviate.classes.query import Filter
 
 import hindsight_dify
 import hindsight_dify.operations
-from bench.bench_store import QUERIES, SCENES, synthetic_insights
+from bench.bench_store import QUERIES, SCENES, direct_hybrid_query, synthetic_insights
 from hindsight_dify.params import Parameters
 from hindsight_insights.config import Settings
 from hindsight_insights.connection import connect_url
 from hindsight_insights.embedder import load_embedder
 from hindsight_insights.ranking import query_vector
-from hindsight_insights.segment import tokens
 from hindsight_insights.store import SITUATIONAL_KINDS, open_store
 from hindsight_insights.store.filters import eligible
 from hindsight_insights.store.schema import collection_names
@@ -107,18 +106,8 @@ def main() -> None:
                         standing.append(sum(item["channel"] == "standing" for item in result.json["insights"]))
                     else:
                         vector = query_vector(embedder.embed([query], query=True))
-                        collection.query.hybrid(
-                            query=" ".join(tokens(query)),
-                            vector=vector.tolist(),
-                            target_vector="default",
-                            alpha=settings.hybrid_alpha,
-                            query_properties=["search_text"],
-                            fusion_type=HybridFusion.RELATIVE_SCORE,
-                            filters=eligible(scene, user, datetime.now(UTC)) & situational,
-                            limit=20,
-                            include_vector=True,
-                            return_metadata=MetadataQuery(score=True),
-                        )
+                        where = eligible(scene, user, datetime.now(UTC)) & situational
+                        direct_hybrid_query(collection, settings, query, vector, where)
                     if index >= 20:
                         timings[name].append((time.perf_counter() - started) * 1000)
             client.close()

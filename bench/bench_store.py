@@ -28,16 +28,17 @@ quiet_dependency_warnings()  # before anything imports weaviate-client
 
 import numpy as np
 from weaviate.classes.query import HybridFusion, MetadataQuery
+from weaviate.collections import Collection as WeaviateCollection
 
 from hindsight_insights import ranking
 from hindsight_insights.config import Settings
 from hindsight_insights.connection import connect_url
-from hindsight_insights.embedder import load_embedder
+from hindsight_insights.embedder import Vectors, load_embedder
 from hindsight_insights.models import InsightDraft
 from hindsight_insights.segment import tokens
 from hindsight_insights.store import open_store
-from hindsight_insights.store.filters import eligible
-from hindsight_insights.store.schema import collection_names
+from hindsight_insights.store.filters import WeaviateFilter, eligible
+from hindsight_insights.store.schema import VECTOR_NAME, collection_names
 from hindsight_insights.weaviate_server import running_weaviate
 
 SCENES = ["general", "故障排查", "售后服务", "方案对比", "billing", "onboarding", "数据分析", "code_review"]
@@ -117,6 +118,25 @@ QUERIES = [
 ]
 
 
+def direct_hybrid_query(
+    collection: WeaviateCollection, settings: Settings, query: str, vector: Vectors, filters: WeaviateFilter
+) -> None:
+    """The hybrid query the store sends for a search, sent straight through weaviate-client: the baseline the
+    benchmarks compare the store and the plugin with."""
+    collection.query.hybrid(
+        query=" ".join(tokens(query)),
+        vector=vector.tolist(),
+        target_vector=VECTOR_NAME,
+        alpha=settings.hybrid_alpha,
+        query_properties=["search_text"],
+        fusion_type=HybridFusion.RELATIVE_SCORE,
+        filters=filters,
+        limit=20,
+        include_vector=True,
+        return_metadata=MetadataQuery(score=True),
+    )
+
+
 def synthetic_insights(count: int, rng: random.Random) -> list[InsightDraft]:
     drafts = []
     for index in range(count):
@@ -194,18 +214,7 @@ def main() -> None:
                     store.search(query, scene=scene, user_id=user)
                 elif name == "direct":
                     vector = embedder.embed([query], query=True)[0]
-                    collection.query.hybrid(
-                        query=" ".join(tokens(query)),
-                        vector=vector.tolist(),
-                        target_vector="default",
-                        alpha=settings.hybrid_alpha,
-                        query_properties=["search_text"],
-                        fusion_type=HybridFusion.RELATIVE_SCORE,
-                        filters=eligible(scene, user, now),
-                        limit=20,
-                        include_vector=True,
-                        return_metadata=MetadataQuery(score=True),
-                    )
+                    direct_hybrid_query(collection, settings, query, vector, eligible(scene, user, now))
                 else:
                     vector = ranking.query_vector(embedder.embed([query], query=True))
                     mask = np.isin(scenes, [scene, "general"]) & ((scopes == "project") | (users == user))
