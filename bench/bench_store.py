@@ -2,8 +2,8 @@
 
 1. import N insights with embedding (InsightStore.import_many)            -> insights/s
 2. 500 searches, interleaved query by query so that machine noise hits all three alike:
-     store    InsightStore.search (embed, segment, hybrid query, filters, re-rank)
-     direct   the same embedding + the same hybrid query and filters sent with weaviate-client
+     store    InsightStore.search (embed, segment, the nearest by cosine behind the gate, filters, re-rank)
+     direct   the same embedding + one hybrid query with the same filters, sent with weaviate-client
      numpy    exact cosine over the same vectors in memory, with the same eligibility as boolean masks
    -> p50/p95 of each and the ratios.
 
@@ -121,8 +121,8 @@ QUERIES = [
 def direct_hybrid_query(
     collection: WeaviateCollection, settings: Settings, query: str, vector: Vectors, filters: WeaviateFilter
 ) -> None:
-    """The hybrid query the store sends for a search, sent straight through weaviate-client: the baseline the
-    benchmarks compare the store and the plugin with."""
+    """One hybrid query (what the store sends for a search with a plain threshold) sent straight through
+    weaviate-client: the baseline the benchmarks compare the store and the plugin with."""
     collection.query.hybrid(
         query=" ".join(tokens(query)),
         vector=vector.tolist(),
@@ -134,6 +134,17 @@ def direct_hybrid_query(
         limit=20,
         include_vector=True,
         return_metadata=MetadataQuery(score=True),
+    )
+
+
+def direct_nearest_query(collection: WeaviateCollection, query_vector: Vectors, filters: WeaviateFilter) -> None:
+    """The query the store sends behind the no-match gate (store/retrieval.py), straight through weaviate-client."""
+    collection.query.near_vector(
+        near_vector=query_vector.tolist(),
+        target_vector=VECTOR_NAME,
+        filters=filters,
+        limit=20,
+        return_metadata=MetadataQuery(distance=True),
     )
 
 

