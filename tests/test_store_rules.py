@@ -16,13 +16,18 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import numpy as np
 import pytest
+import weaviate
 from weaviate.classes.data import DataObject
 
 from hindsight_insights.config import Settings
+from hindsight_insights.embedder import Embedder
 from hindsight_insights.models import InsightDraft, InsightStatus, SaveResult, TurnDraft
 from hindsight_insights.rules import render_rules
 from hindsight_insights.store import InsightStore
+from hindsight_insights.store.insights import embedding_text
+from hindsight_insights.store.schema import collection_names, vector_of
 from hindsight_insights.weaviate_server import LocalWeaviate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -319,7 +324,9 @@ def test_forget_user_deletes_more_than_the_servers_query_limit(store: InsightSto
     assert store.count(user_id="big") == (0, 0)
 
 
-def test_forgetting_a_user_scrubs_their_words_from_project_insights_others_support(store: InsightStore) -> None:
+def test_forgetting_a_user_scrubs_their_words_from_project_insights_others_support(
+    store: InsightStore, client: weaviate.WeaviateClient, embedder: Embedder
+) -> None:
     quoted = draft(
         action="寄到西湖区。",
         observation="用户 alice 说：我家在西湖区，退货寄到西湖区最方便",
@@ -335,6 +342,13 @@ def test_forgetting_a_user_scrubs_their_words_from_project_insights_others_suppo
     assert kept.action == "寄到西湖区。" and kept.supporters == ["bob"] and kept.learned_from is None
     stored_text = json.dumps(kept.model_dump(mode="json"), ensure_ascii=False)
     assert "alice" not in stored_text and "我家在西湖区" not in stored_text
+    # Nor in what search reads: the segmented text and the vector were made again without them.
+    collection = client.collections.use(collection_names(store.settings.project).insights)
+    raw = collection.query.fetch_object_by_id(saved.id, include_vector=True)
+    assert raw is not None
+    assert "alice" not in raw.properties["search_text"] and "最方便" not in raw.properties["search_text"]
+    before, after = embedder.embed([embedding_text(quoted), embedding_text(kept)])
+    assert np.allclose(vector_of(raw), after, atol=1e-5) and not np.allclose(vector_of(raw), before, atol=1e-3)
 
 
 # ---- turns: concurrent appends all land, a retried message is one turn ---------------------------------------------

@@ -121,7 +121,8 @@ def _derived(insight: Insight) -> dict[str, str]:
     }
 
 
-def _embedding_text(insight: InsightDraft | Insight) -> str:
+def embedding_text(insight: InsightDraft | Insight) -> str:
+    """What an insight's vector is computed from."""
     scene = "" if keys.scene_key(insight.scene) == GENERAL_SCENE else f"\n{insight.scene}"
     return "\n".join(part for part in (insight.topic, insight.action, insight.observation) if part) + scene
 
@@ -300,7 +301,7 @@ class InsightStore:
     def _insert(self, insight: Insight, undo: _Undo, vector: Vectors | None = None) -> bool:
         """Write a new object. False when one with its id exists already (a racing writer stored the same content)."""
         if vector is None:
-            vector = self._embedder.embed([_embedding_text(insight)])[0]
+            vector = self._embedder.embed([embedding_text(insight)])[0]
         try:
             self._insights.data.insert(
                 to_properties(insight, INSIGHT_FIELDS, **_derived(insight)),
@@ -402,7 +403,7 @@ class InsightStore:
                 i: (insight if i not in states else insight.model_copy(update=vars(states[i])))
                 for i, insight in fresh.items()
             }
-            vectors = self._embedder.embed([_embedding_text(insight) for insight in planned.values()])
+            vectors = self._embedder.embed([embedding_text(insight) for insight in planned.values()])
             objects = [
                 DataObject(
                     uuid=object_id,
@@ -519,7 +520,7 @@ class InsightStore:
             if "action" in changes or "observation" in changes:
                 derived = _derived(revised)
                 properties["search_text"] = derived["search_text"]
-                vector = self._embedder.embed([_embedding_text(revised)])[0]
+                vector = self._embedder.embed([embedding_text(revised)])[0]
                 self._insights.data.update(
                     uuid=insight.id, properties=properties, vector={VECTOR_NAME: vector.tolist()}
                 )
@@ -655,9 +656,15 @@ class InsightStore:
             update |= {"evidence": Evidence(quote=_SCRUBBED), "observation": "", "learned_from": None}
         scrubbed = insight.model_copy(update=update)
         names = {"supporters", "support_count", "updated_at"}
-        if "evidence" in update:
-            names |= {"evidence_quote", "evidence_session_id", "evidence_turn", "observation", "learned_from"}
-        self._insights.data.update(uuid=insight.id, properties=to_properties(scrubbed, INSIGHT_FIELDS, only=names))
+        if "evidence" not in update:
+            self._insights.data.update(uuid=insight.id, properties=to_properties(scrubbed, INSIGHT_FIELDS, only=names))
+            return
+        names |= {"evidence_quote", "evidence_session_id", "evidence_turn", "observation", "learned_from"}
+        # Their words are also in what search reads: the segmented text and the vector are made again without them.
+        properties = to_properties(scrubbed, INSIGHT_FIELDS, only=names)
+        properties["search_text"] = _derived(scrubbed)["search_text"]
+        vector = self._embedder.embed([embedding_text(scrubbed)])[0]
+        self._insights.data.update(uuid=insight.id, properties=properties, vector={VECTOR_NAME: vector.tolist()})
 
 
 def _as_uuid(value: uuid.UUID | str) -> uuid.UUID:
