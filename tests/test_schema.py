@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -14,8 +15,16 @@ from weaviate.classes.config import Reconfigure
 from hindsight_insights.config import Settings
 from hindsight_insights.embedder import Embedder, Vectors
 from hindsight_insights.errors import EmbedderMismatch, HindsightError, InvalidInput
+from hindsight_insights.models import InsightDraft
 from hindsight_insights.store import InsightStore
-from hindsight_insights.store.schema import FLAT_SEARCH_CUTOFF, collection_names, ensure_collections
+from hindsight_insights.store.insights import embedding_text
+from hindsight_insights.store.schema import (
+    FLAT_SEARCH_CUTOFF,
+    VECTOR_TEXT_VERSION,
+    collection_names,
+    ensure_collections,
+    vector_of,
+)
 
 VALID_CLASS = re.compile(r"^[A-Z][_0-9A-Za-z]*$")
 
@@ -102,3 +111,41 @@ def test_filtered_vector_search_walks_the_graph_above_the_cutoff(
     )
     ensure_collections(client, project_settings.project, embedder)
     assert cutoff() == FLAT_SEARCH_CUTOFF
+
+
+def test_vectors_made_the_old_way_are_made_again_when_a_store_opens_them(
+    client: weaviate.WeaviateClient, project_settings: Settings, embedder: Embedder
+) -> None:
+    """A collection whose binding predates the vector text version (vectors from topic, action and observation) has
+    every insight's vector made again from embedding_text on open, once; the binding then records the version."""
+    store = InsightStore.open(client, project_settings, embedder)
+    drafts = [
+        InsightDraft.parse(
+            {
+                "topic": f"退货地址 {index}",
+                "kind": "fact",
+                "scene": "售后服务",
+                "action": f"退货寄到 {index} 号仓。",
+                "observation": "一段很长的经过：" * 20,
+                "evidence": f"我要退货，寄到哪个仓？{index}",
+            }
+        )
+        for index in range(3)
+    ]
+    ids = [store.save(draft).id for draft in drafts]
+    insights = client.collections.use(collection_names(project_settings.project).insights)
+    old_texts = [f"{d.topic}\n{d.action}\n{d.observation}\n{d.scene}" for d in drafts]
+    for insight_id, vector in zip(ids, embedder.embed(old_texts), strict=True):
+        insights.data.update(uuid=insight_id, vector={"default": vector.tolist()})
+    binding = json.loads(insights.config.get().description or "")
+    insights.config.update(description=json.dumps({k: v for k, v in binding.items() if k != "vectors"}))
+
+    assert ensure_collections(client, project_settings.project, embedder).vector_text_version == 1
+    reopened = InsightStore.open(client, project_settings, embedder)
+    expected = embedder.embed([embedding_text(reopened.get(insight_id)) for insight_id in ids])
+    for insight_id, vector in zip(ids, expected, strict=True):
+        stored = insights.query.fetch_object_by_id(insight_id, include_vector=True)
+        assert stored is not None and np.allclose(vector_of(stored), vector, atol=1e-5)
+    assert json.loads(insights.config.get().description or "")["vectors"] == VECTOR_TEXT_VERSION
+    assert ensure_collections(client, project_settings.project, embedder).vector_text_version == VECTOR_TEXT_VERSION
+    assert reopened.search("我要退货，寄到哪个仓？1", scene="售后服务")[0].insight.id == ids[1]

@@ -55,9 +55,11 @@ from hindsight_insights.store.retrieval import Retrieval
 from hindsight_insights.store.schema import (
     INSIGHT_FIELDS,
     VECTOR_NAME,
+    VECTOR_TEXT_VERSION,
     ProjectCollections,
     ensure_collections,
     insight_from,
+    record_vector_text_version,
     to_properties,
 )
 from hindsight_insights.store.turns import TurnLog
@@ -122,9 +124,12 @@ def _derived(insight: Insight) -> dict[str, str]:
 
 
 def embedding_text(insight: InsightDraft | Insight) -> str:
-    """What an insight's vector is computed from."""
+    """What an insight's vector is computed from: what a later conversation about it resembles. The topic, the rule
+    (whose trigger names the situation), the user's own words, and the scene. Not the observation, a narrative that
+    pulls the vector towards everything else of its scene (docs/architecture.md, Retrieval)."""
     scene = "" if keys.scene_key(insight.scene) == GENERAL_SCENE else f"\n{insight.scene}"
-    return "\n".join(part for part in (insight.topic, insight.action, insight.observation) if part) + scene
+    quote = "" if insight.evidence.quote == _SCRUBBED else insight.evidence.quote
+    return "\n".join(part for part in (insight.topic, insight.action, quote) if part) + scene
 
 
 def _changed_values(stored: Insight, draft: InsightDraft, new_source: bool) -> dict[str, Any]:
@@ -186,7 +191,33 @@ class InsightStore:
     ) -> InsightStore:
         with weaviate_errors("creating the project's collections"):
             collections = ensure_collections(client, settings.project, embedder)
-        return cls(collections, embedder, settings, client if owns_client else None)
+        store = cls(collections, embedder, settings, client if owns_client else None)
+        if collections.vector_text_version < VECTOR_TEXT_VERSION:
+            with weaviate_errors("making the insights' vectors again", SAFE_TO_RERUN):
+                store.embed_again()
+        return store
+
+    def embed_again(self, batch_size: int = 256) -> int:
+        """Make every insight's vector again from embedding_text, then note the recipe's version on the collection.
+        Done once when a store opens a collection whose vectors were made another way; idempotent, so an interrupted
+        run is finished by the next open. Returns how many insights it embedded."""
+        pending: list[Insight] = []
+        done = 0
+        for obj in self._insights.iterator():
+            pending.append(insight_from(obj))
+            if len(pending) == batch_size:
+                done += self._replace_vectors(pending)
+                pending = []
+        done += self._replace_vectors(pending)
+        record_vector_text_version(self._insights)
+        log.info("made the vectors of %d insights again (vector text version %d)", done, VECTOR_TEXT_VERSION)
+        return done
+
+    def _replace_vectors(self, insights: Sequence[Insight]) -> int:
+        vectors = self._embedder.embed([embedding_text(insight) for insight in insights])
+        for insight, vector in zip(insights, vectors, strict=True):
+            self._insights.data.update(uuid=insight.id, vector={VECTOR_NAME: vector.tolist()})
+        return len(insights)
 
     @property
     def settings(self) -> Settings:

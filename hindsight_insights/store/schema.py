@@ -35,6 +35,9 @@ from hindsight_insights.errors import EmbedderMismatch, HindsightError, InvalidI
 from hindsight_insights.models import NEVER, Insight
 
 SCHEMA_VERSION = 2  # bumped when stored fields change; collections of another version are refused
+# Bumped when what an insight's vector is made from changes (insights.embedding_text). Collections with older vectors
+# have them made again when a store opens them (InsightStore.open): vectors of two recipes must not mix.
+VECTOR_TEXT_VERSION = 2
 VECTOR_NAME = "default"  # Configure.Vectors.self_provided() without a name
 # A filtered vector search whose allowed set is smaller than this scans it exactly; a larger one walks the HNSW graph
 # with the filter. Weaviate's default (40,000) made a scene of a 100,000-insight project (about 18,000 eligible) an
@@ -281,12 +284,20 @@ class ProjectCollections:
     insights: WeaviateCollection
     turns: WeaviateCollection
     audit: WeaviateCollection
+    vector_text_version: int  # of the insights' vectors: older than VECTOR_TEXT_VERSION means they are made again
 
 
 def ensure_collections(client: weaviate.WeaviateClient, project: str, embedder: Embedder) -> ProjectCollections:
     """Create the project's collections if missing (idempotent) and check they belong to this embedder."""
     names = collection_names(project)
-    binding = {"project": project, "embedder": embedder.id, "dimension": embedder.dimension, "schema": SCHEMA_VERSION}
+    binding = {
+        "project": project,
+        "embedder": embedder.id,
+        "dimension": embedder.dimension,
+        "schema": SCHEMA_VERSION,
+        "vectors": VECTOR_TEXT_VERSION,
+    }
+    found: dict[str, Any] = {}
     for name, properties in (
         (names.insights, INSIGHT_PROPERTIES),
         (names.turns, TURN_PROPERTIES),
@@ -309,9 +320,20 @@ def ensure_collections(client: weaviate.WeaviateClient, project: str, embedder: 
             except weaviate.exceptions.UnexpectedStatusCodeError as error:
                 if "already exists" not in str(error):  # another process created it first
                     raise
-        _check_binding(client.collections.use(name), name, binding)
+        found[name] = _check_binding(client.collections.use(name), name, binding)
     _use_flat_search_cutoff(client.collections.use(names.insights))
-    return ProjectCollections(*(client.collections.use(name) for name in (names.insights, names.turns, names.audit)))
+    return ProjectCollections(
+        insights=client.collections.use(names.insights),
+        turns=client.collections.use(names.turns),
+        audit=client.collections.use(names.audit),
+        vector_text_version=int(found[names.insights].get("vectors", 1)),
+    )
+
+
+def record_vector_text_version(collection: WeaviateCollection) -> None:
+    """Note on the collection that its vectors are made the current way (after they were made again)."""
+    binding = json.loads(collection.config.get().description or "{}")
+    collection.config.update(description=json.dumps({**binding, "vectors": VECTOR_TEXT_VERSION}, ensure_ascii=False))
 
 
 def _use_flat_search_cutoff(collection: WeaviateCollection) -> None:
@@ -329,7 +351,8 @@ def _use_flat_search_cutoff(collection: WeaviateCollection) -> None:
         )
 
 
-def _check_binding(collection: WeaviateCollection, name: str, expected: dict[str, object]) -> None:
+def _check_binding(collection: WeaviateCollection, name: str, expected: dict[str, object]) -> dict[str, Any]:
+    """The collection's binding (its description), if it is this project's, of this embedder and schema."""
     description = collection.config.get().description or ""
     try:
         found = json.loads(description)
@@ -351,3 +374,4 @@ def _check_binding(collection: WeaviateCollection, name: str, expected: dict[str
             f"this version uses schema {expected['schema']}). Use a new project name, or delete the project's two "
             "collections to start it afresh."
         )
+    return found
