@@ -117,7 +117,8 @@ def test_vectors_made_the_old_way_are_made_again_when_a_store_opens_them(
     client: weaviate.WeaviateClient, project_settings: Settings, embedder: Embedder
 ) -> None:
     """A collection whose binding predates the vector text version (vectors from topic, action and observation) has
-    every insight's vector made again from embedding_text on open, once; the binding then records the version."""
+    every insight's vector (and search text) made again from what it says on open, once; the binding then records
+    the version."""
     store = InsightStore.open(client, project_settings, embedder)
     drafts = [
         InsightDraft.parse(
@@ -137,6 +138,9 @@ def test_vectors_made_the_old_way_are_made_again_when_a_store_opens_them(
     old_texts = [f"{d.topic}\n{d.action}\n{d.observation}\n{d.scene}" for d in drafts]
     for insight_id, vector in zip(ids, embedder.embed(old_texts), strict=True):
         insights.data.update(uuid=insight_id, vector={"default": vector.tolist()})
+    # The search text of an insight scrubbed before forgetting remade it: it still held the forgotten user's words.
+    search_text = str(insights.query.fetch_object_by_id(ids[0]).properties["search_text"])
+    insights.data.update(uuid=ids[0], properties={"search_text": search_text + " alice 的 原话"})
     binding = json.loads(insights.config.get().description or "")
     insights.config.update(description=json.dumps({k: v for k, v in binding.items() if k != "vectors"}))
 
@@ -146,6 +150,7 @@ def test_vectors_made_the_old_way_are_made_again_when_a_store_opens_them(
     for insight_id, vector in zip(ids, expected, strict=True):
         stored = insights.query.fetch_object_by_id(insight_id, include_vector=True)
         assert stored is not None and np.allclose(vector_of(stored), vector, atol=1e-5)
+    assert insights.query.fetch_object_by_id(ids[0]).properties["search_text"] == search_text
     assert json.loads(insights.config.get().description or "")["vectors"] == VECTOR_TEXT_VERSION
     assert ensure_collections(client, project_settings.project, embedder).vector_text_version == VECTOR_TEXT_VERSION
     assert reopened.search("我要退货，寄到哪个仓？1", scene="售后服务")[0].insight.id == ids[1]

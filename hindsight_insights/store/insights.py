@@ -198,9 +198,10 @@ class InsightStore:
         return store
 
     def embed_again(self, batch_size: int = 256) -> int:
-        """Make every insight's vector again from embedding_text, then note the recipe's version on the collection.
-        Done once when a store opens a collection whose vectors were made another way; idempotent, so an interrupted
-        run is finished by the next open. Returns how many insights it embedded."""
+        """Make every insight's vector and search text again from what it says now, then note the vector recipe's
+        version on the collection. Done once when a store opens a collection whose vectors were made another way
+        (which also clears the words of users forgotten before forgetting remade them); idempotent, so an
+        interrupted run is finished by the next open. Returns how many insights it embedded."""
         pending: list[Insight] = []
         done = 0
         for obj in self._insights.iterator():
@@ -216,7 +217,10 @@ class InsightStore:
     def _replace_vectors(self, insights: Sequence[Insight]) -> int:
         vectors = self._embedder.embed([embedding_text(insight) for insight in insights])
         for insight, vector in zip(insights, vectors, strict=True):
-            self._insights.data.update(uuid=insight.id, vector={VECTOR_NAME: vector.tolist()})
+            search_text = _derived(insight)["search_text"]
+            self._insights.data.update(
+                uuid=insight.id, properties={"search_text": search_text}, vector={VECTOR_NAME: vector.tolist()}
+            )
         return len(insights)
 
     @property
