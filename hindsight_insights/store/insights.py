@@ -22,6 +22,7 @@ import time
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -216,11 +217,17 @@ class InsightStore:
 
     def _replace_vectors(self, insights: Sequence[Insight]) -> int:
         vectors = self._embedder.embed([embedding_text(insight) for insight in insights])
-        for insight, vector in zip(insights, vectors, strict=True):
+
+        def replace(insight: Insight, vector: Vectors) -> None:
+            # A PATCH of these two fields only: a writer changing the insight meanwhile loses nothing.
             search_text = _derived(insight)["search_text"]
             self._insights.data.update(
                 uuid=insight.id, properties={"search_text": search_text}, vector={VECTOR_NAME: vector.tolist()}
             )
+
+        # One request per insight (there is no batch PATCH); a few at a time keep Weaviate busy.
+        with ThreadPoolExecutor(max_workers=4, thread_name_prefix="hindsight-embed-again") as pool:
+            list(pool.map(replace, insights, vectors))
         return len(insights)
 
     @property
