@@ -79,8 +79,8 @@ class Settings(BaseSettings):
     # Embeddings.
     embedder: EmbedderName = "use-m3"
     # BLAS threads of the built-in embedder. One: a query is a few hundred tokens, and after every call OpenBLAS's
-    # idle threads spin for about 0.1 s, taking a core from Weaviate (bench/bench_search.py: p95 100 ms -> 20 ms on
-    # two cores). Two embed a bulk import about 1.5 times faster.
+    # idle threads spin for about 0.1 s, taking a core from Weaviate (bench/bench_search.py on two cores: the plugin's
+    # p95 went from 101 ms to 23 ms). Two embed a bulk import about 1.5 times faster.
     embedder_threads: int = Field(1, ge=1)
     openai_base_url: str | None = Field(None, description="OpenAI-compatible /v1 base URL, for embedder=openai.")
     openai_api_key: SecretStr | None = None
