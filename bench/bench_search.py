@@ -73,7 +73,7 @@ def main() -> None:
                 started = time.perf_counter()
                 written = store.import_many(drafts, batch_size=1000)
                 print(f"{written} insights imported in {time.perf_counter() - started:.0f}s")
-            del drafts  # 100,000 drafts left alive make every full garbage collection during the timings slow
+            del drafts  # 100,000 drafts left alive would slow every full garbage collection during the timings
             client = connect_url(settings, server.url)
             collection = client.collections.use(collection_names(settings.project).insights)
 
