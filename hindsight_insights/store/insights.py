@@ -217,18 +217,22 @@ class InsightStore:
 
     def _replace_vectors(self, insights: Sequence[Insight]) -> int:
         vectors = self._embedder.embed([embedding_text(insight) for insight in insights])
-
-        def replace(insight: Insight, vector: Vectors) -> None:
-            # A PATCH of these two fields only: a writer changing the insight meanwhile loses nothing.
-            search_text = _derived(insight)["search_text"]
-            self._insights.data.update(
-                uuid=insight.id, properties={"search_text": search_text}, vector={VECTOR_NAME: vector.tolist()}
-            )
-
-        # One request per insight (there is no batch PATCH); a few at a time keep Weaviate busy.
+        # A PATCH of the search text and vector only: a writer changing the insight meanwhile loses nothing. One
+        # request per insight (there is no batch PATCH); a few at a time keep Weaviate busy.
         with ThreadPoolExecutor(max_workers=4, thread_name_prefix="hindsight-embed-again") as pool:
-            list(pool.map(replace, insights, vectors))
+            list(pool.map(lambda insight, vector: self._update_searchable(insight, {}, vector), insights, vectors))
         return len(insights)
+
+    def _update_searchable(self, insight: Insight, properties: dict[str, Any], vector: Vectors | None = None) -> None:
+        """PATCH `properties` together with what search reads, made again from what `insight` says now: the
+        segmented search text and the vector (embedded here unless given)."""
+        if vector is None:
+            vector = self._embedder.embed([embedding_text(insight)])[0]
+        self._insights.data.update(
+            uuid=insight.id,
+            properties={**properties, "search_text": _derived(insight)["search_text"]},
+            vector={VECTOR_NAME: vector.tolist()},
+        )
 
     @property
     def settings(self) -> Settings:
@@ -560,12 +564,7 @@ class InsightStore:
         properties = to_properties(revised, INSIGHT_FIELDS, only=names)
         with weaviate_errors("editing an insight"):
             if "action" in changes or "observation" in changes:
-                derived = _derived(revised)
-                properties["search_text"] = derived["search_text"]
-                vector = self._embedder.embed([embedding_text(revised)])[0]
-                self._insights.data.update(
-                    uuid=insight.id, properties=properties, vector={VECTOR_NAME: vector.tolist()}
-                )
+                self._update_searchable(revised, properties)
             else:
                 self._insights.data.update(uuid=insight.id, properties=properties)
             if "expire_at" in changes and insight.status is not InsightStatus.PENDING_REVIEW:
@@ -703,10 +702,7 @@ class InsightStore:
             return
         names |= {"evidence_quote", "evidence_session_id", "evidence_turn", "observation", "learned_from"}
         # Their words are also in what search reads: the segmented text and the vector are made again without them.
-        properties = to_properties(scrubbed, INSIGHT_FIELDS, only=names)
-        properties["search_text"] = _derived(scrubbed)["search_text"]
-        vector = self._embedder.embed([embedding_text(scrubbed)])[0]
-        self._insights.data.update(uuid=insight.id, properties=properties, vector={VECTOR_NAME: vector.tolist()})
+        self._update_searchable(scrubbed, to_properties(scrubbed, INSIGHT_FIELDS, only=names))
 
 
 def _as_uuid(value: uuid.UUID | str) -> uuid.UUID:
