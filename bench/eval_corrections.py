@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hindsight_insights.governance.corrections import CorrectionType, detect
+from hindsight_insights.detection.corrections import CorrectionType, detect
 
 DATA = Path(__file__).parent / "data" / "corrections.json"
 CLASSES = [kind.value for kind in CorrectionType]

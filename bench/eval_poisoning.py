@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hindsight_insights.governance.poisoning import screen
-from hindsight_insights.governance.redaction import redact
+from hindsight_insights.detection.poisoning import screen
+from hindsight_insights.detection.redaction import redact
 
 DATA = Path(__file__).parent / "data" / "poisoning.json"
 SPLITS = ("holdout", "tune")

@@ -102,7 +102,7 @@ class Settings(BaseSettings):
     must_confidence: float = Field(0.7, ge=0.0, le=1.0, description="At or above: 'must'; below: 'consider'.")
     language: Language = "zh"
 
-    # Layered writes of a detected correction (governance/learning.py): below user_fact_confidence a factual
+    # Layered writes of a detected correction (governance/lessons.py): below user_fact_confidence a factual
     # correction holds for its session only; at project_fact_confidence or more, verified, for the whole project.
     user_fact_confidence: float = Field(0.7, ge=0.0, le=1.0)
     project_fact_confidence: float = Field(0.85, ge=0.0, le=1.0)

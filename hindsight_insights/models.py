@@ -308,7 +308,7 @@ class ScoredInsight(BaseModel):
 
 
 class DetectedCorrection(StrictModel):
-    """What the correction detector found in a user message (governance/corrections.py), as stored on the turn."""
+    """What the correction detector found in a user message (detection/corrections.py), as stored on the turn."""
 
     type: Literal["factual", "preference", "process", "negative", "none"] = "none"
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0

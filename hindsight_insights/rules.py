@@ -1,6 +1,6 @@
 """The block of behaviour rules injected into a system prompt: never raw JSON, always second-person rules.
 
-Stored text is data, not structure. Every field that reaches the block is rendered inert (`inert`): control
+Stored text is data, not structure. Every field that reaches the block is rendered inert (`as_rule_field`): control
 characters removed, all whitespace (line breaks included) collapsed to single spaces, so it stays on its rule's line;
 actions and topics are quoted, with their own quote marks replaced, so they can never close the quote and add a
 rule, a scene or a date. Dates are the store's, to the minute, in the configured time zone.
@@ -40,7 +40,7 @@ class SceneRules:
     rules: list[RenderedRule]
 
 
-def inert(text: str) -> str:
+def as_rule_field(text: str) -> str:
     """One line that can only be read as the inside of a quoted field."""
     one_line = " ".join(text.split())  # line breaks of every kind, tabs and runs of spaces become one space
     return "".join(ch for ch in one_line if not unicodedata.category(ch).startswith("C")).translate(_QUOTES)
@@ -61,15 +61,15 @@ def group_rules(insights: Iterable[Insight], must_confidence: float, timezone: s
         )
         rules = [
             RenderedRule(
-                action=inert(i.action),
-                topic=inert(i.topic),
+                action=as_rule_field(i.action),
+                topic=as_rule_field(i.topic),
                 must=i.confidence >= must_confidence,
                 updated=_minute(i.asserted_at, zone),
-                applies_to=inert(i.condition_detail) if i.condition_detail else None,
+                applies_to=as_rule_field(i.condition_detail) if i.condition_detail else None,
             )
             for i in ordered
         ]
-        scene = inert(max(ordered, key=lambda i: i.asserted_at).scene)  # the newest spelling of the scene
+        scene = as_rule_field(max(ordered, key=lambda i: i.asserted_at).scene)  # the newest spelling of the scene
         groups.append(SceneRules(scene=scene, is_general=key == GENERAL_SCENE, rules=rules))
     return groups
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hindsight_insights.config import Settings
-from hindsight_insights.governance.corrections import detect
-from hindsight_insights.governance.learning import wording
+from hindsight_insights.detection.corrections import detect
+from hindsight_insights.governance.lessons import wording
 
 
 @pytest.mark.parametrize(

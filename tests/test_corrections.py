@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.eval_corrections import evaluate, load
-from hindsight_insights.governance.corrections import Condition, CorrectionType, detect
+from hindsight_insights.detection.corrections import Condition, CorrectionType, detect
 
 FACTUAL, PREFERENCE, PROCESS, NEGATIVE, NONE = (
     CorrectionType.FACTUAL,

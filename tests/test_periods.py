@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from hindsight_insights.governance.periods import period_end
+from hindsight_insights.detection.periods import period_end
 
 # Wednesday 2026-12-30 at 18:00 in Shanghai (10:00 UTC).
 NOW = datetime(2026, 12, 30, 10, 0, tzinfo=UTC)

@@ -9,8 +9,8 @@ import base64
 import pytest
 
 from bench.eval_poisoning import evaluate_redaction, evaluate_screen, load
-from hindsight_insights.governance.deobfuscate import decoded_runs, join_spaced, unleet, views
-from hindsight_insights.governance.poisoning import screen
+from hindsight_insights.detection.deobfuscate import decoded_runs, join_spaced, unleet, views
+from hindsight_insights.detection.poisoning import screen
 
 ATTACKS: list[tuple[str, str, str]] = [
     # (expected category, family, text)

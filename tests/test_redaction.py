@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hindsight_insights.governance.redaction import PLACEHOLDERS, redact
+from hindsight_insights.detection.redaction import PLACEHOLDERS, redact
 
 SECRETS: list[tuple[str, str, str]] = [
     # (kind, text, the secret that must go)

@@ -11,7 +11,7 @@ import pytest
 
 from hindsight_insights.config import Settings
 from hindsight_insights.models import Evidence, Insight
-from hindsight_insights.rules import inert, render_rules
+from hindsight_insights.rules import as_rule_field, render_rules
 
 
 def insight(
@@ -124,7 +124,7 @@ def test_stored_text_cannot_forge_a_scene_a_rule_or_a_date(rule_settings: Settin
     ],
 )
 def test_inert_fields(raw: str, rendered: str) -> None:
-    assert inert(raw) == rendered
+    assert as_rule_field(raw) == rendered
 
 
 def test_order_does_not_depend_on_input_order(rule_settings: Settings) -> None:

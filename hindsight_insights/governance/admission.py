@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hindsight_insights.governance.poisoning import screen
-from hindsight_insights.governance.redaction import redact
+from hindsight_insights.detection.poisoning import screen
+from hindsight_insights.detection.redaction import redact
 from hindsight_insights.models import Evidence, InsightDraft, InsightStatus, Scope, TurnDraft
 
 PROJECT_NEEDS_REVIEW = "project-wide: learned from one user's conversation, it applies to everyone once reviewed"

@@ -6,7 +6,7 @@
    with the injected insights this user could have been given: another user's id is left out and reported, so that
    no caller can mark someone else's insight as used (the worker's TTL keeps used insights);
 4. behaviour memory: a corrected previous answer gets the error status and a correction record;
-5. the layered writes (learning.py, routing.py) save what the correction teaches, at once.
+5. the layered writes (lessons.py, routing.py) save what the correction teaches, at once.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from hindsight_insights.config import Settings
+from hindsight_insights.detection.correction_types import Correction, CorrectionType
+from hindsight_insights.detection.corrections import detect
+from hindsight_insights.detection.redaction import redact
 from hindsight_insights.governance.admission import admit_turn
-from hindsight_insights.governance.correction_types import Correction, CorrectionType
-from hindsight_insights.governance.corrections import detect
-from hindsight_insights.governance.learning import draft_for
-from hindsight_insights.governance.redaction import redact
+from hindsight_insights.governance.lessons import draft_for
 from hindsight_insights.governance.routing import Placed, learn
 from hindsight_insights.models import CorrectionRecord, Turn, TurnDraft
 from hindsight_insights.store import InsightStore

@@ -1,8 +1,8 @@
 """Reflection without a model: the rule-based correction detector read over a stored session.
 
-Each user message is read against the assistant answer before it (governance/corrections.py); every explicit or
+Each user message is read against the assistant answer before it (detection/corrections.py); every explicit or
 implicit correction and every stated preference becomes a candidate, worded by the same templates as the layered
-writes (governance/learning.py) and quoting the user's message verbatim. Negative corrections and weak factual ones
+writes (governance/lessons.py) and quoting the user's message verbatim. Negative corrections and weak factual ones
 hold for their session only, which is over when reflection runs, so they are not proposed. The engine then checks
 each quote against the transcript and saves through the same rules as a model's candidates.
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hindsight_insights.config import Settings
-from hindsight_insights.governance.correction_types import CorrectionType
-from hindsight_insights.governance.corrections import detect
-from hindsight_insights.governance.learning import KIND_OF, requested_scope, wording
+from hindsight_insights.detection.correction_types import CorrectionType
+from hindsight_insights.detection.corrections import detect
+from hindsight_insights.governance.lessons import KIND_OF, requested_scope, wording
 from hindsight_insights.models import Scope
 from hindsight_insights.reflection.llm import ExtractionRequest
 from hindsight_insights.reflection.output import ReflectedEvidence, ReflectedInsight

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from hindsight_insights.config import Language
 from hindsight_insights.prompts import render_prompt
-from hindsight_insights.reflection.transcript import SessionView, Variant, inert
+from hindsight_insights.reflection.transcript import SessionView, Variant, as_transcript_text
 
 MAX_KNOWN_TOPICS = 40
 
@@ -46,7 +46,10 @@ def user_prompt(
     known_topics: Sequence[KnownTopic] = (),
 ) -> str:
     shown = [
-        KnownTopic(topic=" ".join(inert(known.topic).split()), scene=" ".join(inert(known.scene).split()))
+        KnownTopic(
+            topic=" ".join(as_transcript_text(known.topic).split()),
+            scene=" ".join(as_transcript_text(known.scene).split()),
+        )
         for known in known_topics[:MAX_KNOWN_TOPICS]
     ]
     flagged = [(session.label, index) for session in sessions for index in session.flagged]

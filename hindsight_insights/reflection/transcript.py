@@ -64,7 +64,7 @@ class SessionView:
     flagged: list[int] = field(default_factory=list)  # turns with a signal (the anomaly variant looks there first)
 
 
-def inert(text: str) -> str:
+def as_transcript_text(text: str) -> str:
     """Message text that cannot forge the transcript's structure (see the module docstring)."""
     lines = text.strip().translate(_INERT).splitlines() or [""]
     return "\n".join([lines[0], *("  " + line for line in lines[1:])])
@@ -96,8 +96,8 @@ def signal_names(turn: Turn) -> list[str]:
 def _turn_view(turn: Turn) -> TurnView:
     return TurnView(
         index=turn.turn_index,
-        user=inert(clip(turn.user_message, MAX_USER_CHARS)),
-        assistant=inert(clip(turn.assistant_message, MAX_ASSISTANT_CHARS)),
+        user=as_transcript_text(clip(turn.user_message, MAX_USER_CHARS)),
+        assistant=as_transcript_text(clip(turn.assistant_message, MAX_ASSISTANT_CHARS)),
         signals=signal_names(turn),
     )
 
@@ -121,7 +121,7 @@ def view(sessions: Sequence[SessionTranscript], max_chars: int) -> list[SessionV
         views.append(
             SessionView(
                 label=session.label,
-                scene=inert(session.scene),
+                scene=as_transcript_text(session.scene),
                 turns=kept,
                 omitted=len(session.turns) - len(kept),
                 flagged=[item.index for item in kept if item.signals],

@@ -8,9 +8,9 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from hindsight_insights.governance import correction_rules as rules
-from hindsight_insights.governance.quantities import Quantity, anchors, quantities
-from hindsight_insights.governance.text import Folded, Span, clauses, fold, has_han, sentences
+from hindsight_insights.detection import correction_patterns as patterns
+from hindsight_insights.detection.quantities import Quantity, anchors, quantities
+from hindsight_insights.detection.text import Folded, Span, clauses, fold, has_han, sentences
 
 
 @dataclass
@@ -33,7 +33,7 @@ class Sentence:
 
 
 @dataclass
-class Turn:
+class ReadMessage:
     """The message and the previous assistant turn, folded and split once."""
 
     message: Folded
@@ -58,9 +58,9 @@ class Turn:
         return quantities(self.previous.text, clause_spans(self.previous)) if self.previous else []
 
 
-def read(message: str, previous: str | None) -> Turn:
+def read(message: str, previous: str | None) -> ReadMessage:
     """Fold both turns and read the message's sentences."""
-    turn = Turn(fold(message), fold(previous) if previous else None, [])
+    turn = ReadMessage(fold(message), fold(previous) if previous else None, [])
     turn.sentences = [analyse(span) for span in sentences(turn.message.text)]
     return turn
 
@@ -71,32 +71,34 @@ def analyse(span: Span) -> Sentence:
     only its last clause asks, whether it is conditional, where reported speech starts, and the look-alike guards."""
     text = span.text
     body = text.rstrip(" .。!?")
-    question = text.rstrip().endswith("?") or bool(rules.QUESTION_PARTICLE.search(body))
+    question = text.rstrip().endswith("?") or bool(patterns.QUESTION_PARTICLE.search(body))
     parts = re.split(r"[,、]", body)
     # 呢 also ends statements (手册上写着呢); a question word in the last clause asks (账号被锁了怎么办).
-    question = question or (not text.rstrip().endswith(("。", "!")) and bool(rules.QUESTION_WORD_ZH.search(parts[-1])))
-    tail_only = len(parts) > 1 and has_han(parts[-1]) and not rules.QUESTION_EN.search(text)
-    if question and tail_only and not any(rules.QUESTION_WORD_ZH.search(part) for part in parts[:-1]):
+    question = question or (
+        not text.rstrip().endswith(("。", "!")) and bool(patterns.QUESTION_WORD_ZH.search(parts[-1]))
+    )
+    tail_only = len(parts) > 1 and has_han(parts[-1]) and not patterns.QUESTION_EN.search(text)
+    if question and tail_only and not any(patterns.QUESTION_WORD_ZH.search(part) for part in parts[:-1]):
         # 我是铂金会员啊，上个月就升级了，你们系统没更新吗: only the last clause asks; the others state.
         question = False
-    reported = rules.first(rules.REPORTED, text)
-    sentence = Sentence(span, question, bool(rules.CONDITIONAL.search(text)), len(text))
+    reported = patterns.first(patterns.REPORTED, text)
+    sentence = Sentence(span, question, bool(patterns.CONDITIONAL.search(text)), len(text))
     if reported:
         sentence.reported_at = reported[1].start()
         sentence.guards.append(reported[0])
     if question:
         sentence.guards.append("question")
-    elif (tail_only and text.rstrip().endswith("?")) or rules.QUESTION_PARTICLE.search(body):
+    elif (tail_only and text.rstrip().endswith("?")) or patterns.QUESTION_PARTICLE.search(body):
         sentence.guards.append("tail_question")
         sentence.tail_at = len(body) - len(parts[-1])
     if sentence.conditional:
         sentence.guards.append("conditional")
     for name, pattern in (
-        ("rhetorical", rules.RHETORICAL),
-        ("approval", rules.APPROVAL),
-        ("decline", rules.DECLINE),
-        ("new_request", rules.NEW_REQUEST),
-        ("doubt", rules.DOUBT),
+        ("rhetorical", patterns.RHETORICAL),
+        ("approval", patterns.APPROVAL),
+        ("decline", patterns.DECLINE),
+        ("new_request", patterns.NEW_REQUEST),
+        ("doubt", patterns.DOUBT),
     ):
         if pattern.search(text):
             sentence.guards.append(name)
@@ -136,7 +138,7 @@ def clause_spans(folded: Folded) -> list[tuple[int, int]]:
     return [(c.start, c.end) for s in sentences(folded.text) for c in clauses(s)]
 
 
-def quote_previous(turn: Turn, words: str) -> str | None:
+def quote_previous(turn: ReadMessage, words: str) -> str | None:
     """The clause of the assistant's turn that holds `words`."""
     previous = turn.previous
     if previous is None:
@@ -151,7 +153,7 @@ def quote_previous(turn: Turn, words: str) -> str | None:
     return quote(previous, best[1].start, best[1].end) if best else None
 
 
-def original_overlap(turn: Turn, text: str) -> str | None:
+def original_overlap(turn: ReadMessage, text: str) -> str | None:
     """The sentence of the assistant's turn sharing the most content words with `text`, if any."""
     previous = turn.previous
     if previous is None:
@@ -165,7 +167,7 @@ def original_overlap(turn: Turn, text: str) -> str | None:
     return quote(previous, best[1].start, best[1].end) if best else None
 
 
-def quote_previous_at(turn: Turn, quantity: Quantity) -> str | None:
+def quote_previous_at(turn: ReadMessage, quantity: Quantity) -> str | None:
     assert turn.previous is not None
     for sentence in sentences(turn.previous.text):
         if sentence.start <= quantity.start < sentence.end:
@@ -202,7 +204,7 @@ def head(folded: Folded, clause: Span, at: int | None = None) -> str | None:
     return None
 
 
-def subject(turn: Turn, clause: Span, value: Quantity | None = None) -> str | None:
+def subject(turn: ReadMessage, clause: Span, value: Quantity | None = None) -> str | None:
     """The subject before the copula or the value; else the noun right after the value (一级能效 -> 能效)."""
     found = head(turn.message, clause, value.start if value else None)
     if found:
@@ -218,7 +220,7 @@ def subject(turn: Turn, clause: Span, value: Quantity | None = None) -> str | No
     return short(turn.message.quote(clause.start, clause.end), turn.zh)
 
 
-def previous_subject(turn: Turn, original: str | None) -> str | None:
+def previous_subject(turn: ReadMessage, original: str | None) -> str | None:
     """The subject of the assistant's replaced statement, when the user's own clause has none (错了，是30天内)."""
     if not original:
         return None

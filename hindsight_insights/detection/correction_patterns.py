@@ -36,16 +36,16 @@ from __future__ import annotations
 
 import re
 
-Rule = tuple[str, re.Pattern[str]]
+Cue = tuple[str, re.Pattern[str]]
 
 
-def _rules(*pairs: tuple[str, str]) -> list[Rule]:
+def _cues(*pairs: tuple[str, str]) -> list[Cue]:
     return [(name, re.compile(pattern)) for name, pattern in pairs]
 
 
-def first(rules: list[Rule], text: str) -> tuple[str, re.Match[str]] | None:
+def first(cues: list[Cue], text: str) -> tuple[str, re.Match[str]] | None:
     """The first rule of the table that matches `text`, with its match."""
-    for name, pattern in rules:
+    for name, pattern in cues:
         match = pattern.search(text)
         if match:
             return name, match
@@ -54,7 +54,7 @@ def first(rules: list[Rule], text: str) -> tuple[str, re.Match[str]] | None:
 
 # ---------------------------------------------------------------------------------------------------- guards
 # The user corrects their own words: the assistant made no mistake, there is nothing to learn.
-SELF_CORRECTION = _rules(
+SELF_CORRECTION = _cues(
     ("self_typo_zh", r"我(刚才|刚刚|前面|之前|上面|刚)?(说|打|写|输|填|记|看|发|讲|搞|弄|选|给)错"),
     ("self_typo_zh", r"(打错字|笔误|口误|是我(写|打|说|输|记|搞|弄)错|我的错|怪我)"),
     ("self_typo_en", r"\b(my (bad|mistake|typo)|typo on my (end|side|part)|i (mistyped|misspoke|misread))\b"),
@@ -63,7 +63,7 @@ SELF_CORRECTION = _rules(
 
 # Somebody else said it: "老板说这份周报写得不对", "a customer says the tracking number is wrong". Whatever follows
 # the frame in the sentence is reported, not the user's verdict on the assistant.
-REPORTED = _rules(
+REPORTED = _cues(
     (
         "reported_zh",
         r"(老板|领导|经理|主管|同事|客户|用户|顾客|买家|他们|她们|他|她|对方|有人|别人|大家|学生|老师|家长|朋友|财务|"
@@ -153,7 +153,7 @@ QUESTION_EN = re.compile(
 # ----------------------------------------------------------------------------------------------- preference
 # A form of address. The name must end its clause (叫我老王就行, call me Sam): 叫我起床 and "call me back" are requests.
 _NOT_A_NAME = r"(?!起|去|来|做|帮|查|看|吃|回|等|别|不|一下|一声|过去|电话|打)"
-ADDRESS = _rules(
+ADDRESS = _cues(
     (
         "address_zh",
         rf"(以后|今后|请|就)?(?<![别要用再必])(叫|称呼|喊)我(为)?\s*{_NOT_A_NAME}(?P<name>[^,。!?;]{{1,12}}?)"
@@ -354,7 +354,7 @@ ONE_OFF = re.compile(
 )
 
 # --------------------------------------------------------------------------------------------------- process
-PROCESS = _rules(
+PROCESS = _cues(
     ("order_first_then_zh", r"先(?P<first>[^。;]{1,30}?)[,]?\s*(再|然后|之后|才|后)(?P<then>[^,。;]{1,30})"),
     (
         "wait_then_zh",
@@ -424,7 +424,7 @@ INSTEAD_ZH = re.compile(r"(?P<do>[^,。;]{2,24}),\s*(别|不要|不能|不用)(?
 
 # ---------------------------------------------------------------------------------------------------- verdict
 _WRONG_VERBS = r"(搞|弄|记|写|看|算|查|填|听|读|拼|标|选|发|找|想|认|配|设|列|译|用|理解|统计|计算|翻译|报价|说)"
-VERDICT = _rules(
+VERDICT = _cues(
     ("wrong_zh", rf"{_WRONG_VERBS}(得)?错"),
     ("wrong_zh", r"(看|搞|弄|写|说|算|排)反了?"),
     ("wrong_zh", r"(?<![出报])错了|错啦|是错的|都错|全错|又错"),
@@ -488,7 +488,7 @@ VERDICT_IN_REQUEST = re.compile(
 )
 
 # -------------------------------------------------------------------------------------------------- replacement
-CONTRAST = _rules(
+CONTRAST = _cues(
     ("contrast_zh", r"不是(?P<old>[^,。;!?]{1,20}?)[,]?\s*(而)?是(?P<new>[^,。;!?]{1,30})"),
     ("contrast_zh", r"(?P<new>是[^,。;!?]{1,20}?)[,]?\s*不是(?P<old>[^,。;!?]{1,20})"),
     (
@@ -499,7 +499,7 @@ CONTRAST = _rules(
     ("contrast_en", r"(?P<new>[^,.;!?—]{2,60}?),?\s+(though,?\s+)?not (?P<old>[^,.;!?—]{1,30})"),
 )
 # Cues that the assistant was wrong and here is the right value (应该是, 其实是, should be, actually it's).
-CORRECTION_CUE = _rules(
+CORRECTION_CUE = _cues(
     (
         "cue_zh",
         r"(应该是|应是|其实是|实际上是|实际是|明明是|本来就?是|正确的是|准确地说|才对|才是)(?P<new>[^,。;!?]{0,30})",
@@ -512,7 +512,7 @@ CORRECTION_CUE = _rules(
 )
 # Cues that the fact changed since the assistant learned it (改到, 现在是, moved to, is now): on their own, an
 # implicit correction; next to a verdict, the replacement.
-UPDATE_CUE = _rules(
+UPDATE_CUE = _cues(
     ("update_zh", r"(改到|改成了|改为|换成了|变成了?|调成了?|调整为|现在是|已经是)(?P<new>[^,。;!?]{0,30})"),
     (
         "update_en",
@@ -526,7 +526,7 @@ HEDGE = re.compile(
 )
 # A plain statement of a value, next to a verdict: "错了，是30天内", "no, Northwind's AM is Raj Patel now". Not
 # 不是/还是/但是 (a negation or a conjunction), not a progressive ("I was asking about…").
-COPULA_VALUE = _rules(
+COPULA_VALUE = _cues(
     (
         "copula_zh",
         r"(?<![不没非可但还也总要于凡只若])(是|为)\s*(?!这|那|不是|的|吧|啊|吗|么|什么|多少|怎么|哪)(?P<new>[^,。;!?]{1,30})",
@@ -560,7 +560,7 @@ PERIOD = re.compile(
 STATEMENT = re.compile(r"(^|[^不])(是|为)|改成|改到|换成|变成|调成|\b(is|are|was|were|'s|'re)\b")
 
 # --------------------------------------------------------------------------------------------------- condition
-TEMPORAL = _rules(
+TEMPORAL = _cues(
     (
         "temporal_zh",
         r"(这个月|本月|这周|本周|这星期|今天|今晚|明天|今年|本季度|这季度|这个季度|这次|本次|活动期间|促销期间|大促期间|"
@@ -576,7 +576,7 @@ TEMPORAL = _rules(
         r"during (the )?[a-z]+( [a-z]+)?|for the (holidays|promotion|sale)|limited time)\b",
     ),
 )
-CONTEXT = _rules(
+CONTEXT = _cues(
     (
         "context_zh",
         r"(对于?|针对)\s*(?P<detail>[^,。]{1,12}?)(客户|用户|订单|单子|员工|会员|工单)|"
@@ -592,7 +592,7 @@ CONTEXT = _rules(
         r"(for )?(orders|anything|amounts|discounts) (over|above|under|below) \S+|only (for|in|on|when) [^,.]{1,30})",
     ),
 )
-SOURCE = _rules(
+SOURCE = _cues(
     (
         "source_zh",
         r"(官网|官方网站|合同|手册|员工手册|文档|说明书|包装盒?|标签|发票|收据|订单|系统|后台|群里|邮件|通知|公告|"

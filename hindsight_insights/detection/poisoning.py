@@ -3,7 +3,7 @@
 An insight becomes a behaviour rule in later system prompts, so a conversation that talks the reflection step into
 storing "ignore all previous instructions" would own every later conversation. `screen(*texts)` runs over an
 insight's topic, action, observation and evidence and returns a `Screening`: `suspect` is True when any text
-matches a rule of poisoning_rules (instruction override, role change, system-prompt exfiltration, data
+matches a rule of poisoning_patterns (instruction override, role change, system-prompt exfiltration, data
 exfiltration to a URL/e-mail/phone, privilege escalation), in any of its readings (deobfuscate.views: plain,
 spaced-out, leetspeak, reversed, ROT13, letters only for pinyin and run-together words, decoded base64/hex/escapes).
 Each reason names the category, the matched words and, when it was not the plain text, the reading that revealed
@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from hindsight_insights.governance import poisoning_rules as rules
-from hindsight_insights.governance.deobfuscate import View, views
+from hindsight_insights.detection import poisoning_patterns as patterns
+from hindsight_insights.detection.deobfuscate import View, views
 
 _SENTENCE = re.compile(r"[^。;!?\n]+")
 
@@ -57,7 +57,7 @@ def _label(view: View) -> str:
 def _findings(view: View) -> list[str]:
     found = []
     compact = "letters only" in view.name
-    for category, pattern in rules.COMPACT_RULES if compact else rules.RULES:
+    for category, pattern in patterns.COMPACT_RULES if compact else patterns.RULES:
         for match in pattern.finditer(view.text):
             if _defensive(view.text, match.start(), compact):
                 continue
@@ -65,9 +65,11 @@ def _findings(view: View) -> list[str]:
             break
     if not compact:
         found.extend(f"{reason}{_label(view)}" for reason in _data_exfiltration(view.text))
-        template = rules.TEMPLATE_URL.search(view.text)
+        template = patterns.TEMPLATE_URL.search(view.text)
         if template is not None:
-            found.append(f"{rules.DATA} to URL {template.group()}: a URL that carries conversation data{_label(view)}")
+            found.append(
+                f"{patterns.DATA} to URL {template.group()}: a URL that carries conversation data{_label(view)}"
+            )
     return found
 
 
@@ -75,16 +77,16 @@ def _defensive(text: str, at: int, compact: bool) -> bool:
     """A match that a negation governs (never reveal …), or inside a sentence that refuses the attack it names."""
     before = text[max(at - 40, 0) : at]
     if compact:
-        return bool(rules.NEGATED_COMPACT.search(before))
-    if rules.NEGATED_BEFORE.search(text[:at]):
+        return bool(patterns.NEGATED_COMPACT.search(before))
+    if patterns.NEGATED_BEFORE.search(text[:at]):
         return True
     start = max(text.rfind(mark, 0, at) for mark in "。.;!?\n") + 1
     ends = [i for i in (text.find(mark, at) for mark in "。.;!?\n") if i >= 0]
-    if rules.DEFENSIVE.search(text[start : min(ends, default=len(text))]):
+    if patterns.DEFENSIVE.search(text[start : min(ends, default=len(text))]):
         return True
     clause_start = max(text.rfind(mark, 0, at) for mark in ",，。.;!?\n") + 1
     clause_ends = [i for i in (text.find(mark, at) for mark in ",，。.;!?\n") if i >= 0]
-    return bool(rules.STILL_REQUIRED.search(text[clause_start : min(clause_ends, default=len(text))]))
+    return bool(patterns.STILL_REQUIRED.search(text[clause_start : min(clause_ends, default=len(text))]))
 
 
 def _data_exfiltration(text: str) -> list[str]:
@@ -92,19 +94,19 @@ def _data_exfiltration(text: str) -> list[str]:
     found = []
     for sentence in _SENTENCE.finditer(text):
         words = sentence.group()
-        if not rules.USER_DATA.search(words):
+        if not patterns.USER_DATA.search(words):
             continue
-        for verb in rules.TRANSFER.finditer(words):
+        for verb in patterns.TRANSFER.finditer(words):
             before = words[: verb.start()]
-            if rules.TO_THE_USER.search(before) or rules.NEGATED_BEFORE.search(before):
+            if patterns.TO_THE_USER.search(before) or patterns.NEGATED_BEFORE.search(before):
                 continue
-            destination = rules.DESTINATION.search(words, verb.end())
+            destination = patterns.DESTINATION.search(words, verb.end())
             if destination is None:
                 continue
             between = words[verb.start() : destination.start()]
-            if rules.TOWARDS.search(between) and not rules.TO_THE_USER.search(between):
+            if patterns.TOWARDS.search(between) and not patterns.TO_THE_USER.search(between):
                 kind = _destination_kind(destination.group())
-                found.append(f"{rules.DATA} to {kind} {destination.group().strip()}: “{words.strip()[:120]}”")
+                found.append(f"{patterns.DATA} to {kind} {destination.group().strip()}: “{words.strip()[:120]}”")
                 break
     return found
 

@@ -3,35 +3,35 @@ or a changed fact with a new word (我是铂金会员，上个月就升级了). 
 
 from __future__ import annotations
 
-from hindsight_insights.governance import correction_rules as rules
-from hindsight_insights.governance.correction_turn import (
+from hindsight_insights.detection import correction_patterns as patterns
+from hindsight_insights.detection.correction_turn import (
+    ReadMessage,
     Sentence,
-    Turn,
     clause_of,
     original_overlap,
     quote,
     quote_previous_at,
     subject,
 )
-from hindsight_insights.governance.correction_types import (
+from hindsight_insights.detection.correction_types import (
     IMPLICIT,
     Correction,
     CorrectionType,
 )
-from hindsight_insights.governance.quantities import Quantity, anchors
-from hindsight_insights.governance.text import clauses
+from hindsight_insights.detection.quantities import Quantity, anchors
+from hindsight_insights.detection.text import clauses
 
 
 # ------------------------------------------------------------------------------------------------- implicit
-def implicit(turn: Turn) -> Correction | None:
+def implicit(turn: ReadMessage) -> Correction | None:
     previous = turn.previous
-    if previous is None or rules.ADDS_INFORMATION.search(turn.message.text):
+    if previous is None or patterns.ADDS_INFORMATION.search(turn.message.text):
         return None
     for sentence in turn.sentences:
         text = sentence.text
         if sentence.question or sentence.conditional or sentence.reported_at == 0:
             continue
-        if rules.REQUEST.search(text) or {"approval", "decline", "new_request", "doubt"} & set(sentence.guards):
+        if patterns.REQUEST.search(text) or {"approval", "decline", "new_request", "doubt"} & set(sentence.guards):
             continue
         contradiction = _contradiction(turn, sentence)
         if contradiction is not None:
@@ -51,7 +51,7 @@ def implicit(turn: Turn) -> Correction | None:
     return None
 
 
-def _contradiction(turn: Turn, sentence: Sentence) -> tuple[Quantity, Quantity] | None:
+def _contradiction(turn: ReadMessage, sentence: Sentence) -> tuple[Quantity, Quantity] | None:
     """A value of this sentence and a different value of the same kind and subject in the assistant's turn."""
     assert turn.previous is not None
     end = sentence.span.start + sentence.stated_end  # reported speech and a trailing question state nothing
@@ -77,11 +77,11 @@ _SLOT_UNITS = frozenset({"weekday", "clock", "date", "level", "floor", "building
 
 
 def _period(text: str) -> str | None:
-    match = rules.PERIOD.search(text)
+    match = patterns.PERIOD.search(text)
     return match.group() if match else None
 
 
-def _other_period(turn: Turn, mine: Quantity, theirs: Quantity) -> bool:
+def _other_period(turn: ReadMessage, mine: Quantity, theirs: Quantity) -> bool:
     """上个季度做了 80 万 against 这个季度目标 100 万: values of different periods do not contradict each other. The
     value itself may be a period (2023 年 against 2022 年), so only the words around it count."""
     assert turn.previous is not None
@@ -89,7 +89,7 @@ def _other_period(turn: Turn, mine: Quantity, theirs: Quantity) -> bool:
     return my_period is not None and their_period is not None and my_period != their_period
 
 
-def new_quantity(turn: Turn, sentence: Sentence) -> Quantity | None:
+def new_quantity(turn: ReadMessage, sentence: Sentence) -> Quantity | None:
     """A value in the sentence that replaces one of the assistant's: the same kind, a value the assistant did not
     give. A number of another kind ("错了，你看第 3 行") points at something; it replaces nothing."""
     if turn.previous is None:
@@ -103,17 +103,17 @@ def new_quantity(turn: Turn, sentence: Sentence) -> Quantity | None:
     return None
 
 
-def _changed_fact(turn: Turn, sentence: Sentence) -> Correction | None:
+def _changed_fact(turn: ReadMessage, sentence: Sentence) -> Correction | None:
     """我是铂金会员啊，上个月就升级了: a statement about something the assistant mentioned, a sign that it changed,
     and a content word the assistant did not use."""
     assert turn.previous is not None
     text = sentence.text
-    update = rules.UPDATE.search(text)
+    update = patterns.UPDATE.search(text)
     if not update:
         return None
     previous_words = turn.previous_anchors
     for clause in clauses(sentence.span):
-        if clause.start >= sentence.span.start + sentence.stated_end or not rules.STATEMENT.search(clause.text):
+        if clause.start >= sentence.span.start + sentence.stated_end or not patterns.STATEMENT.search(clause.text):
             continue
         words = anchors(clause.text)
         shared, new = words & previous_words, words - previous_words

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import re
 
-from hindsight_insights.governance import correction_rules as rules
-from hindsight_insights.governance.correction_turn import (
+from hindsight_insights.detection import correction_patterns as patterns
+from hindsight_insights.detection.correction_turn import (
+    ReadMessage,
     Sentence,
-    Turn,
     clause_of,
     original_overlap,
     quote,
     short,
 )
-from hindsight_insights.governance.correction_types import (
+from hindsight_insights.detection.correction_types import (
     PREFERENCE_STANDING,
     PREFERENCE_STATED,
     PROCESS_BINDING,
@@ -22,34 +22,34 @@ from hindsight_insights.governance.correction_types import (
     Correction,
     CorrectionType,
 )
-from hindsight_insights.governance.quantities import anchors
-from hindsight_insights.governance.text import clauses
+from hindsight_insights.detection.quantities import anchors
+from hindsight_insights.detection.text import clauses
 
 
 # ----------------------------------------------------------------------------------------------- preference
-def preference(turn: Turn) -> Correction | None:
+def preference(turn: ReadMessage) -> Correction | None:
     for sentence in turn.sentences:
         if sentence.reported_at < len(sentence.text) or (sentence.conditional and sentence.question):
             continue
-        address = rules.first(rules.ADDRESS, sentence.text)
+        address = patterns.first(patterns.ADDRESS, sentence.text)
         if address:
             name, match = address
             return _address(turn, sentence, name, match)
-        if sentence.question and (not rules.POLITE_REQUEST.search(sentence.text) or _asks_how(sentence.text)):
+        if sentence.question and (not patterns.POLITE_REQUEST.search(sentence.text) or _asks_how(sentence.text)):
             continue  # "how do I export this chart as a PNG?" asks for information; "can you keep it short?" asks
-        if rules.NAMES_A_WISH.search(sentence.text):
+        if patterns.NAMES_A_WISH.search(sentence.text):
             turn.signals.append("guard:names_an_earlier_wish")
             continue
-        aspects = [aspect for aspect in rules.ASPECTS if aspect[3].search(sentence.text)]
-        directive = rules.DIRECTIVE.search(sentence.text)
+        aspects = [aspect for aspect in patterns.ASPECTS if aspect[3].search(sentence.text)]
+        directive = patterns.DIRECTIVE.search(sentence.text)
         if directive is None and turn.previous is not None:
-            directive = rules.COMPLAINT.search(sentence.text)
+            directive = patterns.COMPLAINT.search(sentence.text)
         if not aspects or not directive:
             continue
-        standing = rules.STANDING.search(sentence.text)
+        standing = patterns.STANDING.search(sentence.text)
         reason = _has_reason(turn, sentence, directive.start())
-        inherent = any(aspect[0] in rules.INHERENT_ASPECTS for aspect in aspects)
-        marked = rules.MARKED_STANDING.search(sentence.text)
+        inherent = any(aspect[0] in patterns.INHERENT_ASPECTS for aspect in aspects)
+        marked = patterns.MARKED_STANDING.search(sentence.text)
         if not marked and _one_off(sentence, reason):
             turn.signals.append("guard:one_off_request")
             continue
@@ -74,23 +74,23 @@ def preference(turn: Turn) -> Correction | None:
 def _one_off(sentence: Sentence, reason: bool) -> bool:
     """A wish about one thing (this report, 这段话, "make it…"), judged in the clauses that name the aspect: "keep the
     tone professional, these go to clients" is general, whatever the next clause says."""
-    named = [c.text for c in clauses(sentence.span) if any(aspect[3].search(c.text) for aspect in rules.ASPECTS)]
+    named = [c.text for c in clauses(sentence.span) if any(aspect[3].search(c.text) for aspect in patterns.ASPECTS)]
     text = " ".join(named) or sentence.text
-    return bool(rules.ONE_OFF.search(text) or (rules.ONE_OFF_ITEM.search(text) and not reason))
+    return bool(patterns.ONE_OFF.search(text) or (patterns.ONE_OFF_ITEM.search(text) and not reason))
 
 
-def standing_wish(turn: Turn) -> Correction | None:
+def standing_wish(turn: ReadMessage) -> Correction | None:
     """A standing directive about the answers to this user, of any aspect: 以后回复我的时候带上订单号, from now on
     always tell me the stock level. Runs after the process step, so 以后方案发客户前先给我过目 stays a process."""
     for sentence in turn.sentences:
         text = sentence.text
         if sentence.reported_at < len(text) or sentence.conditional:
             continue
-        if (sentence.question and not rules.POLITE_REQUEST.search(text)) or rules.NOT_A_WISH.search(text):
+        if (sentence.question and not patterns.POLITE_REQUEST.search(text)) or patterns.NOT_A_WISH.search(text):
             continue
-        marked = rules.MARKED_STANDING.search(text)
-        addressed = rules.ADDRESSED.search(text)
-        if marked and addressed and rules.DIRECTIVE.search(text) and not _one_off(sentence, reason=False):
+        marked = patterns.MARKED_STANDING.search(text)
+        addressed = patterns.ADDRESSED.search(text)
+        if marked and addressed and patterns.DIRECTIVE.search(text) and not _one_off(sentence, reason=False):
             return Correction(
                 CorrectionType.PREFERENCE,
                 PREFERENCE_STANDING,
@@ -108,27 +108,27 @@ def _asks_how(text: str) -> bool:
     )
 
 
-def _has_reason(turn: Turn, directive: Sentence, at: int) -> bool:
+def _has_reason(turn: ReadMessage, directive: Sentence, at: int) -> bool:
     """A clause of the message other than the directive's speaks about the user: 我都是在手机上看, I'm in Germany."""
     for sentence in turn.sentences:
         for clause in clauses(sentence.span):
             if clause.start <= directive.span.start + at < clause.end:
                 continue
-            if rules.REASON.search(clause.text):
+            if patterns.REASON.search(clause.text):
                 return True
     return False
 
 
-def _directive_span(turn: Turn, sentence: Sentence) -> str | None:
+def _directive_span(turn: ReadMessage, sentence: Sentence) -> str | None:
     """The clauses of the sentence that carry the wish, without a trailing reason clause."""
     parts = clauses(sentence.span)
-    kept = [c for c in parts if any(a[3].search(c.text) for a in rules.ASPECTS) or rules.DIRECTIVE.search(c.text)]
+    kept = [c for c in parts if any(a[3].search(c.text) for a in patterns.ASPECTS) or patterns.DIRECTIVE.search(c.text)]
     if not kept:
         return quote(turn.message, sentence.span.start, sentence.span.end)
     return quote(turn.message, kept[0].start, kept[-1].end)
 
 
-def _address(turn: Turn, sentence: Sentence, name: str, match: re.Match[str]) -> Correction:
+def _address(turn: ReadMessage, sentence: Sentence, name: str, match: re.Match[str]) -> Correction:
     start = sentence.span.start
     clause = clause_of(sentence.span, start + match.start())
     original = None
@@ -162,21 +162,21 @@ def _address(turn: Turn, sentence: Sentence, name: str, match: re.Match[str]) ->
 
 
 # -------------------------------------------------------------------------------------------------- process
-def process(turn: Turn) -> Correction | None:
-    if turn.previous is None and not rules.RULE_LIKE.search(turn.message.text):
+def process(turn: ReadMessage) -> Correction | None:
+    if turn.previous is None and not patterns.RULE_LIKE.search(turn.message.text):
         return None  # nothing was done that this corrects, and nothing says it is a rule of the work
     for sentence in turn.sentences:
-        if sentence.question or sentence.reported_at < len(sentence.text) or rules.FAVOUR.search(sentence.text):
+        if sentence.question or sentence.reported_at < len(sentence.text) or patterns.FAVOUR.search(sentence.text):
             continue
         text = sentence.text
-        for name, pattern in rules.PROCESS:
+        for name, pattern in patterns.PROCESS:
             match = pattern.search(text)
             if not match or _about_myself(text, match.start()):
                 continue
-            if name in rules.NEEDS_OBLIGATION and not rules.OBLIGATION_EN.search(text):
+            if name in patterns.NEEDS_OBLIGATION and not patterns.OBLIGATION_EN.search(text):
                 continue
             return _process_result(turn, sentence, name, match)
-        instead = rules.INSTEAD_ZH.search(text)
+        instead = patterns.INSTEAD_ZH.search(text)
         if instead and turn.previous is not None and anchors(instead["dont"]) & anchors(turn.previous.text):
             return _process_result(turn, sentence, "instead_of_proposed", instead)
     return None
@@ -188,7 +188,7 @@ def _about_myself(text: str, position: int) -> bool:
     return bool(re.match(r"\s*(我(?!们)|i\b|i'm|i'll|i will|i'd)", text[clause_start:]))
 
 
-def _process_result(turn: Turn, sentence: Sentence, name: str, match: re.Match[str]) -> Correction:
+def _process_result(turn: ReadMessage, sentence: Sentence, name: str, match: re.Match[str]) -> Correction:
     groups = match.groupdict()
     start = sentence.span.start
     topic = None
@@ -200,7 +200,7 @@ def _process_result(turn: Turn, sentence: Sentence, name: str, match: re.Match[s
     corrected = quote(turn.message, parts[0].start, parts[-1].end)
     if topic is None or len(topic) > (40 if turn.zh else 80):
         topic = short(corrected or "", turn.zh)
-    binding = bool(rules.BINDING.search(turn.message.text))
+    binding = bool(patterns.BINDING.search(turn.message.text))
     return Correction(
         CorrectionType.PROCESS,
         PROCESS_BINDING if binding else PROCESS_STATED,
@@ -216,7 +216,7 @@ _STEP_LEAD = re.compile(
 )
 
 
-def _step(turn: Turn, start: int, match: re.Match[str], group: str) -> str:
+def _step(turn: ReadMessage, start: int, match: re.Match[str], group: str) -> str:
     """A step of a process in the user's words, without the obligation before it (要/must/you need to)."""
     begin, end = match.span(group)
     lead = _STEP_LEAD.match(match.group(group))

@@ -21,8 +21,8 @@
 The decision, in order (the first that holds wins):
 
   1. the user fixes their own typo (我刚才打错了, my typo) -> none;
-  2. a preference: a form of address, or a directive about an aspect of the answers (correction_rules.ASPECTS);
-  3. a process: an order, a gate, a route or a rule of the work (correction_rules.PROCESS); then a standing wish
+  2. a preference: a form of address, or a directive about an aspect of the answers (correction_patterns.ASPECTS);
+  3. a process: an order, a gate, a route or a rule of the work (correction_patterns.PROCESS); then a standing wish
      about the answers to this user of any other aspect (以后回复我的时候带上订单号);
   4. an explicit correction: a verdict (错了, wrong) or a contrast (不是X，是Y; X, not Y) -> factual when a
      replacement value is stated, negative when it is not;
@@ -33,22 +33,22 @@ The decision, in order (the first that holds wins):
 Each step skips the sentences its guards rule out: questions (a question about a correction is not one),
 hypotheticals, reported speech (from the reporting verb on), rhetorical and surprised questions, agreement, praise,
 declined offers and words that merely contain a trigger. The message is folded first (text.fold: NFKC, lower case,
-traditional -> simplified), so every spelling of a cue matches one entry of correction_rules.
+traditional -> simplified), so every spelling of a cue matches one entry of correction_patterns.
 
-Where each part lives: correction_rules (every cue, as tables), correction_turn (the message read into sentences
+Where each part lives: correction_patterns (every cue, as tables), correction_turn (the message read into sentences
 with their guards; quoting), correction_wishes (steps 2-3), correction_explicit (4), correction_implicit (5),
 quantities (values, units and the words they are about), correction_types (the result).
 """
 
 from __future__ import annotations
 
-from hindsight_insights.governance import correction_rules as rules
-from hindsight_insights.governance.correction_explicit import explicit
-from hindsight_insights.governance.correction_implicit import implicit
-from hindsight_insights.governance.correction_turn import Turn, quote, read
-from hindsight_insights.governance.correction_types import Correction, CorrectionType
-from hindsight_insights.governance.correction_wishes import preference, process, standing_wish
-from hindsight_insights.governance.text import fold
+from hindsight_insights.detection import correction_patterns as patterns
+from hindsight_insights.detection.correction_explicit import explicit
+from hindsight_insights.detection.correction_implicit import implicit
+from hindsight_insights.detection.correction_turn import ReadMessage, quote, read
+from hindsight_insights.detection.correction_types import Correction, CorrectionType
+from hindsight_insights.detection.correction_wishes import preference, process, standing_wish
+from hindsight_insights.detection.text import fold
 from hindsight_insights.models import Condition
 
 __all__ = ["Condition", "Correction", "CorrectionType", "detect"]
@@ -57,7 +57,7 @@ __all__ = ["Condition", "Correction", "CorrectionType", "detect"]
 def detect(message: str, previous_assistant: str | None = None) -> Correction:
     """Whether `message` corrects the assistant's `previous_assistant` turn, and how (see the module docstring)."""
     turn = read(message, previous_assistant)
-    self_fix = rules.first(rules.SELF_CORRECTION, turn.message.text)
+    self_fix = patterns.first(patterns.SELF_CORRECTION, turn.message.text)
     if self_fix:
         return Correction(CorrectionType.NONE, 0.0, signals=(f"guard:{self_fix[0]}",))
     for step in (preference, process, standing_wish, explicit, implicit):
@@ -69,7 +69,7 @@ def detect(message: str, previous_assistant: str | None = None) -> Correction:
 
 
 # ------------------------------------------------------------------------------------------------ condition
-def _with_condition(found: Correction, turn: Turn) -> Correction:
+def _with_condition(found: Correction, turn: ReadMessage) -> Correction:
     # The condition must qualify the correction itself: in a message of several requests ("叫我老王。另外以后对比方案
     # 的时候给我一张表"), another sentence's "…的时候" is not this correction's context.
     text, offset = turn.message.text, 0
@@ -78,11 +78,11 @@ def _with_condition(found: Correction, turn: Turn) -> Correction:
     if home is not None:
         text, offset = home.text, home.span.start
     for condition, table in (
-        (Condition.TEMPORAL, rules.TEMPORAL),
-        (Condition.CONTEXT_SPECIFIC, rules.CONTEXT),
-        (Condition.SOURCE_SPECIFIC, rules.SOURCE),
+        (Condition.TEMPORAL, patterns.TEMPORAL),
+        (Condition.CONTEXT_SPECIFIC, patterns.CONTEXT),
+        (Condition.SOURCE_SPECIFIC, patterns.SOURCE),
     ):
-        hit = rules.first(table, text)
+        hit = patterns.first(table, text)
         if hit:
             name, match = hit
             start, end = match.span()

@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hindsight_insights.governance import correction_rules as rules
-from hindsight_insights.governance.correction_implicit import new_quantity
-from hindsight_insights.governance.correction_turn import (
+from hindsight_insights.detection import correction_patterns as patterns
+from hindsight_insights.detection.correction_implicit import new_quantity
+from hindsight_insights.detection.correction_turn import (
+    ReadMessage,
     Sentence,
-    Turn,
     clause_of,
     head,
     original_overlap,
@@ -21,7 +21,7 @@ from hindsight_insights.governance.correction_turn import (
     quote_previous_at,
     short,
 )
-from hindsight_insights.governance.correction_types import (
+from hindsight_insights.detection.correction_types import (
     BARE,
     CONCRETE,
     GENERAL,
@@ -30,8 +30,8 @@ from hindsight_insights.governance.correction_types import (
     Correction,
     CorrectionType,
 )
-from hindsight_insights.governance.quantities import anchors
-from hindsight_insights.governance.text import has_han
+from hindsight_insights.detection.quantities import anchors
+from hindsight_insights.detection.text import has_han
 
 
 # ------------------------------------------------------------------------------------------------- explicit
@@ -46,7 +46,7 @@ class _Value:
     old: str | None  # the replaced words, when the user names them (不是X，是Y)
 
 
-def explicit(turn: Turn) -> Correction | None:
+def explicit(turn: ReadMessage) -> Correction | None:
     verdict: tuple[str, Sentence, int] | None = None
     for sentence in turn.sentences:
         found = _verdict(sentence)
@@ -57,9 +57,9 @@ def explicit(turn: Turn) -> Correction | None:
     if value is None and verdict is not None:
         value = _stated_value(turn, verdict[1], verdict[2])
     if value is None and verdict is None:
-        value = _cued_value(turn, rules.CORRECTION_CUE)
+        value = _cued_value(turn, patterns.CORRECTION_CUE)
         if value is None:
-            update = _cued_value(turn, rules.UPDATE_CUE)
+            update = _cued_value(turn, patterns.UPDATE_CUE)
             if update is not None:
                 return _update(turn, update)
     if value is None:
@@ -91,7 +91,7 @@ def _verdict(sentence: Sentence) -> tuple[str, int] | None:
     text = sentence.text
     if sentence.question or sentence.conditional or {"rhetorical", "doubt"} & set(sentence.guards):
         return None
-    for name, pattern in rules.VERDICT:
+    for name, pattern in patterns.VERDICT:
         for match in pattern.finditer(text):
             at = match.start()
             if at >= sentence.stated_end:
@@ -99,9 +99,9 @@ def _verdict(sentence: Sentence) -> tuple[str, int] | None:
             if name == "no_en" and ({"approval", "decline"} & set(sentence.guards)):
                 continue
             if name.endswith("_zh") and (
-                rules.VERDICT_ATTRIBUTIVE_ZH.match(text, at + len(match.group()) - 2)
-                or rules.VERDICT_ATTRIBUTIVE_ZH.match(text, at)
-                or rules.VERDICT_IN_REQUEST.search(text[max(at - _WINDOW, 0) : at])
+                patterns.VERDICT_ATTRIBUTIVE_ZH.match(text, at + len(match.group()) - 2)
+                or patterns.VERDICT_ATTRIBUTIVE_ZH.match(text, at)
+                or patterns.VERDICT_IN_REQUEST.search(text[max(at - _WINDOW, 0) : at])
                 or ("错" in match.group() and _self_report(sentence, at))
             ):
                 continue
@@ -116,7 +116,7 @@ def _verdict(sentence: Sentence) -> tuple[str, int] | None:
 def _self_report(sentence: Sentence, at: int) -> bool:
     """我把密码输错了: the user reports their own slip in the clause before the verdict."""
     clause = clause_of(sentence.span, sentence.span.start + at)
-    return bool(rules.SELF_REPORT_ZH.search(sentence.text[clause.start - sentence.span.start : at]))
+    return bool(patterns.SELF_REPORT_ZH.search(sentence.text[clause.start - sentence.span.start : at]))
 
 
 def _wrong_is_verdict(text: str, at: int) -> bool:
@@ -126,9 +126,9 @@ def _wrong_is_verdict(text: str, at: int) -> bool:
     you = re.search(r"\byou(r)?\b", before)
     if re.search(r"\b(that|this|it)('s| is| was) (the |a |an )?$", before):
         return True
-    if rules.VERDICT_IN_REQUEST.search(before) and not you:
+    if patterns.VERDICT_IN_REQUEST.search(before) and not you:
         return False
-    if (re.search(r"\b(a|an|the|some|any)\s+$", before) or rules.WRONG_NOUN.match(after)) and not you:
+    if (re.search(r"\b(a|an|the|some|any)\s+$", before) or patterns.WRONG_NOUN.match(after)) and not you:
         return False
     if re.search(r"\b(something|nothing|anything|what)('s| is)?\s*$", before):
         return False
@@ -142,13 +142,13 @@ def _usable(sentence: Sentence) -> bool:
     return not {"rhetorical", "new_request", "doubt"} & set(sentence.guards)
 
 
-def _contrast(turn: Turn, has_verdict: bool) -> _Value | None:
+def _contrast(turn: ReadMessage, has_verdict: bool) -> _Value | None:
     """不是X，是Y / X, not Y, where the assistant said X (or, with no assistant turn, next to a verdict)."""
     previous = turn.previous.text if turn.previous else ""
     for sentence in filter(_usable, turn.sentences):
         if "不" not in sentence.text and "not" not in sentence.text:
             continue  # every contrast needs one (and the scan is costly on long messages)
-        for name, pattern in rules.CONTRAST:
+        for name, pattern in patterns.CONTRAST:
             for match in pattern.finditer(sentence.text[: sentence.stated_end]):
                 old, new = match["old"].strip(), match["new"].strip()
                 if not (_meaningful(new) and _meaningful(old)):
@@ -159,7 +159,7 @@ def _contrast(turn: Turn, has_verdict: bool) -> _Value | None:
     return None
 
 
-def _update(turn: Turn, value: _Value) -> Correction:
+def _update(turn: ReadMessage, value: _Value) -> Correction:
     """A changed fact stated without a verdict (deadline 改到下周三了): an implicit correction."""
     clause = clause_of(value.sentence.span, value.start)
     original = _original_value(turn, value) or original_overlap(turn, clause.text)
@@ -174,14 +174,14 @@ def _update(turn: Turn, value: _Value) -> Correction:
     )
 
 
-def _cued_value(turn: Turn, table: list[rules.Rule]) -> _Value | None:
+def _cued_value(turn: ReadMessage, table: list[patterns.Cue]) -> _Value | None:
     """A replacement cue on its own (明明是 2023 年, actually it's 60, should be June), stating a value the assistant's
     turn does not contain. A hedged guess (应该是网络问题吧, I think it's…) is not a correction."""
     if turn.previous is None:
         return None
     for sentence in filter(_usable, turn.sentences):
         text = sentence.text[: sentence.stated_end]
-        if rules.HEDGE.search(text):
+        if patterns.HEDGE.search(text):
             continue
         for name, pattern in table:
             for match in pattern.finditer(text):
@@ -196,7 +196,7 @@ def _mentioned_exactly(words: str, previous: str) -> bool:
     return words.strip(" \"'“”‘’「」") in previous
 
 
-def _stated_value(turn: Turn, verdict_sentence: Sentence, verdict_at: int) -> _Value | None:
+def _stated_value(turn: ReadMessage, verdict_sentence: Sentence, verdict_at: int) -> _Value | None:
     """The right value stated around a verdict: a replacement cue (应该是, should be), a plain statement (是…, is …)
     or a value the assistant did not give. A concrete value wins over a general one, then the nearest sentence."""
     found: list[tuple[bool, int, _Value]] = []
@@ -205,16 +205,20 @@ def _stated_value(turn: Turn, verdict_sentence: Sentence, verdict_at: int) -> _V
         if not _usable(sentence) or abs(index - verdict_index) > 1:
             continue
         text, start = sentence.text[: sentence.stated_end], sentence.span.start
-        for table in (rules.CORRECTION_CUE, rules.UPDATE_CUE, rules.COPULA_VALUE):
+        for table in (patterns.CORRECTION_CUE, patterns.UPDATE_CUE, patterns.COPULA_VALUE):
             for name, pattern in table:
                 for match in pattern.finditer(text):
                     new = match["new"].strip()
                     if sentence is verdict_sentence and match.start("new") <= verdict_at < match.end("new"):
                         continue  # the verdict itself ("you're looking at our old plan") is not the value
-                    if not _meaningful(new) or rules.VERDICT_IN_REQUEST.match(new) or rules.GENERIC_VALUE.search(new):
+                    if (
+                        not _meaningful(new)
+                        or patterns.VERDICT_IN_REQUEST.match(new)
+                        or patterns.GENERIC_VALUE.search(new)
+                    ):
                         continue
                     concrete = _concrete(new, turn.message.source)
-                    if table is rules.COPULA_VALUE and not (concrete or _names_something(new, turn)):
+                    if table is patterns.COPULA_VALUE and not (concrete or _names_something(new, turn)):
                         continue  # "no, it's a different thing" states no value
                     value = _Value(name, sentence, start + match.start("new"), start + match.end("new"), None)
                     found.append((concrete, abs(index - verdict_index), value))
@@ -231,9 +235,9 @@ def _stated_value(turn: Turn, verdict_sentence: Sentence, verdict_at: int) -> _V
 
 def _meaningful(value: str) -> bool:
     value = value.strip(" \"'“”‘’「」")
-    if not value or rules.DEMONSTRATIVE.match(value):
+    if not value or patterns.DEMONSTRATIVE.match(value):
         return False
-    if first_verdict := rules.first(rules.VERDICT, value):
+    if first_verdict := patterns.first(patterns.VERDICT, value):
         return first_verdict[1].start() > 0
     return True
 
@@ -261,7 +265,7 @@ def _concrete(value: str, source: str) -> bool:
     return any(word[:1].isalpha() and word.lower() in source.lower() and _capitalised(word, source) for word in words)
 
 
-def _names_something(value: str, turn: Turn) -> bool:
+def _names_something(value: str, turn: ReadMessage) -> bool:
     """A short value the assistant did not say: 售后组, 铂金会员, the Team plan. Long clauses state reasons."""
     value = value.strip(" \"'“”‘’「」")
     short = len(value) <= 10 if has_han(value) else len(value.split()) <= 5
@@ -274,11 +278,11 @@ def _capitalised(word: str, source: str) -> bool:
     return at >= 0 and source[at].isupper()
 
 
-def _cites_source(turn: Turn) -> bool:
-    return rules.first(rules.SOURCE, turn.message.text) is not None
+def _cites_source(turn: ReadMessage) -> bool:
+    return patterns.first(patterns.SOURCE, turn.message.text) is not None
 
 
-def _original_value(turn: Turn, value: _Value) -> str | None:
+def _original_value(turn: ReadMessage, value: _Value) -> str | None:
     """The assistant's clause holding a value of the same kind as the user's, but a different one."""
     if turn.previous is None:
         return None

@@ -12,7 +12,7 @@
                                                 reflects on the session (its anomaly trigger)
 
 A correction for a named period ("这周运费 20 元", this month) also expires when the period ends
-(governance/periods.py); it has a slot of its own, so the topic's general rule holds beside it and after it.
+(detection/periods.py); it has a slot of its own, so the topic's general rule holds beside it and after it.
 
 The rule's wording is a template per language (prompts/corrections/), filled with the user's own words; the
 evidence is the user's message, quoted verbatim (after redaction, like the stored turn).
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from hindsight_insights.config import Settings
-from hindsight_insights.governance.correction_types import Correction, CorrectionType
-from hindsight_insights.governance.periods import period_end
-from hindsight_insights.governance.text import has_han
+from hindsight_insights.detection.correction_types import Correction, CorrectionType
+from hindsight_insights.detection.periods import period_end
+from hindsight_insights.detection.text import has_han
 from hindsight_insights.models import Condition, InsightDraft, InsightKind, Scope, Turn
 from hindsight_insights.prompts import render_prompt
 

@@ -35,7 +35,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from hindsight_insights.governance.text import fold, has_han
+from hindsight_insights.detection.text import fold, has_han
 
 PLACEHOLDERS = {
     "api_key": ("[密钥已隐藏]", "[API key removed]"),
