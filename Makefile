@@ -1,9 +1,15 @@
-# The two commands of the README: `make demo` and `make test`. Both set everything up first (cached).
-.PHONY: setup demo test test-weaviate-1.27 lint eval eval-corrections eval-poisoning eval-reflection bench \
-	bench-plugin bench-frozen bench-search bench-worker package pin-chatflow worker
+# The two commands of the README: `make demo` and `make test`. Both set everything up first (cached); CI runs
+# `make test` (.ci/run).
+.PHONY: setup setup-tests demo test test-weaviate-1.27 lint eval eval-corrections eval-poisoning eval-reflection \
+	bench bench-plugin bench-frozen bench-search bench-worker package pin-chatflow worker
 
+# uv, the venv and the Weaviate binary: what `make demo` needs.
 setup:
 	@scripts/bootstrap.sh
+
+# The same, plus the Debian packages of the servers the tests start (PostgreSQL, Redis): apt-get when missing.
+setup-tests:
+	@scripts/bootstrap.sh --tests
 
 demo: setup
 	.venv/bin/python -m hindsight_cli demo
@@ -12,17 +18,24 @@ demo: setup
 worker: setup
 	.venv/bin/python -m hindsight_cli worker
 
+define lint_commands
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy
+endef
+
 lint: setup
-	.venv/bin/ruff check .
-	.venv/bin/ruff format --check .
-	.venv/bin/mypy
+	$(lint_commands)
 
-test: lint
+# Lint, the whole suite on Weaviate 1.39, then again on 1.27, the oldest version supported (Dify's docker-compose
+# ships it). The daemon tests test the runtime's wiring, not Weaviate: they run once.
+test: setup-tests
+	$(lint_commands)
 	.venv/bin/python -m pytest
+	HINDSIGHT_WEAVIATE_VERSION=1.27.0 .venv/bin/python -m pytest -m "not daemon"
 
-# The same suite against Weaviate 1.27, the oldest version supported (Dify's docker-compose ships it). The daemon
-# tests test the runtime's wiring, not Weaviate: they run once, in `make test`.
-test-weaviate-1.27: setup
+# Only the second half of `make test`.
+test-weaviate-1.27: setup-tests
 	HINDSIGHT_WEAVIATE_VERSION=1.27.0 .venv/bin/python -m pytest -m "not daemon"
 
 eval: setup

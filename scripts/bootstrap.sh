@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # Everything a fresh machine needs, each step cached under ~/.cache/hindsight-insights and redone only on a miss:
 # uv, a Python 3.12 venv with the locked dependencies, and the weaviate-server binary (built with Go on first use).
+# With --tests (make test), also the Debian packages of the servers the tests start: PostgreSQL and Redis.
+#   scripts/bootstrap.sh [--tests]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-}" in
+  "" | --tests) ;;
+  *) echo "usage: scripts/bootstrap.sh [--tests]" >&2; exit 2 ;;
+esac
 
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/hindsight-insights"
 UV_VERSION=0.13.8
@@ -29,8 +35,18 @@ for candidate in python3.12 "$(command -v pyenv >/dev/null 2>&1 && pyenv root)"/
 done
 [ -n "$PYTHON" ] || PYTHON=3.12
 
-# 3. The venv, exactly as locked, with Dify's workflow engine for the example chatflow's test.
+# 3. The venv, exactly as locked, with Dify's workflow engine for the example chatflow's test. A .venv symlink that
+#    leads nowhere (a removed checkout's venv, a loop) is only the link: uv cannot make a venv through it.
+if [ -L .venv ] && [ ! -d .venv ]; then
+  echo "bootstrap: .venv is a symlink to nothing usable ($(readlink .venv)); replacing the link with a venv" >&2
+  rm .venv
+fi
 "$UV" sync --frozen --quiet --python "$PYTHON" --group dify-dsl --group tokens
 
 # 4. The Weaviate server binary (cached; built from the Go module proxy on a miss).
 .venv/bin/python -m hindsight_cli ensure-weaviate >/dev/null
+
+# 5. For the tests: PostgreSQL and Redis, installed with apt-get when missing (needs root or passwordless sudo).
+if [ "${1:-}" = "--tests" ]; then
+  scripts/test_packages.sh
+fi

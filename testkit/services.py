@@ -8,7 +8,6 @@ lives in a directory of its own. Both servers listen on 127.0.0.1 only, with a p
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import pwd
 import secrets
@@ -21,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hindsight_insights.weaviate_server import free_port
-
-APT_HINT = "install it from Debian's packages: apt-get install -y postgresql redis-server (.ci/run does this)"
+from testkit.system_packages import APT_HINT, find_postgres_binary, find_redis_server
 
 
 class ServiceError(RuntimeError):
@@ -30,14 +28,10 @@ class ServiceError(RuntimeError):
 
 
 def _postgres_binary(name: str) -> str:
-    found = shutil.which(name)
-    if found:
-        return found
-    # Debian keeps the server binaries out of PATH, under the major version.
-    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), key=lambda p: int(Path(p).parts[4]))
-    if not candidates:
+    found = find_postgres_binary(name)
+    if found is None:
         raise ServiceError(f"PostgreSQL's {name} not found: {APT_HINT}")
-    return candidates[-1]
+    return found
 
 
 def _as_postgres_user(command: list[str]) -> list[str]:
@@ -107,7 +101,7 @@ class Redis:
 
     @classmethod
     def start(cls, data_dir: Path) -> Redis:
-        binary = shutil.which("redis-server")
+        binary = find_redis_server()
         if binary is None:
             raise ServiceError(f"redis-server not found: {APT_HINT}")
         data_dir.mkdir(parents=True, exist_ok=True)
