@@ -1,4 +1,5 @@
-"""The reflection worker: a thin APScheduler adapter over the core (docs/architecture.md, "The worker").
+"""The reflection worker: tasks claimed under leases in a SQL state database, fired by APScheduler, reflected on by the
+core's engine (docs/architecture.md, "The worker").
 
 `open_worker(settings)` builds a `ReflectionWorker` from the settings; `run(worker, stop)` runs its schedule. The CLI
 (`python -m hindsight_cli worker | reflect | nightly | expire | worker-status`) is the operator's way in.

@@ -12,6 +12,11 @@ from worker.tasks import Claim, TaskBoard
 log = logging.getLogger(__name__)
 
 
+def beat_interval(lease_s: float) -> float:
+    """A third of the lease: two beats may be missed before the claim lapses."""
+    return max(lease_s / 3, 0.05)
+
+
 class Heartbeat:
     """Renews a claim's lease every `every_s` seconds of real time until the block ends. The lease itself is measured
     on the worker's clock; the heartbeat only has to beat well within it (a third of the lease), so a reflection that

@@ -7,7 +7,8 @@
     session   each poll reads the turns of the window that just passed the idle boundary (now - idle minutes); a
               session whose latest turn is in it, with no later turn and with a signal turn, gets a session task: it
               is reflected on once, ever
-    nightly   nightly.py: per user active in the last day, their recent sessions in one reflection
+    nightly   nightly.py (NightlyRun, which calls back only through its TaskRunner protocol: run_due and
+              conclude): per user active in the last day, their recent sessions in one reflection
     expiry    expiry.py: the sweep, and the TTL's retirements
 
 Two polls run side by side, each every poll interval: one for anomalies, one for session ends (and the nightly tasks
@@ -21,8 +22,8 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -44,19 +45,20 @@ from hindsight_insights.store.turns import TurnStamp
 from worker.budget import CostGuard
 from worker.clock import Clock, SystemClock, local_day, next_day_start
 from worker.expiry import ExpiryReport, sweep
-from worker.lease import Heartbeat
+from worker.lease import Heartbeat, beat_interval
 from worker.ledger import Ledger, Spend
 from worker.logline import log_reflection, reflection_line
-from worker.nightly import collect_batches, resume_plans, run_nightly
-from worker.tasks import Claim, Kind, Task, TaskBoard
+from worker.nightly import NightlyRun
+from worker.tasks import Claim, Kind, Task, TaskBoard, backoff
+from worker.tick import Progress, TickReport
+
+__all__ = ["Busy", "Progress", "ReflectionWorker", "TickReport", "WorkerStatus"]
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[str, int, int], None]  # (what, done, total): the CLI draws a progress bar from it
 FIRST_SCAN = timedelta(days=1)  # how far back a scan reads when it has never run
 SCAN_OVERLAP = timedelta(seconds=60)  # each scan re-reads this much: turns stored late, clocks a little apart
 SCAN_LIMIT = 5000  # signal turns per scan; a full scan goes on from the last one at the next poll
-MAX_BACKOFF = timedelta(hours=1)
 STOPPED_REPEATS = 2  # stopped generations in one session that make an anomaly
 
 
@@ -74,36 +76,6 @@ class WorkerStatus:
     counters: dict[str, int]
     tasks: dict[tuple[str, str], int]
     batches_in_flight: list[str]
-
-
-@dataclass
-class TickReport:
-    """What one poll or nightly run did."""
-
-    anomalies_noted: int = 0
-    sessions_ended: int = 0
-    reflections: list[ReflectionReport] = field(default_factory=list)
-    deferred: int = 0
-    held: int = 0
-    skipped: int = 0
-    batches_submitted: int = 0
-    batches_collected: int = 0
-
-    @property
-    def failed(self) -> int:
-        return sum(report.outcome == "failed" for report in self.reflections)
-
-    def add(self, other: TickReport) -> TickReport:
-        return TickReport(
-            anomalies_noted=self.anomalies_noted + other.anomalies_noted,
-            sessions_ended=self.sessions_ended + other.sessions_ended,
-            reflections=[*self.reflections, *other.reflections],
-            deferred=self.deferred + other.deferred,
-            held=self.held + other.held,
-            skipped=self.skipped + other.skipped,
-            batches_submitted=self.batches_submitted + other.batches_submitted,
-            batches_collected=self.batches_collected + other.batches_collected,
-        )
 
 
 def worker_id() -> str:
@@ -150,6 +122,17 @@ class ReflectionWorker:
         if batch is None and isinstance(source, AnthropicReflector):
             batch = ReflectionBatch(self.engine, source)
         self.batch = batch
+        self.night = NightlyRun(
+            board=self.board,
+            ledger=self.ledger,
+            turns=store.turns,
+            guard=self.guard,
+            batch=batch,
+            clock=self.clock,
+            zone=self.zone,
+            settings=self.settings,
+            runner=self,
+        )
 
     # ---- the poll ---------------------------------------------------------------------------------------------
 
@@ -171,9 +154,8 @@ class ReflectionWorker:
         has passed: what is left waits for the next poll)."""
         now = self.clock.now()
         report = TickReport(sessions_ended=self.scan_idle(now))
-        if self.batch is not None:
-            collect_batches(self, now, report)
-        resume_plans(self, now, report)
+        self.night.collect_batches(now, report)
+        self.night.resume_plans(now, report)
         deadline = now + timedelta(seconds=self.settings.worker_poll_interval_s)
         self.run_due(["session", "nightly"], report, deadline=deadline, progress=progress)
         return report
@@ -269,8 +251,7 @@ class ReflectionWorker:
         """Reflect on a claimed task, under a heartbeat, and record the outcome."""
         if claim.took_over:
             self.ledger.count(local_day(self.clock.now(), self.zone), "claims.taken_over")
-        every_s = max(self.settings.worker_claim_lease_s / 3, 0.05)
-        with Heartbeat(self.board, claim, self.clock, every_s):
+        with Heartbeat(self.board, claim, self.clock, beat_interval(self.settings.worker_claim_lease_s)):
             report = self._reflect(claim)
         if report.user_id is None and claim.task.user_id is not None:  # a failure before the turns were read
             report = report.model_copy(update={"user_id": claim.task.user_id})
@@ -315,30 +296,19 @@ class ReflectionWorker:
         if report.outcome == "ok":
             rearm = now + timedelta(seconds=self.settings.worker_anomaly_debounce_s) if kind == "anomaly" else None
             if self.board.succeed(claim, now, rearm_at=rearm) and kind == "nightly":
-                self.cover_deferred(claim.task.detail, subject, now)
+                self.board.cover_deferred(claim.task.detail, subject, now)
         else:
-            state = self.board.fail(claim, now, report.reason or "failed", retry_at=now + self.backoff(attempt))
+            retry_at = now + backoff(self.settings.worker_poll_interval_s, attempt)
+            state = self.board.fail(claim, now, report.reason or "failed", retry_at=retry_at)
             if state == "failed":
                 self.ledger.count(day, f"{kind}.given_up")
-
-    def backoff(self, attempt: int) -> timedelta:
-        """Before the next try: 4, 16, 64 poll intervals ..., at most an hour."""
-        return min(timedelta(seconds=self.settings.worker_poll_interval_s * 4**attempt), MAX_BACKOFF)
-
-    def cover_deferred(self, detail: dict[str, object], subject: str, now: datetime) -> None:
-        """Sessions whose end was deferred by the budget and that a nightly reflection read are done."""
-        waiting = detail.get("deferred")
-        for session_id in waiting if isinstance(waiting, list) else []:
-            task = self.board.get("session", str(session_id))
-            if task is not None and task.state == "deferred":
-                self.board.move(task, "done", now, error=f"covered by the nightly reflection {subject}")
 
     # ---- the nightly run and the expiry sweep --------------------------------------------------------------------
 
     def nightly(self, progress: Progress | None = None) -> TickReport:
         """Plan the night (once per date, whichever worker claims it first) and run its users' reflections."""
         report = TickReport()
-        run_nightly(self, report, progress)
+        self.night.run(report, progress)
         return report
 
     def expire(self, progress: Progress | None = None) -> ExpiryReport:

@@ -34,6 +34,12 @@ log = logging.getLogger(__name__)
 Kind = Literal["anomaly", "session", "nightly", "plan", "batch"]
 State = Literal["due", "running", "done", "failed", "deferred", "batched", "skipped"]
 PRIORITY: dict[str, int] = {"anomaly": 0, "session": 1, "nightly": 2, "plan": 3, "batch": 4}
+MAX_BACKOFF = timedelta(hours=1)
+
+
+def backoff(poll_interval_s: float, attempt: int) -> timedelta:
+    """Before a failed task's next try: 4, 16, 64 poll intervals ..., at most an hour."""
+    return min(timedelta(seconds=poll_interval_s * 4**attempt), MAX_BACKOFF)
 
 
 @dataclass(frozen=True)
@@ -347,3 +353,11 @@ class TaskBoard:
                 .values(**values)
             )
         return result.rowcount == 1
+
+    def cover_deferred(self, detail: dict[str, Any], subject: str, now: datetime) -> None:
+        """Sessions whose end was deferred by the budget and that a nightly reflection (`subject`) read are done."""
+        waiting = detail.get("deferred")
+        for session_id in waiting if isinstance(waiting, list) else []:
+            task = self.get("session", str(session_id))
+            if task is not None and task.state == "deferred":
+                self.move(task, "done", now, error=f"covered by the nightly reflection {subject}")
