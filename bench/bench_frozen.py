@@ -29,6 +29,7 @@ import numpy as np
 
 from bench.bench_store import QUERIES, SCENES, synthetic_insights
 from hindsight_insights.config import Settings
+from hindsight_insights.governance.writing import write_many
 from hindsight_insights.store import open_store
 from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, start_local
 from scripts.package_plugin import ROOT, package
@@ -59,7 +60,7 @@ def main() -> None:
         plugin = None
         try:
             store = open_store(healthy.settings(base))
-            store.import_many(synthetic_insights(args.insights, rng))
+            write_many(store, synthetic_insights(args.insights, rng))
             store.close()
             package(ROOT, Path(work) / "plugin.difypkg", CLI.find())
             with zipfile.ZipFile(Path(work) / "plugin.difypkg") as zipped:

@@ -38,6 +38,7 @@ from hindsight_dify import Context, ToolResult
 from hindsight_dify.operations import search_insight
 from hindsight_dify.params import Parameters
 from hindsight_insights.config import Settings
+from hindsight_insights.governance.writing import write_many
 from hindsight_insights.store import open_store
 from hindsight_insights.weaviate_server import ensure_binary, start_local
 from scripts.package_plugin import ROOT, package
@@ -95,7 +96,7 @@ def main() -> None:
         try:
             settings = server.settings(base)
             store = open_store(settings)
-            written = store.import_many(synthetic_insights(args.insights, rng))
+            written = write_many(store, synthetic_insights(args.insights, rng))
             print(f"{written} insights imported", flush=True)
 
             archive = package(ROOT, work / "hindsight_insights.difypkg", cli, tools).path

@@ -41,6 +41,7 @@ from hindsight_dify.params import Parameters
 from hindsight_insights.config import Settings
 from hindsight_insights.connection import connect_url
 from hindsight_insights.embedder import load_embedder
+from hindsight_insights.governance.writing import write_many
 from hindsight_insights.ranking import query_vector
 from hindsight_insights.store import SITUATIONAL_KINDS, open_store
 from hindsight_insights.store.filters import eligible
@@ -71,7 +72,7 @@ def main() -> None:
             written = store.count()[0]
             if written < args.insights:
                 started = time.perf_counter()
-                written = store.import_many(drafts, batch_size=1000)
+                written = write_many(store, drafts, batch_size=1000)
                 print(f"{written} insights imported in {time.perf_counter() - started:.0f}s")
             del drafts  # 100,000 drafts left alive would slow every full garbage collection during the timings
             client = connect_url(settings, server.url)

@@ -1,6 +1,6 @@
 """Import and search speed at 10,000 insights, measured side by side in one run.
 
-1. import N insights with embedding (InsightStore.import_many)            -> insights/s
+1. import N insights with admission and embedding (writing.write_many)   -> insights/s
 2. 500 searches, interleaved query by query so that machine noise hits all three alike:
      store    InsightStore.search (embed, segment, the nearest by cosine behind the gate, filters, re-rank)
      direct   the same embedding + one hybrid query with the same filters, sent with weaviate-client
@@ -31,10 +31,12 @@ from weaviate.classes.query import HybridFusion, MetadataQuery
 from weaviate.collections import Collection as WeaviateCollection
 
 from hindsight_insights import ranking
+from hindsight_insights.commands import Provenance, WriteCommand
 from hindsight_insights.config import Settings
 from hindsight_insights.connection import connect_url
 from hindsight_insights.embedder import Vectors, load_embedder
-from hindsight_insights.models import InsightDraft
+from hindsight_insights.governance.writing import write_many
+from hindsight_insights.models import InsightContent
 from hindsight_insights.segment import tokens
 from hindsight_insights.store import open_store
 from hindsight_insights.store.filters import WeaviateFilter, eligible
@@ -148,30 +150,29 @@ def direct_nearest_query(collection: WeaviateCollection, query_vector: Vectors, 
     )
 
 
-def synthetic_insights(count: int, rng: random.Random) -> list[InsightDraft]:
-    drafts = []
+def synthetic_insights(count: int, rng: random.Random) -> list[WriteCommand]:
+    """Insights as an operator's bulk import writes them: a preference for its user, the rest project-wide."""
+    commands = []
     for index in range(count):
         chinese = index % 2 == 0
         subject = rng.choice(ZH_SUBJECTS if chinese else EN_SUBJECTS)
         action = rng.choice(ZH_ACTIONS if chinese else EN_ACTIONS).format(s=subject)
         kind = rng.choice(["preference", "fact", "process", "lesson"])
         user = f"user-{rng.randrange(200)}" if kind == "preference" else None
-        drafts.append(
-            InsightDraft.parse(
-                {
-                    "topic": f"{subject} #{index}",
-                    "kind": kind,
-                    "scene": rng.choice(SCENES),
-                    "action": action,
-                    "observation": f"{'会话' if chinese else 'session'} {index}: {subject}",
-                    "evidence": f"quote {index} about {subject}",
-                    "confidence": round(rng.uniform(0.3, 1.0), 2),
-                    "user_id": user,
-                    "tags": [subject[:40]],
-                }
-            )
+        content = InsightContent.parse(
+            {
+                "topic": f"{subject} #{index}",
+                "kind": kind,
+                "scene": rng.choice(SCENES),
+                "action": action,
+                "observation": f"{'会话' if chinese else 'session'} {index}: {subject}",
+                "evidence": f"quote {index} about {subject}",
+                "confidence": round(rng.uniform(0.3, 1.0), 2),
+                "tags": [subject[:40]],
+            }
         )
-    return drafts
+        commands.append(WriteCommand(content, Provenance("bench", user)))
+    return commands
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -195,7 +196,7 @@ def main() -> None:
         contextlib.closing(connect_url(running, running.weaviate_url or "")) as client,
     ):
         started = time.perf_counter()
-        written = store.import_many(drafts)
+        written = write_many(store, drafts)
         import_s = time.perf_counter() - started
         print(f"import: {written} insights in {import_s:.1f}s = {written / import_s:.0f} insights/s (with embedding)")
 

@@ -21,7 +21,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from hindsight_insights.models import InsightDraft, InsightStatus
+from hindsight_insights.commands import Provenance, WriteCommand
+from hindsight_insights.governance.writing import write
+from hindsight_insights.models import InsightContent, InsightStatus, Scope
 from hindsight_insights.store import InsightStore
 
 DATA = Path(__file__).parent / "data"
@@ -113,8 +115,9 @@ def eligible(insight: dict[str, Any], query: Query) -> bool:
     )
 
 
-def _draft(item: dict[str, Any], topic: str, expire_at: datetime | None) -> InsightDraft:
-    return InsightDraft.parse(
+def _command(item: dict[str, Any], topic: str, expire_at: datetime | None) -> WriteCommand:
+    """An item as the operator writes it: a user's for that user, the rest project-wide (no end user)."""
+    content = InsightContent.parse(
         {
             "topic": topic,
             "kind": item["kind"],
@@ -124,12 +127,10 @@ def _draft(item: dict[str, Any], topic: str, expire_at: datetime | None) -> Insi
             "evidence": item["evidence_quote"],
             "tags": item["tags"],
             "confidence": item["confidence"],
-            "scope": item["scope"],
-            "user_id": item["user_id"],
             "expire_at": expire_at,
-            "status": "pending_review" if item["state"] == "pending_review" else "active",
         }
     )
+    return WriteCommand(content, Provenance("evalset", item["user_id"] or None, scope=Scope(item["scope"])))
 
 
 def load(store: InsightStore, data: EvalSet) -> dict[uuid.UUID, str]:
@@ -145,12 +146,13 @@ def load(store: InsightStore, data: EvalSet) -> dict[uuid.UUID, str]:
         if item["state"] in EXPIRED_STATES:
             expire_at = last_expiry = datetime.now(UTC) + timedelta(seconds=2)  # per draft: saving takes time
         now = datetime.now(UTC) - timedelta(days=data.age_days.get(item["key"], 0.0))
-        result = store.save(_draft(item, topic, expire_at), now=now)
+        (placed,) = write(store, _command(item, topic, expire_at), now=now)
+        result = placed.result
         if result.id in key_of:
             raise SystemExit(f"{item['key']} merged into {key_of[result.id]}: the set has a near-duplicate pair")
         key_of[result.id] = item["key"]
-        if item["state"] == "rejected":
-            store.set_status(result.id, InsightStatus.REJECTED)
+        if item["state"] in ("rejected", "pending_review"):  # a reviewer's decision, or an insight sent back to review
+            store.set_status(result.id, InsightStatus(item["state"]))
     time.sleep(max((last_expiry - datetime.now(UTC)).total_seconds(), 0) + 0.5)  # let the expiries pass
     store.expire_sweep()
     expected = {

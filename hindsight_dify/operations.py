@@ -15,11 +15,13 @@ from typing import Any
 from hindsight_dify.dify_model import DifyModelReflector, LlmInvocation, ModelSelection
 from hindsight_dify.params import Parameters, recent_turns
 from hindsight_dify.results import ToolResult
+from hindsight_insights.commands import Provenance, WriteCommand
 from hindsight_insights.config import Language, Settings
 from hindsight_insights.errors import HindsightError, InvalidInput, NotFound
 from hindsight_insights.governance.recording import record_turn as record
-from hindsight_insights.governance.routing import Placed, learn
-from hindsight_insights.models import Insight, InsightDraft, SaveStatus, TurnDraft
+from hindsight_insights.governance.writing import Placed, write
+from hindsight_insights.llm_json import insight_from_llm_json
+from hindsight_insights.models import Insight, InsightContent, SaveStatus, Scope, TurnDraft
 from hindsight_insights.reflection import ReflectionEngine, ReflectionReport
 from hindsight_insights.rules import render_rules
 from hindsight_insights.store import MAX_TOP_K, InsightStore
@@ -45,10 +47,24 @@ def acting_user(parameters: Parameters, context: Context) -> str:
 
 
 _FIELDS = ("topic", "kind", "scene", "observation", "action", "confidence", "expire_at")
+_SCOPES = {"user": Scope.USER, "project": Scope.PROJECT}
+
+
+def _builder_scope(parameters: Parameters) -> Scope | None:
+    """The builder's `scope` setting (form: form, never a model's): it applies to both input forms."""
+    value = parameters.text("scope")
+    if value is None:
+        return None
+    if value not in _SCOPES:
+        raise InvalidInput([("scope", f"must be user or project, not {value!r}")])
+    return _SCOPES[value]
 
 
 def save_insight(store: InsightStore, parameters: Parameters, context: Context) -> ToolResult:
+    """What is written comes from the parameters or insight_json; who it is for, its scope, session and source come
+    only from Dify's runtime and the builder's settings (commands.Provenance)."""
     user = acting_user(parameters, context)
+    scope = _builder_scope(parameters)
     raw_json = parameters.text("insight_json")
     ignored: list[str] = []
     if raw_json is not None:
@@ -57,29 +73,24 @@ def save_insight(store: InsightStore, parameters: Parameters, context: Context) 
             raise InvalidInput(
                 [("insight_json", f"give either insight_json or the fields, not both ({', '.join(given)})")]
             )
-        parsed = InsightDraft.from_llm_json(raw_json, trusted={"user_id": user, "source": "dify:insight_json"})
-        if parsed.draft is None:  # "{}": the reflection found nothing to learn
+        parsed = insight_from_llm_json(raw_json, "insight_json")
+        if parsed.content is None:  # "{}": the reflection found nothing to learn
             return ToolResult(
                 text="Nothing learned: the insight JSON was empty, so nothing was saved.",
                 json={"id": None, "status": "nothing_learned", "supersedes": []},
             )
-        draft, ignored = parsed.draft, [f"insight_json.{name}" for name in parsed.ignored]
+        content, ignored, source = parsed.content, parsed.ignored, "dify:insight_json"
     else:
         data: dict[str, Any] = {name: value for name in _FIELDS if (value := parameters.text(name)) is not None}
-        data["evidence"] = {
-            "quote": parameters.text("evidence") or "",
-            "session_id": parameters.text("evidence_session_id") or context.conversation_id,
-        }
+        data["evidence"] = {"quote": parameters.text("evidence") or ""}
         data["tags"] = parameters.text_list("tags")
-        data["scope"] = parameters.text("scope")
-        data["user_id"] = user
-        data["source"] = "dify:save_insight"
-        draft = InsightDraft.parse(data)
-    placements = learn(store, draft)
-    return _with_ignored(_saved(draft, placements), ignored + parameters.ignored())
+        content, source = InsightContent.parse(data), "dify:save_insight"
+    provenance = Provenance(source, user, context.conversation_id, scope=scope)
+    placements = write(store, WriteCommand(content, provenance))
+    return _with_ignored(_saved(content, placements), ignored + parameters.ignored())
 
 
-def _saved(draft: InsightDraft, placements: list[Placed]) -> ToolResult:
+def _saved(content: InsightContent, placements: list[Placed]) -> ToolResult:
     """The first placement is the answer (the user's, or the only one); the others are listed under `also`."""
     first = placements[0].result
     body: dict[str, Any] = {
@@ -106,7 +117,7 @@ def _saved(draft: InsightDraft, placements: list[Placed]) -> ToolResult:
     if redacted:
         body["redacted"] = redacted
         notes.append(f"removed before storing: {', '.join(redacted)}")
-    return ToolResult(text=f"Insight {first.status}: {draft.topic} ({first.id}){_clauses(notes)}.", json=body)
+    return ToolResult(text=f"Insight {first.status}: {content.topic} ({first.id}){_clauses(notes)}.", json=body)
 
 
 def _insight_summary(insight: Insight, channel: str, score: float | None = None) -> dict[str, Any]:

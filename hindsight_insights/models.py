@@ -12,12 +12,8 @@ or a Unix timestamp in seconds (UTC).
 
 from __future__ import annotations
 
-import json
-import re
 import unicodedata
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, Self
@@ -39,10 +35,6 @@ from hindsight_insights.keys import GENERAL_SCENE, scene_key
 MAX_TAGS = 10
 # Weaviate keeps dates as int64 nanoseconds (to 2262); the store writes this for "never", so expiries stop before it.
 NEVER = datetime(2200, 1, 1, tzinfo=UTC)
-MAX_LLM_JSON_CHARS = 20_000
-# What an LLM's insight JSON may not decide: whose insight it is, where it came from, whether and why it was held
-# for review.
-TRUSTED_FIELDS = ("user_id", "source", "status", "review_reason")
 
 
 class InsightKind(StrEnum):
@@ -128,35 +120,34 @@ class StrictModel(BaseModel):
             raise InvalidInput.from_validation_error(error) from None
 
 
-class Evidence(StrictModel):
-    """A verbatim quote of the conversation, checkable against the stored transcript."""
+class Quote(StrictModel):
+    """The evidence as a model or a person writes it: the words and the turn they are in. Which conversation they
+    come from is the writer's trusted context (commands.Provenance), never part of what a model writes."""
 
     quote: Annotated[str, Field(min_length=1, max_length=1000), Paragraph]
-    session_id: Identifier | None = None
     turn: Annotated[int, Field(ge=0)] | None = None
 
 
-class InsightDraft(StrictModel):
-    """An insight as submitted for saving. The store adds id, status history and timestamps.
+class Evidence(Quote):
+    """A verbatim quote of the conversation, checkable against the stored transcript."""
 
-    `user_id` is the end user whose conversation taught it. Without an explicit scope, an insight with a user belongs
-    to that user, whatever its kind; only the governance rules or a reviewer make it project-wide.
-    """
+    session_id: Identifier | None = None
+
+
+class InsightContent(StrictModel):
+    """What a model or a person may write of an insight, and nothing else: whose it is, for whom (scope), from
+    which session and source, and whether it waits for a reviewer are not fields here, so no written text can carry
+    them (commands.WriteCommand adds them from the caller's trusted context)."""
 
     topic: Annotated[str, Field(min_length=1, max_length=120), Line]
     kind: InsightKind
     scene: Annotated[str, Field(min_length=1, max_length=60), Line] = GENERAL_SCENE
     observation: Annotated[str, Field(max_length=2000), Paragraph] = ""
     action: Annotated[str, Field(min_length=1, max_length=500), Paragraph]
-    evidence: Evidence
+    evidence: Quote
     tags: Annotated[list[Annotated[str, Field(min_length=1, max_length=40), Line]], Field(max_length=MAX_TAGS)] = []
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 0.7
     expire_at: AwareDatetime | None = None
-    user_id: Identifier | None = None
-    scope: Scope | None = None
-    source: Identifier = "manual"
-    status: Literal[InsightStatus.ACTIVE, InsightStatus.PENDING_REVIEW] = InsightStatus.ACTIVE
-    review_reason: Annotated[str, Field(max_length=500), Line] | None = None
     condition: Condition = Condition.UNIVERSAL
     condition_detail: Annotated[str, Field(min_length=1, max_length=120), Line] | None = None
 
@@ -194,10 +185,28 @@ class InsightDraft(StrictModel):
             raise ValueError("condition_detail needs a condition other than 'universal'")
         return self
 
+
+class InsightDraft(InsightContent):
+    """An insight as the store saves it: content and its trusted placement. The store adds id, status history and
+    timestamps.
+
+    Only admission (governance/admission.py) makes the drafts that are written, from a commands.WriteCommand; the
+    scope is decided by governance/scope.py, never here. A draft with a user must say its scope; one without a user
+    can only be project-wide.
+    """
+
+    evidence: Evidence
+    user_id: Identifier | None = None
+    scope: Scope | None = None
+    source: Identifier = "manual"
+    status: Literal[InsightStatus.ACTIVE, InsightStatus.PENDING_REVIEW] = InsightStatus.ACTIVE
+    review_reason: Annotated[str, Field(max_length=500), Line] | None = None
+
     @model_validator(mode="after")
-    def _scope(self) -> Self:
-        # What is learned from a user's conversation stays with that user until it is promoted, whatever its kind.
-        scope = self.scope or (Scope.USER if self.user_id else Scope.PROJECT)
+    def _scope_consistent(self) -> Self:
+        if self.scope is None and self.user_id:
+            raise ValueError("scope is required with a user_id (governance/scope.py decides it)")
+        scope = self.scope or Scope.PROJECT  # without a user there is no one else it could be for
         if scope is not Scope.PROJECT and not self.user_id:
             raise ValueError(f"user_id is required when scope is {scope.value!r}")
         if scope is Scope.SESSION and not self.evidence.session_id:
@@ -214,43 +223,6 @@ class InsightDraft(StrictModel):
     def owner(self) -> str | None:
         """Whose slot it is in (slot_owner): the user, the user's session, or None for a project-wide one."""
         return slot_owner(self.resolved_scope, self.user_id, self.evidence.session_id)
-
-    @classmethod
-    def from_llm_json(cls, text: str, *, trusted: Mapping[str, Any], field: str = "insight_json") -> LlmInsight:
-        """The insight object an LLM emits, with or without a ```json fence. `{}` means nothing was learned.
-
-        The caller's `trusted` values (see TRUSTED_FIELDS) always win: a model cannot choose whose insight it writes,
-        claim a source, or mark its own output as reviewed. Keys it gave for them are dropped and reported in
-        `ignored`. Errors name `field` (the parameter the text came in).
-        """
-        data = json_object(text, field)
-        if not data:
-            return LlmInsight(draft=None, ignored=[])
-        ignored = sorted(key for key in TRUSTED_FIELDS if key in data)
-        untrusted = {key: value for key, value in data.items() if key not in TRUSTED_FIELDS}
-        return LlmInsight(draft=cls.parse({**untrusted, **trusted}), ignored=ignored)
-
-
-@dataclass(frozen=True)
-class LlmInsight:
-    draft: InsightDraft | None  # None: the LLM said nothing was learned
-    ignored: list[str]  # fields the LLM set that it may not decide
-
-
-def json_object(text: str, field: str) -> dict[str, Any]:
-    """One JSON object from LLM output, with or without a ```json fence."""
-    if len(text) > MAX_LLM_JSON_CHARS:
-        raise InvalidInput([(field, f"is {len(text):,} characters long; at most {MAX_LLM_JSON_CHARS:,} are read")])
-    stripped = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip())
-    try:
-        loaded = json.loads(stripped)
-    except json.JSONDecodeError as error:
-        raise InvalidInput([(field, f"is not valid JSON ({error.msg} at line {error.lineno})")]) from None
-    except RecursionError:
-        raise InvalidInput([(field, "is nested too deeply to be an insight")]) from None
-    if not isinstance(loaded, dict):
-        raise InvalidInput([(field, 'must be one JSON object, e.g. {"topic": ..., "action": ...}')])
-    return loaded
 
 
 class Insight(BaseModel):

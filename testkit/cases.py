@@ -117,7 +117,6 @@ def insight_reply(quote: str = NAME_QUOTE, *, turn: int = 1, fenced: bool = True
         "evidence": {"quote": quote, "turn": turn, "session": "S1"},
         "confidence": 0.9,
         "tags": ["称呼"],
-        "scope": "user",
         "condition": "universal",
         "condition_detail": None,
     }

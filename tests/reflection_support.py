@@ -178,7 +178,6 @@ def insight_json(
     kind: str = "preference",
     scene: str = "方案对比",
     action: str = "当这位用户要你比较方案时，你先给出结论，再给最多三个理由。",
-    scope: str = "user",
     condition: str | None = None,
     condition_detail: str | None = None,
     session: str | None = "S1",
@@ -193,7 +192,6 @@ def insight_json(
         "evidence": {"quote": quote, "turn": turn, "session": session},
         "confidence": confidence,
         "tags": ["格式"],
-        "scope": scope,
         "condition": condition,
         "condition_detail": condition_detail,
     }

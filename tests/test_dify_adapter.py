@@ -10,7 +10,7 @@ from hindsight_dify.params import Parameters, recent_turns
 from hindsight_insights.config import Settings
 from hindsight_insights.connection import require_server_version
 from hindsight_insights.errors import InvalidInput, WeaviateUnavailable
-from hindsight_insights.models import InsightDraft, json_object
+from hindsight_insights.llm_json import insight_from_llm_json, json_object
 
 
 @pytest.mark.parametrize("version", ["1.27.0", "1.27.10", "1.39.0", "2.0.0", "1.30.0-rc.1"])
@@ -105,7 +105,7 @@ def test_recent_turns() -> None:
 def test_insight_json_fence_and_errors() -> None:
     assert json_object('```json\n{"a": 1}\n```', "insight_json") == {"a": 1}
     assert json_object("```\n{}\n```", "insight_json") == {}
-    assert InsightDraft.from_llm_json("```\n{}\n```", trusted={}).draft is None
+    assert insight_from_llm_json("```\n{}\n```").content is None
     with pytest.raises(InvalidInput, match="insight_json: is not valid JSON"):
         json_object("{'single': 'quotes'}", "insight_json")
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from hindsight_insights.errors import InvalidInput
-from hindsight_insights.models import InsightDraft, InsightStatus, Scope, TurnDraft
+from hindsight_insights.llm_json import insight_from_llm_json
+from hindsight_insights.models import InsightContent, InsightDraft, InsightStatus, Scope, TurnDraft
 
 
 def valid(**changes: Any) -> dict[str, Any]:
@@ -23,6 +24,7 @@ def valid(**changes: Any) -> dict[str, Any]:
         "tags": ["style"],
         "confidence": 0.9,
         "user_id": "u-wang",
+        "scope": "user",
     }
     data.update(changes)
     return {key: value for key, value in data.items() if value is not ...}
@@ -114,10 +116,23 @@ def test_user_scope_needs_a_user() -> None:
     assert "user_id is required" in problems(valid(user_id=None, scope="user"))["input"]
 
 
-@pytest.mark.parametrize("kind", ["preference", "fact", "process", "lesson"])
-def test_what_a_user_teaches_stays_with_that_user_whatever_its_kind(kind: str) -> None:
-    assert InsightDraft.parse(valid(kind=kind)).scope is Scope.USER
-    assert InsightDraft.parse(valid(kind=kind, user_id=None)).scope is Scope.PROJECT
+def test_a_draft_with_a_user_must_say_its_scope_and_one_without_is_project_wide() -> None:
+    """The draft never decides a scope (governance/scope.py does): a user's draft without one is refused."""
+    assert "scope is required with a user_id" in problems(valid(scope=...))["input"]
+    assert InsightDraft.parse(valid(user_id=None, scope=...)).scope is Scope.PROJECT
+
+
+def test_content_cannot_carry_who_where_or_review() -> None:
+    """InsightContent is what a model or a person may write: no field says whose it is, its scope, session, source
+    or review state."""
+    content = {key: value for key, value in valid().items() if key not in ("user_id", "scope")}
+    content["evidence"] = {"quote": "别绕弯子，先说结论。", "turn": 3}
+    assert InsightContent.parse(content).evidence.turn == 3
+    for key, value in [("user_id", "bob"), ("scope", "project"), ("source", "reviewer"), ("status", "active")]:
+        with pytest.raises(InvalidInput, match=f"{key}: Extra inputs are not permitted"):
+            InsightContent.parse({**content, key: value})
+    with pytest.raises(InvalidInput, match="session_id: Extra inputs are not permitted"):
+        InsightContent.parse({**content, "evidence": {"quote": "先说结论", "session_id": "someone-else"}})
 
 
 def test_general_scene_aliases_collapse() -> None:
@@ -193,15 +208,27 @@ def test_numbers_must_be_finite(value: object) -> None:
     assert "finite" in problems(valid(confidence=value))["confidence"]
 
 
-def test_llm_json_cannot_choose_identity_source_or_review() -> None:
-    text = json.dumps({**valid(), "user_id": "bob", "source": "reviewer", "status": "active"}, ensure_ascii=False)
-    parsed = InsightDraft.from_llm_json(text, trusted={"user_id": "alice", "source": "dify:insight_json"})
-    assert parsed.draft is not None and parsed.ignored == ["source", "status", "user_id"]
-    assert (parsed.draft.user_id, parsed.draft.source, parsed.draft.status) == (
-        "alice",
-        "dify:insight_json",
-        InsightStatus.ACTIVE,
-    )
+def test_llm_json_cannot_choose_identity_scope_session_source_or_review() -> None:
+    written = {key: value for key, value in valid().items() if key not in ("user_id", "scope")}
+    sneaky = {
+        **written,
+        "evidence": {"quote": "别绕弯子，先说结论。", "turn": 3, "session_id": "c-other"},
+        "user_id": "bob",
+        "scope": "project",
+        "source": "reviewer",
+        "status": "active",
+        "review_reason": "approved",
+    }
+    parsed = insight_from_llm_json(json.dumps(sneaky, ensure_ascii=False))
+    assert parsed.content is not None and parsed.content.evidence.quote == "别绕弯子，先说结论。"
+    assert parsed.ignored == [
+        "insight_json.evidence.session_id",
+        "insight_json.review_reason",
+        "insight_json.scope",
+        "insight_json.source",
+        "insight_json.status",
+        "insight_json.user_id",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -216,4 +243,4 @@ def test_llm_json_cannot_choose_identity_source_or_review() -> None:
 )
 def test_llm_json_that_is_huge_deep_or_broken_is_refused(text: str, rule: str) -> None:
     with pytest.raises(InvalidInput, match=rule):
-        InsightDraft.from_llm_json(text, trusted={})
+        insight_from_llm_json(text)

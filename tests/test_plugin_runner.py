@@ -181,7 +181,9 @@ def test_insight_json_from_a_reflection_node(
     saved = runner.invoke_tool("save_insight", {"insight_json": emitted}, plugin_credentials)
     assert saved.json["status"] == "created"
     stored = plugin_store.get(saved.json["id"])
-    assert (stored.evidence.session_id, stored.evidence.turn) == ("conv-9", 3)
+    # The turn is the model's to say; the conversation is Dify's (none here: the runner passes none).
+    assert (stored.evidence.session_id, stored.evidence.turn) == (None, 3)
+    assert saved.json["ignored"] == ["insight_json.evidence.session_id"]
     assert stored.source == "dify:insight_json" and stored.user_id == "dify-user-1"  # the caller the runtime passed
 
 
@@ -412,14 +414,16 @@ def test_insight_json_cannot_choose_user_source_or_status(
     assert saved.json["ignored"] == ["insight_json.source", "insight_json.status", "insight_json.user_id"]
 
 
-def test_a_project_scope_request_from_a_users_conversation_waits_for_review(
-    runner: RunnerPlugin, plugin_credentials: dict[str, Any]
+def test_a_project_scope_the_model_writes_is_ignored_and_the_user_keeps_the_insight(
+    runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore
 ) -> None:
-    """Even at confidence 0.9: a model's confidence never makes anything project-wide. The user keeps it at once."""
+    """Only the builder's `scope` setting asks for project scope; a model's `scope` in insight_json is not written
+    anywhere, not even to the review queue."""
     emitted = json.dumps({**RETURN_ADDRESS, "scope": "project"}, ensure_ascii=False)
     saved = runner.invoke_tool("save_insight", {"insight_json": emitted}, plugin_credentials, user_id="alice")
-    assert saved.json["status"] == "created" and [a["status"] for a in saved.json["also"]] == ["pending_review"]
-    assert "held for review until a reviewer approves it" in saved.texts[0] and "review_reason" in saved.json
+    assert saved.json["status"] == "created" and "also" not in saved.json and "review_reason" not in saved.json
+    assert saved.json["ignored"] == ["insight_json.scope"]
+    assert [(i.scope.value, i.user_id) for i in plugin_store.list_insights()] == [("user", "alice")]
     query = {"query": "退货寄到哪里", "scene": "售后服务"}
     assert runner.invoke_tool("search_insight", query, plugin_credentials, user_id="carol").json["count"] == 0
     assert runner.invoke_tool("search_insight", query, plugin_credentials, user_id="alice").json["count"] == 1

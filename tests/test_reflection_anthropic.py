@@ -411,7 +411,7 @@ def test_unknown_ids_never_reach_the_store(store: InsightStore, api: FakeAnthrop
 
     report = engine.reflect_session("conv-trust")
 
-    assert report.ignored_fields == ["insights.0.user_id", "insights.0.source", "insights.0.status"]
+    assert report.ignored_fields == ["insights.0.source", "insights.0.status", "insights.0.user_id"]
     saved = store.get(report.created[0])
     assert (saved.user_id, saved.source) == ("u_lizong", "reflection:anthropic")
     assert isinstance(saved.id, uuid.UUID)

@@ -53,14 +53,13 @@ def answer(*insights: dict[str, object]) -> dict[str, object]:
     return message([text(json.dumps({"insights": list(insights)}, ensure_ascii=False))])
 
 
-def name_insight(scope: str = "user", turn: int = 1) -> dict[str, object]:
+def name_insight(turn: int = 1) -> dict[str, object]:
     return insight_json(
         NAME_QUOTE,
         turn=turn,
         topic="称呼",
         scene="general",
         action="当你称呼这位用户时，叫他“老王”，不要叫“王老师”。",
-        scope=scope,
     )
 
 
@@ -87,7 +86,11 @@ def test_a_user_lesson_is_saved_for_that_user_and_reaches_no_other(store: Insigh
     assert theirs.insights == [] and anyone.insights == []
 
 
-def test_a_project_wide_suggestion_waits_for_review(store: InsightStore, api: FakeAnthropicApi) -> None:
+def test_a_models_project_scope_is_ignored_and_the_lesson_stays_with_its_user(
+    store: InsightStore, api: FakeAnthropicApi
+) -> None:
+    """The reflection schema has no scope; a model that writes one anyway (or a user id, a source, a status, a session)
+    decides nothing: what it teaches stays with the user whose session it read (governance/scope.py)."""
     record_labelled(store, "rs016", "s-hr")
     quote = "我们公司是 30 天，去年 7 月改的，超过 30 天财务直接退单，没有特批"
     fact = insight_json(
@@ -96,25 +99,26 @@ def test_a_project_wide_suggestion_waits_for_review(store: InsightStore, api: Fa
         kind="fact",
         scene="人事咨询",
         action="当员工问差旅报销最晚何时提交时，你回答：费用发生后 30 天内，超过 30 天财务退单，没有特批。",
-        scope="project",
         condition="temporal",
         condition_detail="去年 7 月及以后发生的差旅费用",
     )
-    api.on("POST", "/v1/messages", ok(answer(fact)))
+    sneaky = {**fact, "scope": "project", "user_id": "admin", "source": "manual", "status": "active"}
+    api.on("POST", "/v1/messages", ok(answer(sneaky)))
     engine, _ = anthropic_engine(store, api)
 
     report = engine.reflect_session("s-hr")
 
-    # The user it came from keeps it at once; project-wide it waits for a reviewer (routing.learn).
-    assert len(report.created) == 1 and len(report.pending_review) == 1
-    mine, pending = store.get(report.created[0]), store.get(report.pending_review[0])
-    assert (mine.scope, mine.user_id, mine.status) == (Scope.USER, "u_hr_wu", InsightStatus.ACTIVE)
-    assert (pending.scope, pending.status, pending.learned_from) == (
-        Scope.PROJECT,
-        InsightStatus.PENDING_REVIEW,
+    assert len(report.created) == 1 and report.pending_review == []
+    assert report.ignored_fields == ["insights.0.scope", "insights.0.source", "insights.0.status", "insights.0.user_id"]
+    mine = store.get(report.created[0])
+    assert (mine.scope, mine.user_id, mine.status, mine.source) == (
+        Scope.USER,
         "u_hr_wu",
+        InsightStatus.ACTIVE,
+        "reflection:anthropic",
     )
-    assert (pending.condition, pending.condition_detail) == ("temporal", "去年 7 月及以后发生的差旅费用")
+    assert (mine.condition, mine.condition_detail) == ("temporal", "去年 7 月及以后发生的差旅费用")
+    assert store.list_insights(user_id=None, status=InsightStatus.PENDING_REVIEW) == []
     assert store.recall("差旅报销最晚什么时候交", scene="人事咨询", user_id="someone-else").insights == []
 
 
@@ -162,7 +166,6 @@ class NameExtractor:
                             action=f"当你称呼这位用户时，叫他“{match.group(1)}”。",
                             evidence=ReflectedEvidence(quote=match.group(0), turn=turn.turn_index),
                             confidence=0.8,
-                            scope="user",
                         )
                     )
         # And one it got wrong: the guard drops it exactly as it drops a model's invention.
@@ -173,7 +176,6 @@ class NameExtractor:
                 action="当你回答这位用户时，用英文。",
                 evidence=ReflectedEvidence(quote="please answer in English"),
                 confidence=0.6,
-                scope="user",
             )
         )
         return found

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from hindsight_insights.models import TRUSTED_FIELDS, InsightKind, Scope
+from hindsight_insights.llm_json import TRUSTED_FIELDS
+from hindsight_insights.models import InsightKind
 from hindsight_insights.reflection import REFLECTION_SCHEMA, MalformedOutput, parse_output
 from hindsight_insights.reflection.output import ReflectedEvidence, ReflectedInsight
 
@@ -21,7 +22,6 @@ GOOD: dict[str, Any] = {
     "evidence": {"quote": "叫我老王就行，别叫王老师", "turn": 1, "session": None},
     "confidence": 0.9,
     "tags": ["称呼"],
-    "scope": "user",
     "condition": None,
     "condition_detail": None,
 }
@@ -33,8 +33,7 @@ def test_schema_and_model_describe_the_same_fields() -> None:
     evidence = items["properties"]["evidence"]
     assert set(evidence["properties"]) == set(ReflectedEvidence.model_fields) == set(evidence["required"])
     assert items["properties"]["kind"]["enum"] == [kind.value for kind in InsightKind]
-    assert items["properties"]["scope"]["enum"] == [scope.value for scope in Scope]
-    assert not set(TRUSTED_FIELDS) & set(items["properties"])  # whose, from where, reviewed: never the model's
+    assert not set(TRUSTED_FIELDS) & set(items["properties"])  # whose, for whom, from where, reviewed: not the model's
     assert items["additionalProperties"] is False and REFLECTION_SCHEMA.json_schema["additionalProperties"] is False
 
 
@@ -75,5 +74,20 @@ def test_malformed_answers_name_every_problem(content: str | dict[str, Any], pro
 
 
 def test_trusted_fields_are_ignored_and_reported() -> None:
-    parsed = parse_output({"insights": [GOOD, {**GOOD, "user_id": "admin", "status": "active"}]})
-    assert len(parsed.insights) == 2 and parsed.ignored == ["insights.1.user_id", "insights.1.status"]
+    sneaky = {
+        **GOOD,
+        "user_id": "admin",
+        "status": "active",
+        "scope": "project",
+        "source": "manual",
+        "evidence": {**GOOD["evidence"], "session_id": "someone-elses"},
+    }
+    parsed = parse_output({"insights": [GOOD, sneaky]})
+    assert len(parsed.insights) == 2 and parsed.insights[1] == parsed.insights[0]
+    assert parsed.ignored == [
+        "insights.1.evidence.session_id",
+        "insights.1.scope",
+        "insights.1.source",
+        "insights.1.status",
+        "insights.1.user_id",
+    ]

@@ -38,12 +38,16 @@ TABLE_PREFERENCE = {
     ),
     "evidence": "please, tables for comparisons",
     "user_id": "u-wang",
+    "scope": "user",
     "confidence": 0.9,
 }
 
 
 def save(store: InsightStore, base: dict[str, Any], **changes: Any) -> Any:
-    return store.save(InsightDraft.parse({**base, **changes})).id
+    data = {**base, **changes}
+    if not data.get("user_id"):
+        data.pop("scope", None)  # without a user it can only be project-wide
+    return store.save(InsightDraft.parse(data)).id
 
 
 def hit_ids(store: InsightStore, query: Any, **kwargs: Any) -> list[Any]:
@@ -332,13 +336,15 @@ def test_standing_rule_matching_the_conversation_survives_a_budget_of_newer_unre
                 "action": "给钱总报任何产品单价或报价时，一律用美元报价，并注明汇率的日期。",
                 "evidence": "以后报价都给我美元",
                 "user_id": BUDGET_USER,
+                "scope": "user",
             }
         ),
         now=now - timedelta(days=400),
     ).id
     for age, (topic, action) in enumerate(NEWER_UNRELATED, start=1):
         draft = {"topic": topic, "kind": "preference", "scene": "采购", "action": action, "evidence": topic}
-        store.save(InsightDraft.parse({**draft, "user_id": BUDGET_USER}), now=now - timedelta(days=age))
+        draft |= {"user_id": BUDGET_USER, "scope": "user"}
+        store.save(InsightDraft.parse(draft), now=now - timedelta(days=age))
     assert store.settings.standing_rule_budget == 5
     newest_first = store.standing_rules(scene="采购", user_id=BUDGET_USER)
     assert old not in [rule.id for rule in newest_first]  # by recency alone, the budget drops it

@@ -24,6 +24,8 @@ def draft(**changes: Any) -> InsightDraft:
         "confidence": 0.9,
     }
     data.update(changes)
+    if data.get("user_id"):  # a user's draft says its scope: the store saves what admission placed
+        data.setdefault("scope", "user")
     return InsightDraft.parse(data)
 
 

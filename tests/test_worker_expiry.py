@@ -26,7 +26,7 @@ def draft(topic: str, confidence: float, **changes: Any) -> InsightDraft:
         "confidence": confidence,
         "user_id": "u_ttl",
     }
-    return InsightDraft.parse({**data, **changes})
+    return InsightDraft.parse({"scope": "user", **data, **changes})
 
 
 def test_expiry_and_the_ttl_retire_only_unused_low_confidence_insights(

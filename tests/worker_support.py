@@ -84,7 +84,6 @@ class RuleExtractor:
                                 quote=match.group(0), turn=turn.turn_index, session=session.label
                             ),
                             confidence=0.8,
-                            scope="user",
                         )
                     )
         tables = [(s, t) for s in request.sessions for t in s.turns if TABLE in t.user_message]
@@ -98,7 +97,6 @@ class RuleExtractor:
                     action="当这位用户要你比较方案时，你用表格列出对比。",
                     evidence=ReflectedEvidence(quote=turn.user_message, turn=turn.turn_index, session=session.label),
                     confidence=0.8,
-                    scope="user",
                 )
             )
         return found
@@ -198,7 +196,6 @@ class Lesson:
             "evidence": {"quote": self.quote, "turn": None, "session": "S1"},
             "confidence": 0.9,
             "tags": [],
-            "scope": "user",
             "condition": None,
             "condition_detail": None,
         }

@@ -1,11 +1,11 @@
-"""What may be stored, and in what state. Every writer (the plugin's tools, the worker, the CLI) passes its drafts
-through here before the store sees them:
+"""What may be stored, and in what state. Every write (governance/writing.py) passes through here before the store
+sees it:
 
 1. the poisoning screen (poisoning.py) runs on the text as given: instruction-like content, role changes, prompt
    exfiltration, data sent to an address, privilege escalation, in any disguise, is held for review, never active;
 2. secrets and personal data are redacted (redaction.py) in every text field, whatever happens next;
-3. scope: what one user's conversation teaches stays with that user; a request for project scope is held for review
-   unless the routing rules (routing.py) promoted it.
+3. scope (scope.py, from the command's trusted provenance only): what one user's conversation teaches stays with
+   that user; a write asking for project scope is also written project-wide, held for review.
 
 Turns are redacted the same way before they are stored, so an insight's evidence quote still matches the stored
 transcript word for word.
@@ -13,56 +13,90 @@ transcript word for word.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from hindsight_insights.commands import WriteCommand
+from hindsight_insights.config import Settings
 from hindsight_insights.detection.poisoning import screen
 from hindsight_insights.detection.redaction import redact
-from hindsight_insights.models import Evidence, InsightDraft, InsightStatus, Scope, TurnDraft
+from hindsight_insights.governance.scope import Target, decide_scope
+from hindsight_insights.models import Evidence, InsightContent, InsightDraft, InsightStatus, TurnDraft
 
-PROJECT_NEEDS_REVIEW = "project-wide: learned from one user's conversation, it applies to everyone once reviewed"
+_ADMISSION = object()  # only this module holds it, so only admission makes an Admitted
 
 
 @dataclass(frozen=True)
 class Admitted:
+    """A draft that passed admission: screened, redacted, placed by governance/scope.py. Only `admit` and `hold`
+    make one; the store is given nothing else."""
+
     draft: InsightDraft
     redacted: list[str]  # the kinds of secret or personal data removed
+    target: Target
+    suspect: bool  # the poisoning screen held it
+    _made_by: object = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self._made_by is not _ADMISSION:
+            raise TypeError("an Admitted is made by governance.admission.admit only")
 
 
-def admit_insight(draft: InsightDraft, *, project_allowed: bool = False) -> Admitted:
-    """The draft as it may be stored. `project_allowed`: a routing rule (never the draft's author) made it
-    project-wide."""
-    screening = screen(draft.topic, draft.action, draft.observation, draft.evidence.quote, *draft.tags)
-    redacted: list[str] = []
+def admit(command: WriteCommand, settings: Settings) -> list[Admitted]:
+    """The drafts a command may be stored as, the user's first (or the only one): the content screened and redacted
+    once, then placed on each target that governance/scope.py decides from the command's provenance."""
+    content, provenance = command.content, command.provenance
+    screening = screen(content.topic, content.action, content.observation, content.evidence.quote, *content.tags)
+    clean, redacted = _redacted(content, provenance.session_id)
+    suspect_reason = None
+    if screening.suspect:
+        # Also over a project copy's own reason: a suspect must never wait for something that approves it by
+        # itself (a second user's agreement). The reasons quote the text, so they are redacted like it.
+        suspect_reason = redact("possible prompt injection: " + "; ".join(screening.reasons)).text[:500]
+    admitted = []
+    for target in decide_scope(provenance, settings):
+        reason = suspect_reason or target.review_reason
+        data = clean | {
+            "user_id": provenance.user_id,
+            "scope": target.scope,
+            "source": provenance.source,
+            "status": InsightStatus.PENDING_REVIEW if reason else InsightStatus.ACTIVE,
+            "review_reason": reason,
+        }
+        draft = InsightDraft.parse(data)
+        admitted.append(Admitted(draft, redacted, target, screening.suspect, _made_by=_ADMISSION))
+    return admitted
+
+
+def hold(admitted: Admitted, reason: str) -> Admitted:
+    """An admitted draft held for review with another reason (a conflict with the project's rule). A suspect keeps
+    the screen's reason: what it matched is what a reviewer must see."""
+    if admitted.suspect:
+        return admitted
+    draft = admitted.draft.model_copy(update={"status": InsightStatus.PENDING_REVIEW, "review_reason": reason[:500]})
+    return Admitted(draft, admitted.redacted, admitted.target, False, _made_by=_ADMISSION)
+
+
+def _redacted(content: InsightContent, session_id: str | None) -> tuple[dict[str, object], list[str]]:
+    """The content's fields with secrets and personal data replaced, and the kinds removed. The evidence gets the
+    session it was said in from the provenance."""
+    found: list[str] = []
 
     def clean(text: str) -> str:
         result = redact(text)
-        redacted.extend(result.found)
+        found.extend(result.found)
         return result.text
 
-    update: dict[str, object] = {
-        "topic": clean(draft.topic),
-        "action": clean(draft.action),
-        "observation": clean(draft.observation),
-        "tags": [clean(tag) for tag in draft.tags],
-        "evidence": Evidence(
-            quote=clean(draft.evidence.quote), session_id=draft.evidence.session_id, turn=draft.evidence.turn
-        ),
+    fields: dict[str, object] = dict(content)
+    fields |= {
+        "topic": clean(content.topic),
+        "action": clean(content.action),
+        "observation": clean(content.observation),
+        "tags": [clean(tag) for tag in content.tags],
+        "evidence": Evidence(quote=clean(content.evidence.quote), turn=content.evidence.turn, session_id=session_id),
     }
-    if draft.condition_detail:
-        update["condition_detail"] = clean(draft.condition_detail)
-    if screening.suspect and draft.status in (InsightStatus.ACTIVE, InsightStatus.PENDING_REVIEW):
-        # Also over a pending draft's own reason: a suspect must never wait for something that approves it by
-        # itself (a second user's agreement). The reasons quote the text, so they are redacted like it.
-        reason = redact("possible prompt injection: " + "; ".join(screening.reasons)).text
-        update |= {"status": InsightStatus.PENDING_REVIEW, "review_reason": reason[:500]}
-    elif (
-        draft.resolved_scope is Scope.PROJECT
-        and draft.user_id
-        and not project_allowed
-        and draft.status is InsightStatus.ACTIVE
-    ):
-        update |= {"status": InsightStatus.PENDING_REVIEW, "review_reason": PROJECT_NEEDS_REVIEW}
-    return Admitted(draft=draft.model_copy(update=update), redacted=redacted)
+    if content.condition_detail:
+        fields["condition_detail"] = clean(content.condition_detail)
+    return fields, found
 
 
 def admit_turn(draft: TurnDraft) -> TurnDraft:

@@ -1,15 +1,7 @@
-"""From a detected correction to the insight it teaches, and the scope it asks for (the layered writes' table):
-
-  type        confidence      asks for          then (routing.learn)
-  preference  any             this user         active at once
-  factual     0.85 or more    project-wide      for this user at once; project-wide once verified (another user
-                                                corrects it the same way, nothing says otherwise) or reviewed; a
-                                                conflict with the project's rule: held for review, never overwrites
-  factual     0.7 to 0.85     this user         active at once
-  factual     below 0.7       this session      active in this conversation only, for a day
-  process     any             project-wide      for this user at once, project-wide once reviewed
-  negative    any             this session      for this conversation only; it also flags the turn, so the worker
-                                                reflects on the session (its anomaly trigger)
+"""From a detected correction to the insight it teaches, as a write command whose provenance carries the detector's
+finding: the scope it asks for is in governance/scope.py's table. A session-only insight (a weak factual or a
+negative correction) lasts a day; a negative correction also flags the turn, so the worker reflects on the session
+(its anomaly trigger).
 
 A correction for a named period ("这周运费 20 元", this month) also expires when the period ends
 (detection/periods.py); it has a slot of its own, so the topic's general rule holds beside it and after it.
@@ -23,11 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from hindsight_insights.commands import Provenance, WriteCommand
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.periods import period_end
 from hindsight_insights.detection.text import has_han
-from hindsight_insights.models import Condition, InsightDraft, InsightKind, Scope, Turn
+from hindsight_insights.governance.scope import decide_scope
+from hindsight_insights.models import Condition, InsightContent, InsightKind, Scope, Turn
 from hindsight_insights.prompts import render_prompt
 
 KIND_OF = {
@@ -47,18 +41,6 @@ _FALLBACK_TOPIC = {
     (CorrectionType.NEGATIVE, "en"): "rejected answer",
 }
 SESSION_INSIGHT_LIFETIME = timedelta(days=1)
-
-
-def requested_scope(correction: Correction, settings: Settings) -> Scope:
-    if correction.type is CorrectionType.PREFERENCE:
-        return Scope.USER
-    if correction.type is CorrectionType.PROCESS:
-        return Scope.PROJECT
-    if correction.type is CorrectionType.FACTUAL and correction.confidence >= settings.project_fact_confidence:
-        return Scope.PROJECT
-    if correction.type is CorrectionType.FACTUAL and correction.confidence >= settings.user_fact_confidence:
-        return Scope.USER
-    return Scope.SESSION
 
 
 @dataclass(frozen=True)
@@ -96,30 +78,30 @@ def wording(correction: Correction, message: str, settings: Settings) -> Wording
     )
 
 
-def draft_for(correction: Correction, turn: Turn, settings: Settings, now: datetime) -> InsightDraft | None:
-    """The insight a correction in `turn`'s user message teaches; None when it is not a correction."""
+def lesson_for(correction: Correction, turn: Turn, settings: Settings, now: datetime) -> WriteCommand | None:
+    """The write a correction in `turn`'s user message teaches; None when it is not a correction. The detector's
+    finding goes into the provenance: the scope comes from it (governance/scope.py), never from the wording."""
     if not correction.is_correction or not turn.user_message.strip():
         return None
     words = wording(correction, turn.user_message, settings)
-    scope = requested_scope(correction, settings)
-    ends = [now + SESSION_INSIGHT_LIFETIME] if scope is Scope.SESSION else []
+    provenance = Provenance(source="detector", user_id=turn.user_id, session_id=turn.session_id, correction=correction)
+    session_only = decide_scope(provenance, settings)[0].scope is Scope.SESSION
+    ends = [now + SESSION_INSIGHT_LIFETIME] if session_only else []
     if words.condition is Condition.TEMPORAL and words.condition_detail:
         period = period_end(words.condition_detail, now, settings.timezone)
         ends += [period] if period is not None and period > now else []
-    return InsightDraft.parse(
+    content = InsightContent.parse(
         {
             "topic": words.topic,
             "kind": KIND_OF[correction.type],
             "scene": turn.scene,
             "observation": words.observation,
             "action": words.action,
-            "evidence": {"quote": turn.user_message[:1000], "session_id": turn.session_id, "turn": turn.turn_index},
+            "evidence": {"quote": turn.user_message[:1000], "turn": turn.turn_index},
             "confidence": correction.confidence,
-            "user_id": turn.user_id,
-            "scope": scope,
-            "source": "detector",
             "condition": words.condition,
             "condition_detail": words.condition_detail,
             "expire_at": min(ends, default=None),
         }
     )
+    return WriteCommand(content, provenance)

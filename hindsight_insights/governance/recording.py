@@ -6,7 +6,7 @@
    with the injected insights this user could have been given: another user's id is left out and reported, so that
    no caller can mark someone else's insight as used (the worker's TTL keeps used insights);
 4. behaviour memory: a corrected previous answer gets the error status and a correction record;
-5. the layered writes (lessons.py, routing.py) save what the correction teaches, at once.
+5. what the correction teaches is written at once (lessons.py, writing.write).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from hindsight_insights.detection.correction_types import Correction, Correction
 from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.redaction import redact
 from hindsight_insights.governance.admission import admit_turn
-from hindsight_insights.governance.lessons import draft_for
-from hindsight_insights.governance.routing import Placed, learn
+from hindsight_insights.governance.lessons import lesson_for
+from hindsight_insights.governance.writing import Placed, write
 from hindsight_insights.models import CorrectionRecord, Turn, TurnDraft
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.turns import turn_uuid
@@ -69,8 +69,8 @@ def record_turn(store: InsightStore, draft: TurnDraft, settings: Settings, now: 
             in_turn=turn.id,
         )
         corrected_turn = store.turns.mark_corrected(previous, record)
-    insight = draft_for(correction, turn, settings, now)
-    learned = learn(store, insight, trusted_confidence=True) if insight is not None else []
+    lesson = lesson_for(correction, turn, settings, now)
+    learned = write(store, lesson) if lesson is not None else []
     return Recorded(turn, correction, corrected_turn, learned, repeated=False, unseen_injected=unseen)
 
 

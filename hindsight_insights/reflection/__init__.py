@@ -16,7 +16,14 @@ from hindsight_insights.reflection.engine import (
     PreparedReflection,
     ReflectionEngine,
 )
-from hindsight_insights.reflection.llm import ExtractionRequest, Extractor, LlmAnswer, LlmError, Reflector
+from hindsight_insights.reflection.llm import (
+    DetectedCandidate,
+    ExtractionRequest,
+    Extractor,
+    LlmAnswer,
+    LlmError,
+    Reflector,
+)
 from hindsight_insights.reflection.output import (
     REFLECTION_SCHEMA,
     MalformedOutput,
@@ -64,6 +71,7 @@ __all__ = [
     "BatchNotReady",
     "BatchRequest",
     "CannotReflect",
+    "DetectedCandidate",
     "Dropped",
     "ExtractionRequest",
     "Extractor",

@@ -5,7 +5,7 @@
               (no model) gives its candidates directly
     verify    every candidate's evidence quote against the user messages of the session (verify.py); dropped
               candidates are counted with the reason
-    save      governance.routing.learn: admission (poisoning screen, redaction, scope) and the store's rules
+    save      governance.writing.write: admission (poisoning screen, redaction, scope) and the layered writes
 
 Nothing is saved until every candidate of the answer has been checked, and nothing at all from an answer that is
 malformed twice. Cost bound: at most one model call per reflection, two when the answer is retried; the transcript is
@@ -19,13 +19,21 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from hindsight_insights.commands import Provenance, WriteCommand
 from hindsight_insights.config import Language, Settings
+from hindsight_insights.detection.correction_types import Correction
 from hindsight_insights.errors import HindsightError, InvalidInput
-from hindsight_insights.governance.routing import learn
-from hindsight_insights.models import MAX_TAGS, Condition, InsightDraft, InsightStatus, Scope
-from hindsight_insights.reflection.llm import ExtractionRequest, Extractor, LlmAnswer, LlmError, Reflector
+from hindsight_insights.governance.writing import write
+from hindsight_insights.models import MAX_TAGS, Condition, InsightContent, InsightStatus, Scope
+from hindsight_insights.reflection.llm import (
+    DetectedCandidate,
+    ExtractionRequest,
+    Extractor,
+    LlmAnswer,
+    LlmError,
+    Reflector,
+)
 from hindsight_insights.reflection.output import REFLECTION_SCHEMA, MalformedOutput, ReflectedInsight, parse_output
 from hindsight_insights.reflection.prompt import (
     MAX_KNOWN_TOPICS,
@@ -221,13 +229,16 @@ class ReflectionEngine:
     def _save(
         self,
         prepared: PreparedReflection,
-        candidates: Sequence[ReflectedInsight],
+        found: Sequence[ReflectedInsight | DetectedCandidate],
         report: ReflectionReport,
         started: float,
     ) -> ReflectionReport:
-        report.candidates = len(candidates)
-        drafts: list[tuple[int, InsightDraft]] = []
-        for index, candidate in enumerate(candidates):
+        report.candidates = len(found)
+        commands: list[tuple[int, WriteCommand]] = []
+        for index, item in enumerate(found):
+            candidate, correction = (
+                (item.insight, item.correction) if isinstance(item, DetectedCandidate) else (item, None)
+            )
             if index >= self._max_insights:
                 report.dropped.append(
                     Dropped(
@@ -246,16 +257,14 @@ class ReflectionEngine:
                 )
                 continue
             try:
-                drafts.append((index, self._draft(candidate, quote, prepared.user_id)))
+                commands.append((index, self._command(candidate, quote, prepared.user_id, correction)))
             except InvalidInput as error:
                 report.dropped.append(
                     Dropped(index=index, topic=candidate.topic, reason="invalid_fields", detail=str(error))
                 )
-        for index, draft in drafts:
+        for index, command in commands:
             try:
-                # A model's confidence never promotes to project-wide; the rule-based extractor's may.
-                trusted = bool(getattr(self._source, "trusted_confidence", False))
-                placements = learn(self._store, draft, trusted_confidence=trusted)
+                placements = write(self._store, command)
             except HindsightError as error:
                 saved = len(report.saved_ids)
                 return self._failed(
@@ -275,25 +284,27 @@ class ReflectionEngine:
         log.info("reflection on %s: %s", report.session_ids, report.counts)
         return report
 
-    def _draft(self, candidate: ReflectedInsight, quote: VerifiedQuote, user_id: str) -> InsightDraft:
-        """The candidate as a draft. Whose it is, its source and status are ours to set, never the model's."""
-        data: dict[str, Any] = {
-            "topic": candidate.topic,
-            "kind": candidate.kind,
-            "scene": candidate.scene or quote.session.scene,
-            "observation": candidate.observation,
-            "action": candidate.action,
-            "evidence": {"quote": quote.quote, "session_id": quote.session.session_id, "turn": quote.turn},
-            "tags": list(dict.fromkeys(tag.strip() for tag in candidate.tags if tag.strip()))[:MAX_TAGS],
-            "condition": candidate.condition or Condition.UNIVERSAL,
-            "condition_detail": candidate.condition_detail or None,
-            "confidence": candidate.confidence,
-            "scope": candidate.scope,
-            "user_id": user_id,
-            "source": self.source,
-            "status": InsightStatus.ACTIVE,  # admit() decides what waits for review
-        }
-        return InsightDraft.parse(data)
+    def _command(
+        self, candidate: ReflectedInsight, quote: VerifiedQuote, user_id: str, correction: Correction | None
+    ) -> WriteCommand:
+        """The candidate as a write. Whose it is, its scope, session and source are ours to set, never the model's:
+        only the rule-based detector's finding (`correction`) asks for a scope other than the user's."""
+        content = InsightContent.parse(
+            {
+                "topic": candidate.topic,
+                "kind": candidate.kind,
+                "scene": candidate.scene or quote.session.scene,
+                "observation": candidate.observation,
+                "action": candidate.action,
+                "evidence": {"quote": quote.quote, "turn": quote.turn},
+                "tags": list(dict.fromkeys(tag.strip() for tag in candidate.tags if tag.strip()))[:MAX_TAGS],
+                "condition": candidate.condition or Condition.UNIVERSAL,
+                "condition_detail": candidate.condition_detail or None,
+                "confidence": candidate.confidence,
+            }
+        )
+        provenance = Provenance(self.source, user_id, quote.session.session_id, correction=correction)
+        return WriteCommand(content, provenance)
 
     def _known_topics(self, user_id: str) -> list[KnownTopic]:
         """This user's topics and the project's, newest first, so that a new insight reuses a slot's name."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from hindsight_insights.config import Language
+from hindsight_insights.detection.correction_types import Correction
 from hindsight_insights.errors import HindsightError
 from hindsight_insights.reflection.output import OutputSchema, ReflectedInsight
 from hindsight_insights.reflection.transcript import SessionTranscript, Variant
@@ -63,11 +64,21 @@ class ExtractionRequest:
     language: Language
 
 
+@dataclass(frozen=True)
+class DetectedCandidate:
+    """A candidate the rule-based correction detector found, with its finding. The finding is trusted (no model
+    wrote it): it asks for the scope (governance/scope.py) and its confidence may verify a fact by agreement."""
+
+    insight: ReflectedInsight
+    correction: Correction
+
+
 @runtime_checkable
 class Extractor(Protocol):
-    """Candidate insights straight from the turns, without a model. Their evidence must quote user messages."""
+    """Candidate insights straight from the turns, without a model. Their evidence must quote user messages. A
+    plain ReflectedInsight stays with the user, like a model's."""
 
     @property
     def name(self) -> str: ...
 
-    def extract(self, request: ExtractionRequest) -> Sequence[ReflectedInsight]: ...
+    def extract(self, request: ExtractionRequest) -> Sequence[ReflectedInsight | DetectedCandidate]: ...

@@ -14,22 +14,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from hindsight_insights.commands import Provenance
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import CorrectionType
 from hindsight_insights.detection.corrections import detect
-from hindsight_insights.governance.lessons import KIND_OF, requested_scope, wording
+from hindsight_insights.governance.lessons import KIND_OF, wording
+from hindsight_insights.governance.scope import decide_scope
 from hindsight_insights.models import Scope
-from hindsight_insights.reflection.llm import ExtractionRequest
+from hindsight_insights.reflection.llm import DetectedCandidate, ExtractionRequest
 from hindsight_insights.reflection.output import ReflectedEvidence, ReflectedInsight
 
 MAX_QUOTE_CHARS = 1000
 
 
 class OfflineExtractor:
-    """An `Extractor` for the reflection engine. Its confidences come from the detector's rules, not from a model,
-    so the layered writes may promote a verified fact (`trusted_confidence`)."""
-
-    trusted_confidence = True
+    """An `Extractor` for the reflection engine. Each candidate carries the detector's finding (DetectedCandidate):
+    its rules, not a model, choose the scope, and may promote a verified fact."""
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
@@ -38,8 +38,8 @@ class OfflineExtractor:
     def name(self) -> str:
         return "offline"
 
-    def extract(self, request: ExtractionRequest) -> Sequence[ReflectedInsight]:
-        found: list[ReflectedInsight] = []
+    def extract(self, request: ExtractionRequest) -> Sequence[DetectedCandidate]:
+        found: list[DetectedCandidate] = []
         for session in request.sessions:
             previous_answer: str | None = None
             for index, turn in enumerate(session.turns):
@@ -48,23 +48,21 @@ class OfflineExtractor:
                 previous_answer = turn.assistant_message or previous_answer
                 if correction is None or correction.type in (CorrectionType.NONE, CorrectionType.NEGATIVE):
                     continue
-                scope = requested_scope(correction, self._settings)
-                if scope is Scope.SESSION:
+                asks = Provenance(self.name, session.user_id, session.session_id, correction=correction)
+                if decide_scope(asks, self._settings)[0].scope is Scope.SESSION:
                     continue
                 words = wording(correction, message, self._settings)
-                found.append(
-                    ReflectedInsight(
-                        topic=words.topic,
-                        kind=KIND_OF[correction.type],
-                        scene=turn.scene,
-                        observation=words.observation,
-                        action=words.action,
-                        evidence=ReflectedEvidence(quote=message[:MAX_QUOTE_CHARS], turn=index, session=session.label),
-                        confidence=correction.confidence,
-                        tags=[],
-                        scope=scope,
-                        condition=words.condition,
-                        condition_detail=words.condition_detail,
-                    )
+                insight = ReflectedInsight(
+                    topic=words.topic,
+                    kind=KIND_OF[correction.type],
+                    scene=turn.scene,
+                    observation=words.observation,
+                    action=words.action,
+                    evidence=ReflectedEvidence(quote=message[:MAX_QUOTE_CHARS], turn=index, session=session.label),
+                    confidence=correction.confidence,
+                    tags=[],
+                    condition=words.condition,
+                    condition_detail=words.condition_detail,
                 )
+                found.append(DetectedCandidate(insight, correction))
         return found

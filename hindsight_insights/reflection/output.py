@@ -17,7 +17,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hindsight_insights.errors import HindsightError, InvalidInput
-from hindsight_insights.models import TRUSTED_FIELDS, Condition, InsightKind, Scope, json_object
+from hindsight_insights.llm_json import json_object, without_trusted
+from hindsight_insights.models import Condition, InsightKind
 
 SCHEMA_NAME = "record_insights"
 
@@ -41,8 +42,8 @@ class ReflectedEvidence(_Shape):
 
 
 class ReflectedInsight(_Shape):
-    """One candidate insight, as an LLM or an offline extractor proposes it. Whose it is, where it came from and
-    whether it was reviewed are never part of it (models.TRUSTED_FIELDS)."""
+    """One candidate insight, as an LLM or an offline extractor proposes it: content only. Whose it is, for whom it
+    holds (scope), where it came from and whether it was reviewed are never part of it (llm_json.TRUSTED_FIELDS)."""
 
     topic: str
     kind: InsightKind
@@ -52,7 +53,6 @@ class ReflectedInsight(_Shape):
     evidence: ReflectedEvidence
     confidence: Annotated[float, Field(ge=0.0, le=1.0)]
     tags: list[str] = []
-    scope: Scope
     condition: Condition | None = None  # for a correction: how widely it holds (models.Condition)
     condition_detail: str | None = None  # the context, period or source, unless universal
 
@@ -96,7 +96,6 @@ _INSIGHT = {
         "evidence": _EVIDENCE,
         "confidence": {"type": "number", "description": "0.8-0.95 said explicitly; 0.5-0.7 inferred."},
         "tags": {"type": "array", "items": {"type": "string"}},
-        "scope": {"type": "string", "enum": [scope.value for scope in Scope]},
         "condition": {
             "anyOf": [{"type": "string", "enum": [condition.value for condition in Condition]}, {"type": "null"}],
             "description": "For a correction: how widely it holds; null when it is not a correction.",
@@ -112,7 +111,6 @@ _INSIGHT = {
         "evidence",
         "confidence",
         "tags",
-        "scope",
         "condition",
         "condition_detail",
     ],
@@ -134,7 +132,7 @@ REFLECTION_SCHEMA = OutputSchema(
 @dataclass(frozen=True)
 class ParsedOutput:
     insights: list[ReflectedInsight]
-    ignored: list[str]  # trusted fields the model tried to set, e.g. "insights.0.user_id"
+    ignored: list[str]  # trusted fields the model tried to set, e.g. "insights.0.scope"
 
 
 def parse_output(content: str | Mapping[str, Any]) -> ParsedOutput:
@@ -152,12 +150,13 @@ def parse_output(content: str | Mapping[str, Any]) -> ParsedOutput:
     ignored: list[str] = []
     items = data.get("insights")
     if isinstance(items, list):
-        # What the model may not decide is dropped and reported, as InsightDraft.from_llm_json does for one insight.
+        # What the model may not decide is dropped and reported, as llm_json does for one insight. The evidence's
+        # `session` label stays: it points at a session of the prompt, and the quote is verified there.
         cleaned = []
         for index, item in enumerate(items):
             if isinstance(item, dict):
-                ignored += [f"insights.{index}.{key}" for key in TRUSTED_FIELDS if key in item]
-                item = {key: value for key, value in item.items() if key not in TRUSTED_FIELDS}
+                item, dropped = without_trusted(item, f"insights.{index}", evidence_fields=("session_id",))
+                ignored += dropped
             cleaned.append(item)
         data = {**data, "insights": cleaned}
     try:
