@@ -222,7 +222,7 @@ def main() -> None:
             for name in order:
                 started = time.perf_counter()
                 if name == "store":
-                    store.search(query, scene=scene, user_id=user)
+                    store.retrieval.search(query, scene=scene, user_id=user)
                 elif name == "direct":
                     vector = embedder.embed([query], query=True)[0]
                     direct_hybrid_query(collection, settings, query, vector, eligible(scene, user, now))
