@@ -37,7 +37,9 @@ def conversation(store: InsightStore, user: str, *exchanges: tuple[str, str]) ->
 
 
 def rules_for(store: InsightStore, user: str | None, query: str = "退货寄到哪里") -> list[str]:
-    return [i.action for i in store.recall(query, scene="售后服务", user_id=user, score_threshold=0.0).insights]
+    return [
+        i.action for i in store.retrieval.recall(query, scene="售后服务", user_id=user, score_threshold=0.0).insights
+    ]
 
 
 def test_a_preference_is_the_users_at_once_and_nobody_elses(store: InsightStore) -> None:
@@ -137,10 +139,14 @@ def test_a_bare_negation_flags_the_session_and_holds_for_it_only(store: InsightS
     (placed,) = said.learned
     assert placed.scope is Scope.SESSION
     session = said.turn.session_id
-    in_session = store.recall("退货地址是哪里", scene="售后服务", user_id="u5", session_id=session, score_threshold=0.0)
+    in_session = store.retrieval.recall(
+        "退货地址是哪里", scene="售后服务", user_id="u5", session_id=session, score_threshold=0.0
+    )
     assert [i.id for i in in_session.insights] == [placed.result.id]
     assert rules_for(store, "u5") == []  # not outside its session
-    elsewhere = store.recall("退货地址", scene="售后服务", user_id="u5", session_id="another", score_threshold=0.0)
+    elsewhere = store.retrieval.recall(
+        "退货地址", scene="售后服务", user_id="u5", session_id="another", score_threshold=0.0
+    )
     assert elsewhere.insights == []
 
 
@@ -154,18 +160,23 @@ def test_a_general_factual_correction_is_the_users_and_an_implicit_one_holds_for
     (placed,) = general.learned
     assert placed.scope is Scope.USER
     assert [
-        i.id for i in store.recall("售后负责人是谁", scene="售后服务", user_id="u6", score_threshold=0.0).insights
+        i.id
+        for i in store.retrieval.recall("售后负责人是谁", scene="售后服务", user_id="u6", score_threshold=0.0).insights
     ] == [placed.result.id]
-    assert store.recall("售后负责人是谁", scene="售后服务", user_id="u7", score_threshold=0.0).insights == []
+    assert store.retrieval.recall("售后负责人是谁", scene="售后服务", user_id="u7", score_threshold=0.0).insights == []
 
     _, implicit = conversation(store, "u6", ("运费多少？", "运费是 10 元。"), ("运费现在 15 元", "好的。"))
     assert (implicit.correction.type, implicit.correction.confidence) == ("factual", 0.6)  # below 0.7: this session
     (held,) = implicit.learned
     assert held.scope is Scope.SESSION
     session = implicit.turn.session_id
-    in_session = store.recall("运费多少", scene="售后服务", user_id="u6", session_id=session, score_threshold=0.0)
+    in_session = store.retrieval.recall(
+        "运费多少", scene="售后服务", user_id="u6", session_id=session, score_threshold=0.0
+    )
     assert held.result.id in [i.id for i in in_session.insights]
-    elsewhere = store.recall("运费多少", scene="售后服务", user_id="u6", session_id="another", score_threshold=0.0)
+    elsewhere = store.retrieval.recall(
+        "运费多少", scene="售后服务", user_id="u6", session_id="another", score_threshold=0.0
+    )
     assert held.result.id not in [i.id for i in elsewhere.insights]
 
 
@@ -196,9 +207,9 @@ def test_a_correction_for_this_week_ends_with_the_week_and_leaves_the_topics_rul
         "2026-12-06 23:59:59+08:00"  # Sunday night
     )
     assert store.get(general.id).status is InsightStatus.ACTIVE  # a slot of its own: the rule stands beside it
-    during = store.recall("运费多少", scene="售后服务", user_id="u4", score_threshold=0.0, now=monday)
+    during = store.retrieval.recall("运费多少", scene="售后服务", user_id="u4", score_threshold=0.0, now=monday)
     assert {i.id for i in during.insights} == {general.id, weekly.id}
-    after = store.recall(
+    after = store.retrieval.recall(
         "运费多少", scene="售后服务", user_id="u4", score_threshold=0.0, now=monday + timedelta(days=7)
     )
     assert [i.id for i in after.insights] == [general.id]

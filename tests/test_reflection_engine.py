@@ -80,9 +80,9 @@ def test_a_user_lesson_is_saved_for_that_user_and_reaches_no_other(store: Insigh
     (insight_id,) = report.created
     saved = store.get(insight_id)
     assert (saved.user_id, saved.scope, saved.status) == ("u_laowang", Scope.USER, InsightStatus.ACTIVE)
-    mine = store.recall("帮我拉一下这个月的退款率", scene="数据分析", user_id="u_laowang")
-    theirs = store.recall("帮我拉一下这个月的退款率", scene="数据分析", user_id="u_zhangli")
-    anyone = store.recall("帮我拉一下这个月的退款率", scene="数据分析", user_id=None)
+    mine = store.retrieval.recall("帮我拉一下这个月的退款率", scene="数据分析", user_id="u_laowang")
+    theirs = store.retrieval.recall("帮我拉一下这个月的退款率", scene="数据分析", user_id="u_zhangli")
+    anyone = store.retrieval.recall("帮我拉一下这个月的退款率", scene="数据分析", user_id=None)
     assert [i.id for i in mine.insights] == [insight_id]
     assert theirs.insights == [] and anyone.insights == []
 
@@ -115,7 +115,7 @@ def test_a_project_wide_suggestion_waits_for_review(store: InsightStore, api: Fa
         "u_hr_wu",
     )
     assert (pending.condition, pending.condition_detail) == ("temporal", "去年 7 月及以后发生的差旅费用")
-    assert store.recall("差旅报销最晚什么时候交", scene="人事咨询", user_id="someone-else").insights == []
+    assert store.retrieval.recall("差旅报销最晚什么时候交", scene="人事咨询", user_id="someone-else").insights == []
 
 
 def test_known_topics_are_offered_and_a_new_version_supersedes(store: InsightStore, api: FakeAnthropicApi) -> None:

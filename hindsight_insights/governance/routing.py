@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from hindsight_insights import ranking
 from hindsight_insights.governance.admission import PROJECT_NEEDS_REVIEW, admit_insight
 from hindsight_insights.models import InsightDraft, InsightKind, InsightStatus, SaveResult, Scope
-from hindsight_insights.store import InsightStore
 from hindsight_insights.store.chain import head
+from hindsight_insights.store.ports import LearningStore
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Placed:
     review_reason: str | None  # why it waits for a reviewer, when it does
 
 
-def learn(store: InsightStore, draft: InsightDraft, *, trusted_confidence: bool = False) -> list[Placed]:
+def learn(store: LearningStore, draft: InsightDraft, *, trusted_confidence: bool = False) -> list[Placed]:
     """Save a draft where the rules put it; the first placement is the one for the user (or the only one)."""
     if draft.resolved_scope is not Scope.PROJECT or not draft.user_id:
         return [_save(store, draft)]
@@ -66,7 +66,7 @@ AWAITING_AGREEMENT = (
 )
 
 
-def _verified_by_agreement(store: InsightStore, draft: InsightDraft, held: Placed) -> Placed:
+def _verified_by_agreement(store: LearningStore, draft: InsightDraft, held: Placed) -> Placed:
     """A fact two users corrected the same way, independently, with nothing against it, holds for everyone: the
     newest of the agreeing pending versions becomes the project's rule. One user alone, who may be wrong, never
     makes a project fact."""
@@ -91,14 +91,14 @@ def _verified_by_agreement(store: InsightStore, draft: InsightDraft, held: Place
     return Placed(Scope.PROJECT, result, held.redacted, None)
 
 
-def _save(store: InsightStore, draft: InsightDraft, *, project_allowed: bool = False) -> Placed:
+def _save(store: LearningStore, draft: InsightDraft, *, project_allowed: bool = False) -> Placed:
     admitted = admit_insight(draft, project_allowed=project_allowed)
     result = store.save(admitted.draft)
     reason = admitted.draft.review_reason if result.insight_status is InsightStatus.PENDING_REVIEW else None
     return Placed(admitted.draft.resolved_scope, result, admitted.redacted, reason)
 
 
-def _conflicting_rule(store: InsightStore, draft: InsightDraft) -> str | None:
+def _conflicting_rule(store: LearningStore, draft: InsightDraft) -> str | None:
     """The project slot's current rule, when it says something else (quoted for the reviewer)."""
     current = head(store.slot_versions_of(draft), datetime.now(UTC))
     if current is None or ranking.same_instruction(current.action, draft.action):
