@@ -1,6 +1,7 @@
-"""Recording a turn on the real store: the detector reads the user's message, behaviour memory marks the corrected
-answer, and the layered writes put what it teaches where the rules say (this user, this session, the project, or
-the review queue). Redaction and the poisoning screen run before anything is stored."""
+"""Recording a turn: the detector reads the user's message, behaviour memory marks the corrected answer, and the
+layered writes put what it teaches where the rules say (this user, this session, the project, or the review queue).
+Redaction and the poisoning screen run before anything is stored. Tests that check what recall gives use the real
+store; the others the in-memory one (testkit/memory_store.py), which passes the same store contract."""
 
 from __future__ import annotations
 
@@ -11,11 +12,23 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pytest
+
+from hindsight_insights.config import Settings
 from hindsight_insights.governance.recording import record_turn
 from hindsight_insights.governance.routing import learn
 from hindsight_insights.models import InsightDraft, InsightStatus, Scope, TurnDraft
 from hindsight_insights.store import InsightStore
+from hindsight_insights.store.ports import RecordingStore
 from hindsight_insights.store.review import ReviewQueue
+from testkit.memory_store import MemoryStore
+
+
+@pytest.fixture
+def memory_store(project_settings: Settings) -> MemoryStore:
+    """For what needs no retrieval: the turn log and the save rules in memory (testkit/memory_store.py)."""
+    return MemoryStore(project_settings)
+
 
 BATTERY = Path(__file__).resolve().parent.parent / "bench" / "data" / "poisoning.json"
 
@@ -31,7 +44,7 @@ def turn(session: str, user: str, message: str, answer: str = "", **changes: Any
     return TurnDraft.parse({**data, **changes})
 
 
-def conversation(store: InsightStore, user: str, *exchanges: tuple[str, str]) -> list[Any]:
+def conversation(store: RecordingStore, user: str, *exchanges: tuple[str, str]) -> list[Any]:
     session = f"s-{uuid.uuid4().hex[:8]}"
     return [record_turn(store, turn(session, user, said, answered), store.settings) for said, answered in exchanges]
 
@@ -105,9 +118,9 @@ def test_a_fact_that_conflicts_with_the_project_rule_goes_to_review_never_overwr
     assert [i.id for i in ReviewQueue(store).pending()] == [held.result.id]
 
 
-def test_a_process_correction_is_the_users_at_once_and_the_projects_once_reviewed(store: InsightStore) -> None:
+def test_a_process_correction_is_the_users_at_once_and_the_projects_once_reviewed(memory_store: MemoryStore) -> None:
     _, said = conversation(
-        store,
+        memory_store,
         "u3",
         ("这个退款怎么处理？", "我直接给您退款。"),
         ("退款前要先核对订单号，再操作退款，这是规定。", "明白。"),
@@ -119,16 +132,16 @@ def test_a_process_correction_is_the_users_at_once_and_the_projects_once_reviewe
     }
 
 
-def test_a_corrected_answer_is_marked_in_behaviour_memory(store: InsightStore) -> None:
+def test_a_corrected_answer_is_marked_in_behaviour_memory(memory_store: MemoryStore) -> None:
     first, said = conversation(
-        store,
+        memory_store,
         "u4",
         ("运费多少？", "运费是 10 元。"),
         ("不对，运费是 15 元，订单页上写着。", "抱歉，是 15 元。"),
     )
     corrected = said.corrected_turn
     assert corrected is not None and corrected.id == first.turn.id and corrected.error_status == "corrected"
-    stored = store.turns.of_user("u4")[-1]
+    stored = memory_store.turns.of_user("u4")[-1]
     assert stored.id == first.turn.id and stored.correction is not None
     assert (stored.correction.type, stored.correction.in_turn, stored.correction.by) == ("factual", said.turn.id, "u4")
 
@@ -215,30 +228,30 @@ def test_a_correction_for_this_week_ends_with_the_week_and_leaves_the_topics_rul
     assert [i.id for i in after.insights] == [general.id]
 
 
-def test_a_retried_message_learns_nothing_twice(store: InsightStore) -> None:
+def test_a_retried_message_learns_nothing_twice(memory_store: MemoryStore) -> None:
     message = turn("s-retry", "u6", "以后叫我小李就行。", "好的小李。", message_id="m-1")
-    first = record_turn(store, message, store.settings)
-    again = record_turn(store, message, store.settings)
+    first = record_turn(memory_store, message, memory_store.settings)
+    again = record_turn(memory_store, message, memory_store.settings)
     assert not first.repeated and again.repeated and again.turn.id == first.turn.id and again.learned == []
-    assert len(store.turns.session("s-retry")) == 1
+    assert len(memory_store.turns.session("s-retry")) == 1
 
 
-def test_secrets_are_removed_from_the_turn_and_from_what_it_teaches(store: InsightStore) -> None:
+def test_secrets_are_removed_from_the_turn_and_from_what_it_teaches(memory_store: MemoryStore) -> None:
     _, said = conversation(
-        store,
+        memory_store,
         "u7",
         ("怎么联系你们？", "请留下您的电话。"),
         ("以后回复我的时候都发到我手机 13812345678，别发邮件。", "好的。"),
     )
-    stored = json.dumps([t.model_dump(mode="json") for t in store.turns.of_user("u7")], ensure_ascii=False)
+    stored = json.dumps([t.model_dump(mode="json") for t in memory_store.turns.of_user("u7")], ensure_ascii=False)
     assert "13812345678" not in stored and "[手机号已隐藏]" in stored
     for placed in said.learned:
-        insight = json.dumps(store.get(placed.result.id).model_dump(mode="json"), ensure_ascii=False)
+        insight = json.dumps(memory_store.get(placed.result.id).model_dump(mode="json"), ensure_ascii=False)
         assert "13812345678" not in insight and "phone" in placed.redacted
 
 
 def test_personal_data_in_what_the_detector_names_and_in_an_answers_metadata_is_stored_redacted(
-    store: InsightStore,
+    memory_store: MemoryStore,
 ) -> None:
     address = "jessica.tan@northwind-trading.com"
     message = f"Orders from {address} need a manager approval first."
@@ -249,21 +262,25 @@ def test_personal_data_in_what_the_detector_names_and_in_an_answers_metadata_is_
         sources=[f"crm://contacts/{address}"],
         tool_calls=[f"send_mail(to={address})"],
     )
-    record_turn(store, turn("s-mail", "u8", "Order 40 scanners for Northwind.", "I placed the order."), store.settings)
-    said = record_turn(store, draft, store.settings)
+    record_turn(
+        memory_store,
+        turn("s-mail", "u8", "Order 40 scanners for Northwind.", "I placed the order."),
+        memory_store.settings,
+    )
+    said = record_turn(memory_store, draft, memory_store.settings)
     assert said.correction.topic is not None and address in said.correction.topic  # the detector named it
-    stored = json.dumps([t.model_dump(mode="json") for t in store.turns.of_user("u8")], ensure_ascii=False)
+    stored = json.dumps([t.model_dump(mode="json") for t in memory_store.turns.of_user("u8")], ensure_ascii=False)
     assert address not in stored and "send_mail(to=" in stored and "crm://contacts/" in stored
     assert said.turn.signals.detected is not None and said.turn.signals.detected.type == "process"
 
 
-def test_every_secret_of_the_battery_is_gone_from_the_stored_insights_and_turns(store: InsightStore) -> None:
+def test_every_secret_of_the_battery_is_gone_from_the_stored_insights_and_turns(memory_store: MemoryStore) -> None:
     """The redaction battery (bench/data/poisoning.json) through the write paths, checked in what Weaviate holds."""
     cases = [case for case in json.loads(BATTERY.read_text())["redaction"] if case["secrets"]]
     for index, case in enumerate(cases):
         text = case["text"]
         learn(
-            store,
+            memory_store,
             InsightDraft.parse(
                 {
                     "topic": f"redaction case {index}",
@@ -276,14 +293,14 @@ def test_every_secret_of_the_battery_is_gone_from_the_stored_insights_and_turns(
                 }
             ),
         )
-        record_turn(store, turn(f"s-redact-{index}", "u-redact", text, text), store.settings)
+        record_turn(memory_store, turn(f"s-redact-{index}", "u-redact", text, text), memory_store.settings)
     stored = json.dumps(
-        [i.model_dump(mode="json") for i in store.list_insights(limit=1000)]
-        + [t.model_dump(mode="json") for t in store.turns.of_user("u-redact")],
+        [i.model_dump(mode="json") for i in memory_store.list_insights(limit=1000)]
+        + [t.model_dump(mode="json") for t in memory_store.turns.of_user("u-redact")],
         ensure_ascii=False,
     )
     secrets = [secret for case in cases for secret in case["secrets"]]
-    assert len(secrets) >= 40 and len(store.list_insights(limit=1000)) >= len(cases)
+    assert len(secrets) >= 40 and len(memory_store.list_insights(limit=1000)) >= len(cases)
     assert [secret for secret in secrets if secret in stored] == []
 
 
