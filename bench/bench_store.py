@@ -2,7 +2,7 @@
 
 1. import N insights with embedding (InsightStore.import_many)            -> insights/s
 2. 500 searches, interleaved query by query so that machine noise hits all three alike:
-     store    InsightStore.search (embed, segment, the nearest by cosine behind the gate, filters, re-rank)
+     store    store.retrieval.search (embed, segment, the nearest by cosine behind the gate, filters, re-rank)
      direct   the same embedding + one hybrid query with the same filters, sent with weaviate-client
      numpy    exact cosine over the same vectors in memory, with the same eligibility as boolean masks
    -> p50/p95 of each and the ratios.
