@@ -2,7 +2,7 @@
 
 1. import N insights with admission and embedding (writing.write_many)   -> insights/s
 2. 500 searches, interleaved query by query so that machine noise hits all three alike:
-     store    InsightStore.search (embed, segment, the nearest by cosine behind the gate, filters, re-rank)
+     store    store.retrieval.search (embed, segment, the nearest by cosine behind the gate, filters, re-rank)
      direct   the same embedding + one hybrid query with the same filters, sent with weaviate-client
      numpy    exact cosine over the same vectors in memory, with the same eligibility as boolean masks
    -> p50/p95 of each and the ratios.
@@ -223,7 +223,7 @@ def main() -> None:
             for name in order:
                 started = time.perf_counter()
                 if name == "store":
-                    store.search(query, scene=scene, user_id=user)
+                    store.retrieval.search(query, scene=scene, user_id=user)
                 elif name == "direct":
                     vector = embedder.embed([query], query=True)[0]
                     direct_hybrid_query(collection, settings, query, vector, eligible(scene, user, now))

@@ -51,17 +51,17 @@ Retriever = Callable[[Query], Recall]
 
 
 def gate_recall(store: InsightStore) -> Retriever:
-    return lambda q: store.recall(q.turns, scene=q.scene, user_id=q.user_id, top_k=5)
+    return lambda q: store.retrieval.recall(q.turns, scene=q.scene, user_id=q.user_id, top_k=5)
 
 
 def global_recall(store: InsightStore, threshold: float) -> Retriever:
     """The previous behaviour: a plain threshold, and the newest standing rules within the budget."""
 
     def run(q: Query) -> Recall:
-        situational = store.search(
+        situational = store.retrieval.search(
             q.turns, scene=q.scene, user_id=q.user_id, top_k=5, score_threshold=threshold, kinds=SITUATIONAL_KINDS
         )
-        standing = store.standing_rules(scene=q.scene, user_id=q.user_id)
+        standing = store.retrieval.standing_rules(scene=q.scene, user_id=q.user_id)
         kept = newest_per_topic([*standing, *(hit.insight for hit in situational)])
         return Recall(
             standing=[i for i in standing if i.id in kept], situational=[h for h in situational if h.insight.id in kept]
@@ -129,7 +129,7 @@ def measure(data: EvalSet, key_of: dict[uuid.UUID, str], retrieve: Retriever, sp
 def tune_inputs(store: InsightStore, data: EvalSet) -> list[tuple[Query, list[GateInput]]]:
     """What the gate sees for every tune conversation (positive and no-match). Never the holdout."""
     queries = data.of("positive", "tune") + data.of("no_match", "tune")
-    return [(q, store.gate_inputs(q.turns, scene=q.scene, user_id=q.user_id)) for q in queries]
+    return [(q, store.retrieval.gate_inputs(q.turns, scene=q.scene, user_id=q.user_id)) for q in queries]
 
 
 def gated_rates(

@@ -22,6 +22,7 @@ from hindsight_insights.config import Settings
 from hindsight_insights.errors import HindsightError, NotFound
 from hindsight_insights.models import Insight, InsightKind, InsightStatus
 from hindsight_insights.store import InsightStore, open_store
+from hindsight_insights.store.migration import embed_again
 from hindsight_insights.store.review import ReviewQueue
 from hindsight_insights.weaviate_server import ensure_binary, running_weaviate
 
@@ -84,6 +85,18 @@ def inspect(
         return
     corrected = sum(turn.error_status == "corrected" for turn in turns)
     console.print(views.turns_table(turns, injected, f"user {user}: {len(turns)} latest turns, {corrected} corrected"))
+
+
+@app.command()
+def migrate(project: Project = None) -> None:
+    """Bring a project's stored insights up to this version: their vectors and search text are made again when they
+    were made an older way (the store warns when it opens such a project). Safe to run again."""
+    with opened(project) as store:
+        if not store.vectors_outdated:
+            console.print(f"project {store.settings.project!r}: nothing to migrate; re-embedded 0 insights")
+            return
+        done = embed_again(store.insight_table, store.embedder)
+    console.print(f"project {store.settings.project!r}: re-embedded {done} insights")
 
 
 @insights_app.command("list")

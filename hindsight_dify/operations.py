@@ -148,7 +148,7 @@ def _language(parameters: Parameters, settings: Settings) -> Language:
 def search_insight(store: InsightStore, parameters: Parameters, context: Context) -> ToolResult:
     settings = store.settings
     language = _language(parameters, settings)
-    recall = store.recall(
+    recall = store.retrieval.recall(
         recent_turns(parameters.text("query") or ""),
         scene=parameters.text("scene") or "general",
         user_id=acting_user(parameters, context),

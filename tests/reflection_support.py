@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from hindsight_insights.config import Settings
 from hindsight_insights.models import Turn, TurnDraft, TurnSignals
 from hindsight_insights.reflection import AnthropicReflector, ReflectionEngine
-from hindsight_insights.store import InsightStore
+from hindsight_insights.store.ports import ReflectionStore
 
 SESSIONS_FILE = Path(__file__).resolve().parent.parent / "bench" / "data" / "reflection_sessions.json"
 
@@ -30,7 +30,7 @@ def labelled_session(session_id: str) -> dict[str, Any]:
 
 
 def record(
-    store: InsightStore,
+    store: ReflectionStore,
     session_id: str,
     user_id: str,
     scene: str,
@@ -51,7 +51,9 @@ def record(
     return store.turns.session(session_id)
 
 
-def record_labelled(store: InsightStore, labelled_id: str, session_id: str, user_id: str | None = None) -> list[Turn]:
+def record_labelled(
+    store: ReflectionStore, labelled_id: str, session_id: str, user_id: str | None = None
+) -> list[Turn]:
     session = labelled_session(labelled_id)
     turns = [(turn["user"], turn["assistant"]) for turn in session["turns"]]
     return record(store, session_id, user_id or session["user_id"], session["scene"], turns)
@@ -159,7 +161,7 @@ def anthropic_settings(settings: Settings, **changes: Any) -> Settings:
 
 
 def anthropic_engine(
-    store: InsightStore, api: FakeAnthropicApi, **changes: Any
+    store: ReflectionStore, api: FakeAnthropicApi, **changes: Any
 ) -> tuple[ReflectionEngine, AnthropicReflector]:
     settings = anthropic_settings(store.settings, **changes)
     reflector = AnthropicReflector.from_settings(settings, http_client=api.client())

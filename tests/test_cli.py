@@ -8,6 +8,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -15,6 +16,8 @@ from hindsight_cli.app import app
 from hindsight_insights.config import Settings
 from hindsight_insights.models import CorrectionRecord, InsightDraft, InsightStatus, TurnDraft
 from hindsight_insights.store import InsightStore
+from hindsight_insights.store.schema import vector_of
+from hindsight_insights.store.table import embedding_text
 from hindsight_insights.weaviate_server import LocalWeaviate
 
 
@@ -125,3 +128,21 @@ def _conversations(later: str) -> list[str]:
     lines = [line for line in later.splitlines() if line.strip()]
     starts = [i for i, line in enumerate(lines) if re.match(r"^[\w-]+ in [^:]+: ", line)]
     return ["\n".join(lines[start:end]) for start, end in zip(starts, [*starts[1:], len(lines)], strict=True)]
+
+
+def test_migrate_makes_vectors_of_an_older_version_again_once(
+    cli: Any, store: InsightStore, project_settings: Settings
+) -> None:
+    saved = store.save(InsightDraft.parse({**PENDING, "status": "active", "review_reason": None}))
+    insights = store.insight_table.collection
+    stale = store.embedder.embed(["a vector made from other words"])[0]
+    insights.data.update(uuid=saved.id, vector={"default": stale.tolist()})
+    binding = json.loads(insights.config.get().description or "")
+    insights.config.update(description=json.dumps({k: v for k, v in binding.items() if k != "vectors"}))
+
+    out = cli("migrate")
+    assert f"project {project_settings.project!r}: re-embedded 1 insights" in out
+    stored = insights.query.fetch_object_by_id(saved.id, include_vector=True)
+    expected = store.embedder.embed([embedding_text(store.get(saved.id))])[0]
+    assert stored is not None and np.allclose(vector_of(stored), expected, atol=1e-5)
+    assert "nothing to migrate; re-embedded 0 insights" in cli("migrate")

@@ -1,6 +1,7 @@
-"""Recording a turn on the real store: the detector reads the user's message, behaviour memory marks the corrected
-answer, and the layered writes put what it teaches where the rules say (this user, this session, the project, or
-the review queue). Redaction and the poisoning screen run before anything is stored."""
+"""Recording a turn: the detector reads the user's message, behaviour memory marks the corrected answer, and the
+layered writes put what it teaches where the rules say (this user, this session, the project, or the review queue).
+Redaction and the poisoning screen run before anything is stored. Tests that check what recall gives use the real
+store; the others the in-memory one (testkit/memory_store.py), which passes the same store contract."""
 
 from __future__ import annotations
 
@@ -11,13 +12,25 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from hindsight_insights.commands import Provenance, WriteCommand
+from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.governance.recording import record_turn
 from hindsight_insights.governance.writing import write
 from hindsight_insights.models import InsightContent, InsightStatus, SaveResult, Scope, TurnDraft
 from hindsight_insights.store import InsightStore
+from hindsight_insights.store.ports import RecordingStore
 from hindsight_insights.store.review import ReviewQueue
+from testkit.memory_store import MemoryStore
+
+
+@pytest.fixture
+def memory_store(project_settings: Settings) -> MemoryStore:
+    """For what needs no retrieval: the turn log and the save rules in memory (testkit/memory_store.py)."""
+    return MemoryStore(project_settings)
+
 
 BATTERY = Path(__file__).resolve().parent.parent / "bench" / "data" / "poisoning.json"
 
@@ -33,7 +46,7 @@ def turn(session: str, user: str, message: str, answer: str = "", **changes: Any
     return TurnDraft.parse({**data, **changes})
 
 
-def conversation(store: InsightStore, user: str, *exchanges: tuple[str, str]) -> list[Any]:
+def conversation(store: RecordingStore, user: str, *exchanges: tuple[str, str]) -> list[Any]:
     session = f"s-{uuid.uuid4().hex[:8]}"
     return [record_turn(store, turn(session, user, said, answered), store.settings) for said, answered in exchanges]
 
@@ -45,7 +58,9 @@ def project_rule_of(store: InsightStore, content: dict[str, Any]) -> SaveResult:
 
 
 def rules_for(store: InsightStore, user: str | None, query: str = "退货寄到哪里") -> list[str]:
-    return [i.action for i in store.recall(query, scene="售后服务", user_id=user, score_threshold=0.0).insights]
+    return [
+        i.action for i in store.retrieval.recall(query, scene="售后服务", user_id=user, score_threshold=0.0).insights
+    ]
 
 
 def test_a_preference_is_the_users_at_once_and_nobody_elses(store: InsightStore) -> None:
@@ -110,9 +125,9 @@ def test_a_fact_that_conflicts_with_the_project_rule_goes_to_review_never_overwr
     assert [i.id for i in ReviewQueue(store).pending()] == [held.result.id]
 
 
-def test_a_process_correction_is_the_users_at_once_and_the_projects_once_reviewed(store: InsightStore) -> None:
+def test_a_process_correction_is_the_users_at_once_and_the_projects_once_reviewed(memory_store: MemoryStore) -> None:
     _, said = conversation(
-        store,
+        memory_store,
         "u3",
         ("这个退款怎么处理？", "我直接给您退款。"),
         ("退款前要先核对订单号，再操作退款，这是规定。", "明白。"),
@@ -124,16 +139,16 @@ def test_a_process_correction_is_the_users_at_once_and_the_projects_once_reviewe
     }
 
 
-def test_a_corrected_answer_is_marked_in_behaviour_memory(store: InsightStore) -> None:
+def test_a_corrected_answer_is_marked_in_behaviour_memory(memory_store: MemoryStore) -> None:
     first, said = conversation(
-        store,
+        memory_store,
         "u4",
         ("运费多少？", "运费是 10 元。"),
         ("不对，运费是 15 元，订单页上写着。", "抱歉，是 15 元。"),
     )
     corrected = said.corrected_turn
     assert corrected is not None and corrected.id == first.turn.id and corrected.error_status == "corrected"
-    stored = store.turns.of_user("u4")[-1]
+    stored = memory_store.turns.of_user("u4")[-1]
     assert stored.id == first.turn.id and stored.correction is not None
     assert (stored.correction.type, stored.correction.in_turn, stored.correction.by) == ("factual", said.turn.id, "u4")
 
@@ -144,10 +159,14 @@ def test_a_bare_negation_flags_the_session_and_holds_for_it_only(store: InsightS
     (placed,) = said.learned
     assert placed.scope is Scope.SESSION
     session = said.turn.session_id
-    in_session = store.recall("退货地址是哪里", scene="售后服务", user_id="u5", session_id=session, score_threshold=0.0)
+    in_session = store.retrieval.recall(
+        "退货地址是哪里", scene="售后服务", user_id="u5", session_id=session, score_threshold=0.0
+    )
     assert [i.id for i in in_session.insights] == [placed.result.id]
     assert rules_for(store, "u5") == []  # not outside its session
-    elsewhere = store.recall("退货地址", scene="售后服务", user_id="u5", session_id="another", score_threshold=0.0)
+    elsewhere = store.retrieval.recall(
+        "退货地址", scene="售后服务", user_id="u5", session_id="another", score_threshold=0.0
+    )
     assert elsewhere.insights == []
 
 
@@ -161,18 +180,23 @@ def test_a_general_factual_correction_is_the_users_and_an_implicit_one_holds_for
     (placed,) = general.learned
     assert placed.scope is Scope.USER
     assert [
-        i.id for i in store.recall("售后负责人是谁", scene="售后服务", user_id="u6", score_threshold=0.0).insights
+        i.id
+        for i in store.retrieval.recall("售后负责人是谁", scene="售后服务", user_id="u6", score_threshold=0.0).insights
     ] == [placed.result.id]
-    assert store.recall("售后负责人是谁", scene="售后服务", user_id="u7", score_threshold=0.0).insights == []
+    assert store.retrieval.recall("售后负责人是谁", scene="售后服务", user_id="u7", score_threshold=0.0).insights == []
 
     _, implicit = conversation(store, "u6", ("运费多少？", "运费是 10 元。"), ("运费现在 15 元", "好的。"))
     assert (implicit.correction.type, implicit.correction.confidence) == ("factual", 0.6)  # below 0.7: this session
     (held,) = implicit.learned
     assert held.scope is Scope.SESSION
     session = implicit.turn.session_id
-    in_session = store.recall("运费多少", scene="售后服务", user_id="u6", session_id=session, score_threshold=0.0)
+    in_session = store.retrieval.recall(
+        "运费多少", scene="售后服务", user_id="u6", session_id=session, score_threshold=0.0
+    )
     assert held.result.id in [i.id for i in in_session.insights]
-    elsewhere = store.recall("运费多少", scene="售后服务", user_id="u6", session_id="another", score_threshold=0.0)
+    elsewhere = store.retrieval.recall(
+        "运费多少", scene="售后服务", user_id="u6", session_id="another", score_threshold=0.0
+    )
     assert held.result.id not in [i.id for i in elsewhere.insights]
 
 
@@ -202,38 +226,38 @@ def test_a_correction_for_this_week_ends_with_the_week_and_leaves_the_topics_rul
         "2026-12-06 23:59:59+08:00"  # Sunday night
     )
     assert store.get(general.id).status is InsightStatus.ACTIVE  # a slot of its own: the rule stands beside it
-    during = store.recall("运费多少", scene="售后服务", user_id="u4", score_threshold=0.0, now=monday)
+    during = store.retrieval.recall("运费多少", scene="售后服务", user_id="u4", score_threshold=0.0, now=monday)
     assert {i.id for i in during.insights} == {general.id, weekly.id}
-    after = store.recall(
+    after = store.retrieval.recall(
         "运费多少", scene="售后服务", user_id="u4", score_threshold=0.0, now=monday + timedelta(days=7)
     )
     assert [i.id for i in after.insights] == [general.id]
 
 
-def test_a_retried_message_learns_nothing_twice(store: InsightStore) -> None:
+def test_a_retried_message_learns_nothing_twice(memory_store: MemoryStore) -> None:
     message = turn("s-retry", "u6", "以后叫我小李就行。", "好的小李。", message_id="m-1")
-    first = record_turn(store, message, store.settings)
-    again = record_turn(store, message, store.settings)
+    first = record_turn(memory_store, message, memory_store.settings)
+    again = record_turn(memory_store, message, memory_store.settings)
     assert not first.repeated and again.repeated and again.turn.id == first.turn.id and again.learned == []
-    assert len(store.turns.session("s-retry")) == 1
+    assert len(memory_store.turns.session("s-retry")) == 1
 
 
-def test_secrets_are_removed_from_the_turn_and_from_what_it_teaches(store: InsightStore) -> None:
+def test_secrets_are_removed_from_the_turn_and_from_what_it_teaches(memory_store: MemoryStore) -> None:
     _, said = conversation(
-        store,
+        memory_store,
         "u7",
         ("怎么联系你们？", "请留下您的电话。"),
         ("以后回复我的时候都发到我手机 13812345678，别发邮件。", "好的。"),
     )
-    stored = json.dumps([t.model_dump(mode="json") for t in store.turns.of_user("u7")], ensure_ascii=False)
+    stored = json.dumps([t.model_dump(mode="json") for t in memory_store.turns.of_user("u7")], ensure_ascii=False)
     assert "13812345678" not in stored and "[手机号已隐藏]" in stored
     for placed in said.learned:
-        insight = json.dumps(store.get(placed.result.id).model_dump(mode="json"), ensure_ascii=False)
+        insight = json.dumps(memory_store.get(placed.result.id).model_dump(mode="json"), ensure_ascii=False)
         assert "13812345678" not in insight and "phone" in placed.redacted
 
 
 def test_personal_data_in_what_the_detector_names_and_in_an_answers_metadata_is_stored_redacted(
-    store: InsightStore,
+    memory_store: MemoryStore,
 ) -> None:
     address = "jessica.tan@northwind-trading.com"
     message = f"Orders from {address} need a manager approval first."
@@ -244,30 +268,34 @@ def test_personal_data_in_what_the_detector_names_and_in_an_answers_metadata_is_
         sources=[f"crm://contacts/{address}"],
         tool_calls=[f"send_mail(to={address})"],
     )
-    record_turn(store, turn("s-mail", "u8", "Order 40 scanners for Northwind.", "I placed the order."), store.settings)
-    said = record_turn(store, draft, store.settings)
+    record_turn(
+        memory_store,
+        turn("s-mail", "u8", "Order 40 scanners for Northwind.", "I placed the order."),
+        memory_store.settings,
+    )
+    said = record_turn(memory_store, draft, memory_store.settings)
     assert said.correction.topic is not None and address in said.correction.topic  # the detector named it
-    stored = json.dumps([t.model_dump(mode="json") for t in store.turns.of_user("u8")], ensure_ascii=False)
+    stored = json.dumps([t.model_dump(mode="json") for t in memory_store.turns.of_user("u8")], ensure_ascii=False)
     assert address not in stored and "send_mail(to=" in stored and "crm://contacts/" in stored
     assert said.turn.signals.detected is not None and said.turn.signals.detected.type == "process"
 
 
-def test_every_secret_of_the_battery_is_gone_from_the_stored_insights_and_turns(store: InsightStore) -> None:
+def test_every_secret_of_the_battery_is_gone_from_the_stored_insights_and_turns(memory_store: MemoryStore) -> None:
     """The redaction battery (bench/data/poisoning.json) through the write paths, checked in what Weaviate holds."""
     cases = [case for case in json.loads(BATTERY.read_text())["redaction"] if case["secrets"]]
     for index, case in enumerate(cases):
         text = case["text"]
         content = {"topic": f"redaction case {index}", "kind": "fact", "scene": "售后服务", "action": text}
         content |= {"observation": text, "evidence": text}
-        write(store, WriteCommand(InsightContent.parse(content), Provenance("test", "u-redact")))
-        record_turn(store, turn(f"s-redact-{index}", "u-redact", text, text), store.settings)
+        write(memory_store, WriteCommand(InsightContent.parse(content), Provenance("test", "u-redact")))
+        record_turn(memory_store, turn(f"s-redact-{index}", "u-redact", text, text), memory_store.settings)
     stored = json.dumps(
-        [i.model_dump(mode="json") for i in store.list_insights(limit=1000)]
-        + [t.model_dump(mode="json") for t in store.turns.of_user("u-redact")],
+        [i.model_dump(mode="json") for i in memory_store.list_insights(limit=1000)]
+        + [t.model_dump(mode="json") for t in memory_store.turns.of_user("u-redact")],
         ensure_ascii=False,
     )
     secrets = [secret for case in cases for secret in case["secrets"]]
-    assert len(secrets) >= 40 and len(store.list_insights(limit=1000)) >= len(cases)
+    assert len(secrets) >= 40 and len(memory_store.list_insights(limit=1000)) >= len(cases)
     assert [secret for secret in secrets if secret in stored] == []
 
 

@@ -34,7 +34,9 @@ def draft(**changes: Any) -> InsightDraft:
 
 
 def recalled(store: InsightStore, query: str = "退款多久到账", user: str | None = None) -> list[str]:
-    return [i.action for i in store.recall(query, scene="售后服务", user_id=user, score_threshold=0.0).insights]
+    return [
+        i.action for i in store.retrieval.recall(query, scene="售后服务", user_id=user, score_threshold=0.0).insights
+    ]
 
 
 # ---- the review queue ------------------------------------------------------------------------------------------------
@@ -45,7 +47,7 @@ def test_pending_insights_wait_in_the_queue_and_are_never_injected(store: Insigh
     queue = ReviewQueue(store)
     assert [i.id for i in queue.pending()] == [pending.id]
     assert queue.pending()[0].review_reason == "a project-wide process rule"
-    assert recalled(store) == [] and store.standing_rules(scene="售后服务", user_id=None) == []
+    assert recalled(store) == [] and store.retrieval.standing_rules(scene="售后服务", user_id=None) == []
 
 
 def test_approving_activates_it_and_keeps_who_when_before_and_after(store: InsightStore) -> None:
@@ -113,7 +115,9 @@ def test_a_correction_for_one_context_does_not_silence_the_topic_elsewhere(
     )
     assert vip.status == "created" and store.get(general.id).status is InsightStatus.ACTIVE
     assert sorted(recalled(store, "退款多久到账 VIP")) == sorted([draft().action, store.get(vip.id).action])
-    rules = render_rules(store.recall("退款多久到账", scene="售后服务", score_threshold=0.0).insights, settings, "zh")
+    rules = render_rules(
+        store.retrieval.recall("退款多久到账", scene="售后服务", score_threshold=0.0).insights, settings, "zh"
+    )
     assert "（仅适用于：「VIP 顾客」；主题：「退款时限」" in rules
     with pytest.raises(InvalidInput, match="condition_detail is required"):
         draft(condition="source_specific")

@@ -1,5 +1,5 @@
-"""Reflection through the real anthropic SDK (its HTTP client on a mock transport) into a real Weaviate store: what
-the SDK sends, what each kind of answer leads to, retries, and the whole Message Batches lifecycle."""
+"""Reflection through the real anthropic SDK (its HTTP client on a mock transport) into the in-memory store: what the
+SDK sends, what each kind of answer leads to, retries, and the whole Message Batches lifecycle."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import anthropic._base_client
 import httpx2
 import pytest
 
+from hindsight_insights.config import Settings
 from hindsight_insights.models import InsightStatus, Scope
 from hindsight_insights.reflection import REFLECTION_SCHEMA, BatchJob, BatchNotReady, ReflectionBatch
-from hindsight_insights.store import InsightStore
+from testkit.memory_store import MemoryStore
 from tests.reflection_support import (
     FakeAnthropicApi,
     Reply,
@@ -30,6 +31,13 @@ from tests.reflection_support import (
     tool_use,
     usage,
 )
+
+
+@pytest.fixture
+def store(project_settings: Settings) -> MemoryStore:
+    """The store in memory (testkit/memory_store.py): reflection needs the turn log and the save rules, not Weaviate."""
+    return MemoryStore(project_settings)
+
 
 # rs002 (tune): the user asks for the conclusion first and at most three reasons, in turn 1.
 QUOTE = "以后先说结论，选哪个，然后最多给三个理由"
@@ -48,7 +56,7 @@ def api() -> FakeAnthropicApi:
 
 
 def test_forced_tool_use_creates_insights_and_the_request_is_what_the_api_expects(
-    store: InsightStore, api: FakeAnthropicApi
+    store: MemoryStore, api: FakeAnthropicApi
 ) -> None:
     turns = record_labelled(store, "rs002", "conv-rs002")
     api.on(
@@ -113,7 +121,7 @@ def test_forced_tool_use_creates_insights_and_the_request_is_what_the_api_expect
     assert sent.headers["authorization"] == "Bearer sk-ant-api03-test" and "anthropic-version" in sent.headers
 
 
-def test_structured_output_is_the_default_for_the_current_sonnet(store: InsightStore, api: FakeAnthropicApi) -> None:
+def test_structured_output_is_the_default_for_the_current_sonnet(store: MemoryStore, api: FakeAnthropicApi) -> None:
     record_labelled(store, "rs002", "conv-json")
     answer = json.dumps({"insights": [insight_json(QUOTE)]}, ensure_ascii=False)
     api.on("POST", "/v1/messages", ok(message([thinking(), text(answer)])))
@@ -132,7 +140,7 @@ def test_structured_output_is_the_default_for_the_current_sonnet(store: InsightS
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
 
 
-def test_a_malformed_answer_is_asked_again_once_with_the_problem(store: InsightStore, api: FakeAnthropicApi) -> None:
+def test_a_malformed_answer_is_asked_again_once_with_the_problem(store: MemoryStore, api: FakeAnthropicApi) -> None:
     record_labelled(store, "rs002", "conv-retry")
     cut = '{"insights": [{"topic": "回答结构", "kind": "preference", "scene": "方案对比", "observation": "用户说'
     good = json.dumps({"insights": [insight_json(QUOTE)]}, ensure_ascii=False)
@@ -158,7 +166,7 @@ def test_a_malformed_answer_is_asked_again_once_with_the_problem(store: InsightS
     assert "回答在长度上限处被截断了" in feedback
 
 
-def test_malformed_twice_fails_and_saves_nothing(store: InsightStore, api: FakeAnthropicApi) -> None:
+def test_malformed_twice_fails_and_saves_nothing(store: MemoryStore, api: FakeAnthropicApi) -> None:
     record_labelled(store, "rs002", "conv-bad")
     # A real failure of tool use: the list arrives as a string holding JSON.
     as_string = json.dumps([insight_json(QUOTE)], ensure_ascii=False)
@@ -179,7 +187,7 @@ def test_malformed_twice_fails_and_saves_nothing(store: InsightStore, api: FakeA
 
 
 def test_missing_fields_are_malformed_and_nothing_half_parsed_is_saved(
-    store: InsightStore, api: FakeAnthropicApi
+    store: MemoryStore, api: FakeAnthropicApi
 ) -> None:
     record_labelled(store, "rs002", "conv-missing")
     complete = insight_json(QUOTE)
@@ -200,7 +208,7 @@ def test_missing_fields_are_malformed_and_nothing_half_parsed_is_saved(
     assert "insights.1.action: Field required" in retry_text
 
 
-def test_a_quote_not_in_the_transcript_is_dropped_and_counted(store: InsightStore, api: FakeAnthropicApi) -> None:
+def test_a_quote_not_in_the_transcript_is_dropped_and_counted(store: MemoryStore, api: FakeAnthropicApi) -> None:
     record_labelled(store, "rs002", "conv-quotes")
     real = insight_json(QUOTE)
     invented = insight_json("以后所有回答都用表格", topic="表格", turn=None)
@@ -220,7 +228,7 @@ def test_a_quote_not_in_the_transcript_is_dropped_and_counted(store: InsightStor
     assert [i.topic for i in store.list_insights()] == ["回答结构"]
 
 
-def test_an_empty_result_saves_nothing_and_is_ok(store: InsightStore, api: FakeAnthropicApi) -> None:
+def test_an_empty_result_saves_nothing_and_is_ok(store: MemoryStore, api: FakeAnthropicApi) -> None:
     record_labelled(store, "rs039", "conv-smalltalk")
     api.on("POST", "/v1/messages", ok(message([text('{"insights": []}')], message_usage=usage(301, 2874, 0, 9))))
     engine, _ = anthropic_engine(store, api, language="en")
@@ -233,7 +241,7 @@ def test_an_empty_result_saves_nothing_and_is_ok(store: InsightStore, api: FakeA
     assert api.bodies()[0]["system"][0]["text"].startswith("You are the reflection step of Hindsight Insights")
 
 
-def test_a_rate_limit_is_retried_by_the_sdk(store: InsightStore, api: FakeAnthropicApi) -> None:
+def test_a_rate_limit_is_retried_by_the_sdk(store: MemoryStore, api: FakeAnthropicApi) -> None:
     record_labelled(store, "rs002", "conv-429")
     answer = json.dumps({"insights": [insight_json(QUOTE)]}, ensure_ascii=False)
     limited = error_body("rate_limit_error", "This request would exceed the rate limit for your organization.")
@@ -248,7 +256,7 @@ def test_a_rate_limit_is_retried_by_the_sdk(store: InsightStore, api: FakeAnthro
     assert api.requests[0].content == api.requests[1].content
 
 
-def test_overload_beyond_the_retries_fails_with_the_reason(store: InsightStore, api: FakeAnthropicApi) -> None:
+def test_overload_beyond_the_retries_fails_with_the_reason(store: MemoryStore, api: FakeAnthropicApi) -> None:
     record_labelled(store, "rs002", "conv-529")
     overloaded = Reply(529, error_body("overloaded_error", "Overloaded"))
     api.on("POST", "/v1/messages", overloaded, overloaded, overloaded)
@@ -261,7 +269,7 @@ def test_overload_beyond_the_retries_fails_with_the_reason(store: InsightStore, 
     assert len(api.requests) == 3 and store.count()[0] == 0
 
 
-def test_a_refusal_fails_without_a_retry(store: InsightStore, api: FakeAnthropicApi) -> None:
+def test_a_refusal_fails_without_a_retry(store: MemoryStore, api: FakeAnthropicApi) -> None:
     record_labelled(store, "rs002", "conv-refusal")
     refused = message([text("")], stop_reason="refusal")
     refused["stop_details"] = {"type": "refusal", "category": None, "explanation": "declined"}
@@ -291,7 +299,7 @@ def _batch(batch_id: str, status: str, counts: dict[str, int], results: bool = F
     }
 
 
-def test_nightly_batch_lifecycle_maps_results_back_to_sessions(store: InsightStore, api: FakeAnthropicApi) -> None:
+def test_nightly_batch_lifecycle_maps_results_back_to_sessions(store: MemoryStore, api: FakeAnthropicApi) -> None:
     # User u_grace: two sessions; in the second she asks for EUR once more (a request repeated across sessions).
     record_labelled(store, "rs030", "grace-mon", user_id="u_grace")
     record_labelled(store, "rs030", "grace-tue", user_id="u_grace")
@@ -377,7 +385,7 @@ def test_nightly_batch_lifecycle_maps_results_back_to_sessions(store: InsightSto
     assert len(api.bodies("/v1/messages")) == 1  # only the malformed result was asked again
 
 
-def test_batch_run_orders_reports_like_the_groups(store: InsightStore, api: FakeAnthropicApi) -> None:
+def test_batch_run_orders_reports_like_the_groups(store: MemoryStore, api: FakeAnthropicApi) -> None:
     record_labelled(store, "rs039", "kate-1", user_id="u_kate")
     batch_id = "msgbatch_01HkcTjaV5uDC8jWR4ZsDV8d"
     api.on("POST", "/v1/messages/batches", ok(_batch(batch_id, "in_progress", {"processing": 1})))
@@ -402,7 +410,7 @@ def test_batch_run_orders_reports_like_the_groups(store: InsightStore, api: Fake
     assert all(r.via_batch for r in reports) and reports[1].variant == "session"
 
 
-def test_unknown_ids_never_reach_the_store(store: InsightStore, api: FakeAnthropicApi) -> None:
+def test_unknown_ids_never_reach_the_store(store: MemoryStore, api: FakeAnthropicApi) -> None:
     """A model cannot pick whose insight it writes: user_id, source and status in its answer are ignored."""
     record_labelled(store, "rs002", "conv-trust")
     sneaky = {**insight_json(QUOTE), "user_id": "admin", "source": "manual", "status": "active"}
@@ -418,7 +426,7 @@ def test_unknown_ids_never_reach_the_store(store: InsightStore, api: FakeAnthrop
 
 
 def test_waiting_on_a_batch_that_is_still_processing_gives_up_at_the_deadline(
-    store: InsightStore, api: FakeAnthropicApi
+    store: MemoryStore, api: FakeAnthropicApi
 ) -> None:
     batch_id = "msgbatch_01Q6QJxqk2W3Ho4sMcF6tWZ1"
     api.on("GET", f"/v1/messages/batches/{batch_id}", ok(_batch(batch_id, "in_progress", {"processing": 40})))

@@ -1,15 +1,25 @@
-"""Reflection without a model, on the real store: the offline extractor finds what users say outright, quotes them
-verbatim, and saves through the same rules as a model's candidates."""
+"""Reflection without a model, on the in-memory store (held to the Weaviate store's rules by the contract tests):
+the offline extractor finds what users say outright, quotes them verbatim, and saves through the same rules as a
+model's candidates."""
 
 from __future__ import annotations
 
+import pytest
+
+from hindsight_insights.config import Settings
 from hindsight_insights.models import InsightStatus, Scope, TurnDraft
 from hindsight_insights.reflection import ReflectionEngine
 from hindsight_insights.reflection.offline import OfflineExtractor
-from hindsight_insights.store import InsightStore
+from testkit.memory_store import MemoryStore
 
 
-def record(store: InsightStore, session: str, user: str, scene: str, exchanges: list[tuple[str, str]]) -> None:
+@pytest.fixture
+def store(project_settings: Settings) -> MemoryStore:
+    """The store in memory (testkit/memory_store.py): reflection needs the turn log and the save rules, not Weaviate."""
+    return MemoryStore(project_settings)
+
+
+def record(store: MemoryStore, session: str, user: str, scene: str, exchanges: list[tuple[str, str]]) -> None:
     for said, answered in exchanges:
         store.turns.append(
             TurnDraft.parse(
@@ -24,7 +34,7 @@ def record(store: InsightStore, session: str, user: str, scene: str, exchanges: 
         )
 
 
-def test_stated_preferences_and_corrections_become_rules_quoted_verbatim(store: InsightStore) -> None:
+def test_stated_preferences_and_corrections_become_rules_quoted_verbatim(store: MemoryStore) -> None:
     record(
         store,
         "s1",
@@ -51,14 +61,14 @@ def test_stated_preferences_and_corrections_become_rules_quoted_verbatim(store: 
     assert again.created == [] and again.unchanged == [created]  # reflecting twice never duplicates
 
 
-def test_a_session_with_nothing_to_learn_leaves_nothing(store: InsightStore) -> None:
+def test_a_session_with_nothing_to_learn_leaves_nothing(store: MemoryStore) -> None:
     record(store, "s2", "carol", "general", [("Thanks, that was exactly what I needed!", "Glad it helped!")])
     report = ReflectionEngine(store, OfflineExtractor(store.settings)).reflect_session("s2")
     assert report.outcome == "ok" and report.saved_ids == [] and store.count() == (0, 1)
 
 
 def test_a_fact_is_the_users_at_once_and_waits_for_verification_and_a_bare_no_teaches_nothing(
-    store: InsightStore,
+    store: MemoryStore,
 ) -> None:
     record(
         store,

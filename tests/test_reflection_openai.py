@@ -1,5 +1,5 @@
 """Reflection through the openai SDK against a loopback HTTP server that answers as OpenAI-compatible servers do
-(vLLM, DeepSeek, Qwen): their response bodies, usage fields and error envelopes; into a real Weaviate store."""
+(vLLM, DeepSeek, Qwen): their response bodies, usage fields and error envelopes; into the in-memory store."""
 
 from __future__ import annotations
 
@@ -16,9 +16,16 @@ from pydantic import SecretStr
 
 from hindsight_insights.config import Settings
 from hindsight_insights.reflection import REFLECTION_SCHEMA, OpenAICompatibleReflector, ReflectionEngine
-from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import free_port
+from testkit.memory_store import MemoryStore
 from tests.reflection_support import insight_json, record_labelled
+
+
+@pytest.fixture
+def store(project_settings: Settings) -> MemoryStore:
+    """The store in memory (testkit/memory_store.py): reflection needs the turn log and the save rules, not Weaviate."""
+    return MemoryStore(project_settings)
+
 
 QUOTE = "以后先说结论，选哪个，然后最多给三个理由"
 
@@ -116,7 +123,7 @@ def settings_for(settings: Settings, url: str, **changes: Any) -> Settings:
     )
 
 
-def engine_for(store: InsightStore, url: str, **changes: Any) -> tuple[ReflectionEngine, OpenAICompatibleReflector]:
+def engine_for(store: MemoryStore, url: str, **changes: Any) -> tuple[ReflectionEngine, OpenAICompatibleReflector]:
     settings = settings_for(store.settings, url, **changes)
     reflector = OpenAICompatibleReflector.from_settings(settings)
     return ReflectionEngine(store, reflector, settings=settings), reflector
@@ -125,7 +132,7 @@ def engine_for(store: InsightStore, url: str, **changes: Any) -> tuple[Reflectio
 GOOD = json.dumps({"insights": [insight_json(QUOTE)]}, ensure_ascii=False)
 
 
-def test_json_schema_response_format_like_vllm(store: InsightStore, server: ChatServer) -> None:
+def test_json_schema_response_format_like_vllm(store: MemoryStore, server: ChatServer) -> None:
     record_labelled(store, "rs002", "conv-vllm")
     server.replies.append((200, completion(GOOD)))
     engine, _ = engine_for(store, server.url)
@@ -148,7 +155,7 @@ def test_json_schema_response_format_like_vllm(store: InsightStore, server: Chat
     assert store.get(report.created[0]).user_id == "u_lizong"
 
 
-def test_auto_falls_back_to_a_tool_call_once_like_deepseek(store: InsightStore, server: ChatServer) -> None:
+def test_auto_falls_back_to_a_tool_call_once_like_deepseek(store: MemoryStore, server: ChatServer) -> None:
     record_labelled(store, "rs002", "conv-ds-1")
     record_labelled(store, "rs002", "conv-ds-2")
     unavailable = {
@@ -189,7 +196,7 @@ def test_auto_falls_back_to_a_tool_call_once_like_deepseek(store: InsightStore, 
     assert server.requests[1]["tools"][0]["function"]["parameters"] == REFLECTION_SCHEMA.json_schema
 
 
-def test_json_mode_when_neither_schema_nor_tools_are_served(store: InsightStore, server: ChatServer) -> None:
+def test_json_mode_when_neither_schema_nor_tools_are_served(store: MemoryStore, server: ChatServer) -> None:
     record_labelled(store, "rs002", "conv-json-mode")
     vllm_error = {"object": "error", "message": "tool_choice is not supported", "type": "BadRequestError", "code": 400}
     server.replies += [
@@ -207,7 +214,7 @@ def test_json_mode_when_neither_schema_nor_tools_are_served(store: InsightStore,
     assert last["messages"][0]["content"].endswith(json.dumps(REFLECTION_SCHEMA.json_schema, ensure_ascii=False))
 
 
-def test_an_explicit_mode_never_falls_back(store: InsightStore, server: ChatServer) -> None:
+def test_an_explicit_mode_never_falls_back(store: MemoryStore, server: ChatServer) -> None:
     record_labelled(store, "rs002", "conv-strict")
     server.replies.append((400, {"error": {"message": "This response_format type is unavailable now"}}))
     engine, _ = engine_for(store, server.url, reflection_output="json_schema")
@@ -222,7 +229,7 @@ def test_an_explicit_mode_never_falls_back(store: InsightStore, server: ChatServ
 
 
 def test_server_errors_are_retried_by_the_sdk_then_a_malformed_answer_once_by_the_engine(
-    store: InsightStore, server: ChatServer
+    store: MemoryStore, server: ChatServer
 ) -> None:
     record_labelled(store, "rs002", "conv-503")
     busy = {"object": "error", "message": "The server is overloaded", "type": "ServiceUnavailableError", "code": 503}
@@ -240,7 +247,7 @@ def test_server_errors_are_retried_by_the_sdk_then_a_malformed_answer_once_by_th
     assert "insights.0.kind: Field required" in server.requests[2]["messages"][1]["content"]
 
 
-def test_an_unreachable_endpoint_fails_with_the_reason(store: InsightStore) -> None:
+def test_an_unreachable_endpoint_fails_with_the_reason(store: MemoryStore) -> None:
     record_labelled(store, "rs002", "conv-down")
     engine, _ = engine_for(store, f"http://127.0.0.1:{free_port()}/v1", llm_max_retries=0)
 

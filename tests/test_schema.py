@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +18,7 @@ from hindsight_insights.embedder import Embedder, Vectors
 from hindsight_insights.errors import EmbedderMismatch, HindsightError, InvalidInput
 from hindsight_insights.models import InsightDraft
 from hindsight_insights.store import InsightStore
-from hindsight_insights.store.insights import embedding_text
+from hindsight_insights.store.migration import embed_again
 from hindsight_insights.store.schema import (
     FLAT_SEARCH_CUTOFF,
     VECTOR_TEXT_VERSION,
@@ -25,6 +26,7 @@ from hindsight_insights.store.schema import (
     ensure_collections,
     vector_of,
 )
+from hindsight_insights.store.table import embedding_text
 
 VALID_CLASS = re.compile(r"^[A-Z][_0-9A-Za-z]*$")
 
@@ -113,12 +115,12 @@ def test_filtered_vector_search_walks_the_graph_above_the_cutoff(
     assert cutoff() == FLAT_SEARCH_CUTOFF
 
 
-def test_vectors_made_the_old_way_are_made_again_when_a_store_opens_them(
-    client: weaviate.WeaviateClient, project_settings: Settings, embedder: Embedder
+def test_vectors_made_the_old_way_are_kept_with_a_warning_at_open_and_made_again_by_the_migration(
+    client: weaviate.WeaviateClient, project_settings: Settings, embedder: Embedder, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A collection whose binding predates the vector text version (vectors from topic, action and observation) has
-    every insight's vector (and search text) made again from what it says on open, once; the binding then records
-    the version."""
+    """A collection whose binding predates the vector text version (vectors from topic, action and observation):
+    opening it changes nothing and warns, naming the command; search keeps working. The migration makes every
+    insight's vector (and search text) again from what it says, and the binding then records the version."""
     store = InsightStore.open(client, project_settings, embedder)
     drafts = [
         InsightDraft.parse(
@@ -136,7 +138,8 @@ def test_vectors_made_the_old_way_are_made_again_when_a_store_opens_them(
     ids = [store.save(draft).id for draft in drafts]
     insights = client.collections.use(collection_names(project_settings.project).insights)
     old_texts = [f"{d.topic}\n{d.action}\n{d.observation}\n{d.scene}" for d in drafts]
-    for insight_id, vector in zip(ids, embedder.embed(old_texts), strict=True):
+    old_vectors = embedder.embed(old_texts)
+    for insight_id, vector in zip(ids, old_vectors, strict=True):
         insights.data.update(uuid=insight_id, vector={"default": vector.tolist()})
     # The search text of an insight scrubbed before forgetting remade it: it still held the forgotten user's words.
     search_text = str(insights.query.fetch_object_by_id(ids[0]).properties["search_text"])
@@ -145,7 +148,17 @@ def test_vectors_made_the_old_way_are_made_again_when_a_store_opens_them(
     insights.config.update(description=json.dumps({k: v for k, v in binding.items() if k != "vectors"}))
 
     assert ensure_collections(client, project_settings.project, embedder).vector_text_version == 1
-    reopened = InsightStore.open(client, project_settings, embedder)
+    with caplog.at_level(logging.WARNING, logger="hindsight_insights.store.insights"):
+        reopened = InsightStore.open(client, project_settings, embedder)
+    assert reopened.vectors_outdated and "python -m hindsight_cli migrate --project test-" in caplog.text
+    for insight_id, vector in zip(ids, old_vectors, strict=True):  # opening made nothing again
+        stored = insights.query.fetch_object_by_id(insight_id, include_vector=True)
+        assert stored is not None and np.allclose(vector_of(stored), vector, atol=1e-5)
+    # Search keeps working meanwhile (the old vectors rank below the no-match gate; a plain threshold finds them).
+    found = reopened.retrieval.search("我要退货，寄到哪个仓？1", scene="售后服务", score_threshold=0.0)
+    assert sorted(hit.insight.id for hit in found) == sorted(ids)
+
+    assert embed_again(reopened.insight_table, embedder, batch_size=2) == 3
     expected = embedder.embed([embedding_text(reopened.get(insight_id)) for insight_id in ids])
     for insight_id, vector in zip(ids, expected, strict=True):
         stored = insights.query.fetch_object_by_id(insight_id, include_vector=True)
@@ -153,4 +166,8 @@ def test_vectors_made_the_old_way_are_made_again_when_a_store_opens_them(
     assert insights.query.fetch_object_by_id(ids[0]).properties["search_text"] == search_text
     assert json.loads(insights.config.get().description or "")["vectors"] == VECTOR_TEXT_VERSION
     assert ensure_collections(client, project_settings.project, embedder).vector_text_version == VECTOR_TEXT_VERSION
-    assert reopened.search("我要退货，寄到哪个仓？1", scene="售后服务")[0].insight.id == ids[1]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="hindsight_insights.store.insights"):
+        migrated = InsightStore.open(client, project_settings, embedder)
+    assert not migrated.vectors_outdated and "migrate" not in caplog.text
+    assert migrated.retrieval.search("我要退货，寄到哪个仓？1", scene="售后服务")[0].insight.id == ids[1]

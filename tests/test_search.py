@@ -51,7 +51,7 @@ def save(store: InsightStore, base: dict[str, Any], **changes: Any) -> Any:
 
 
 def hit_ids(store: InsightStore, query: Any, **kwargs: Any) -> list[Any]:
-    return [hit.insight.id for hit in store.search(query, **kwargs)]
+    return [hit.insight.id for hit in store.retrieval.search(query, **kwargs)]
 
 
 def test_chinese_lexical_match_inside_a_long_sentence(store: InsightStore) -> None:
@@ -64,7 +64,7 @@ def test_chinese_lexical_match_inside_a_long_sentence(store: InsightStore) -> No
         action="当顾客问什么时候发货时，告诉他下单后48小时内发货。",
         evidence="48小时发货",
     )
-    hits = store.search("退货地址是哪个", scene="售后服务", mode="bm25")
+    hits = store.retrieval.search("退货地址是哪个", scene="售后服务", mode="bm25")
     assert [h.insight.id for h in hits] == [target]  # the shipping-time insight shares no word with the query
     assert hits[0].keyword == pytest.approx(4 / 6)  # 退货 and 地址 found, 哪个 not (length-weighted)
     assert hit_ids(store, "退货地址是哪个", scene="售后服务")[:1] == [target]
@@ -72,7 +72,7 @@ def test_chinese_lexical_match_inside_a_long_sentence(store: InsightStore) -> No
 
 def test_cross_lingual_vector_match(store: InsightStore) -> None:
     target = save(store, RETURN_ADDRESS)
-    hits = store.search("Where should I mail the package back for a refund?", scene="售后服务", mode="vector")
+    hits = store.retrieval.search("Where should I mail the package back for a refund?", scene="售后服务", mode="vector")
     assert [h.insight.id for h in hits] == [target]
     assert hits[0].keyword == 0.0 and hits[0].similarity > 0.3
 
@@ -124,7 +124,7 @@ def test_ineligible_statuses_are_never_returned(store: InsightStore, status: Ins
     hidden = save(store, RETURN_ADDRESS)
     store.set_status(hidden, status)
     assert hit_ids(store, "退货地址", scene="售后服务", score_threshold=0.0, top_k=20) == []
-    assert store.standing_rules(scene="售后服务", user_id="u") == []
+    assert store.retrieval.standing_rules(scene="售后服务", user_id="u") == []
 
 
 def test_superseded_and_expired_versions_are_never_returned(store: InsightStore) -> None:
@@ -194,7 +194,7 @@ def test_top_k_limits_and_ordering_uses_confidence(store: InsightStore) -> None:
             evidence=f"e{index}",
             confidence=0.1 * index + 0.1,
         )
-    hits = store.search("退货地址", scene="售后服务", top_k=3, score_threshold=0.0)
+    hits = store.retrieval.search("退货地址", scene="售后服务", top_k=3, score_threshold=0.0)
     assert len(hits) == 3
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
@@ -224,7 +224,7 @@ def test_kinds_filter(store: InsightStore) -> None:
 )
 def test_search_rejects_bad_parameters(store: InsightStore, kwargs: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidInput) as caught:
-        store.search(**kwargs)
+        store.retrieval.search(**kwargs)
     assert field in dict(caught.value.problems)
 
 
@@ -255,19 +255,19 @@ def test_standing_rules_apply_without_similarity(store: InsightStore) -> None:
         evidence="more depth",
         scene="故障排查",
     )
-    rules = store.standing_rules(scene="方案对比", user_id="u-wang")
+    rules = store.retrieval.standing_rules(scene="方案对比", user_id="u-wang")
     assert [r.id for r in rules] == [newer, older]
-    assert store.standing_rules(scene="方案对比", user_id="u-wang", limit=1)[0].id == newer
-    assert store.standing_rules(scene="方案对比", user_id=None) == []
+    assert store.retrieval.standing_rules(scene="方案对比", user_id="u-wang", limit=1)[0].id == newer
+    assert store.retrieval.standing_rules(scene="方案对比", user_id=None) == []
     project_wide = save(store, TABLE_PREFERENCE, topic="语言", user_id=None, action="用中文回答。", evidence="中文")
-    assert [r.id for r in store.standing_rules(scene="方案对比", user_id=None)] == [project_wide]
-    assert project_wide in [r.id for r in store.standing_rules(scene="方案对比", user_id="u-wang")]
+    assert [r.id for r in store.retrieval.standing_rules(scene="方案对比", user_id=None)] == [project_wide]
+    assert project_wide in [r.id for r in store.retrieval.standing_rules(scene="方案对比", user_id="u-wang")]
 
 
 def test_recall_keeps_the_two_channels_apart(store: InsightStore) -> None:
     preference = save(store, TABLE_PREFERENCE)
     fact = save(store, RETURN_ADDRESS, scene="方案对比")
-    recall = store.recall("退货地址在哪？", scene="方案对比", user_id="u-wang")
+    recall = store.retrieval.recall("退货地址在哪？", scene="方案对比", user_id="u-wang")
     assert [r.id for r in recall.standing] == [preference]
     assert [h.insight.id for h in recall.situational] == [fact]
     assert [i.id for i in recall.insights] == [preference, fact]
@@ -294,23 +294,23 @@ def save_return_rules(store: InsightStore) -> dict[str, Any]:
 def test_no_match_conversation_in_a_scene_with_insights_gets_nothing(store: InsightStore, conversation: str) -> None:
     """Same scene, another subject: the no-match gate (ranking.py) injects nothing rather than the nearest rule."""
     save_return_rules(store)
-    recall = store.recall(conversation, scene="售后服务")
+    recall = store.retrieval.recall(conversation, scene="售后服务")
     assert recall.situational == [] and recall.standing == []
 
 
 def test_the_gate_still_finds_the_rule_a_conversation_is_about(store: InsightStore) -> None:
     ids = save_return_rules(store)
-    recall = store.recall("How long until my refund shows up?", scene="售后服务")
+    recall = store.retrieval.recall("How long until my refund shows up?", scene="售后服务")
     assert [hit.insight.id for hit in recall.situational] == [ids["退款到账时间"]]
 
 
 def test_explicit_threshold_is_a_plain_threshold(store: InsightStore) -> None:
     """A caller's score_threshold means what it did before the gate: no margin over the background."""
     save_return_rules(store)
-    inputs = store.gate_inputs("How long until my refund shows up?", scene="售后服务")
+    inputs = store.retrieval.gate_inputs("How long until my refund shows up?", scene="售后服务")
     plain = {
         hit.insight.id
-        for hit in store.search("How long until my refund shows up?", scene="售后服务", score_threshold=0.1)
+        for hit in store.retrieval.search("How long until my refund shows up?", scene="售后服务", score_threshold=0.1)
     }
     assert plain == {i.insight.id for i in inputs if i.relevance >= 0.1}
 
@@ -346,9 +346,9 @@ def test_standing_rule_matching_the_conversation_survives_a_budget_of_newer_unre
         draft |= {"user_id": BUDGET_USER, "scope": "user"}
         store.save(InsightDraft.parse(draft), now=now - timedelta(days=age))
     assert store.settings.standing_rule_budget == 5
-    newest_first = store.standing_rules(scene="采购", user_id=BUDGET_USER)
+    newest_first = store.retrieval.standing_rules(scene="采购", user_id=BUDGET_USER)
     assert old not in [rule.id for rule in newest_first]  # by recency alone, the budget drops it
-    recall = store.recall("这批 M6 螺丝帮我报个单价，客户在等", scene="采购", user_id=BUDGET_USER)
+    recall = store.retrieval.recall("这批 M6 螺丝帮我报个单价，客户在等", scene="采购", user_id=BUDGET_USER)
     assert len(recall.standing) == 5 and old in [rule.id for rule in recall.standing]  # by relevance first
 
 

@@ -76,7 +76,7 @@ def test_same_topic_scene_scope_supersedes_and_keeps_history(store: InsightStore
     assert store.get(old.id).status is InsightStatus.SUPERSEDED
     assert store.get(new.id).supersedes == [old.id]
     assert store.count() == (2, 0)
-    assert ids(store.search("where do I send my return?", scene="after-sales")) == [new.id]
+    assert ids(store.retrieval.search("where do I send my return?", scene="after-sales")) == [new.id]
 
 
 def test_resaving_a_superseded_insight_revives_it_as_newest(store: InsightStore) -> None:
@@ -135,7 +135,9 @@ def test_pending_review_is_stored_but_supersedes_nothing(store: InsightStore) ->
 
 def test_a_failed_supersede_writes_nothing(store: InsightStore, monkeypatch: pytest.MonkeyPatch) -> None:
     old = store.save(draft())
-    collection = store._insights  # the real collection; one write is made to fail as a lost connection would
+    collection = (
+        store.insight_table.collection
+    )  # the real collection; one write is made to fail as a lost connection would
 
     def lost_connection(*args: Any, **kwargs: Any) -> None:
         raise weaviate.exceptions.WeaviateConnectionError("connection reset by peer")
@@ -200,7 +202,7 @@ def test_retiring_the_rule_expires_it_and_the_previous_version_is_the_rule_again
 
     assert retired.status is InsightStatus.EXPIRED and retired.expire_at is not None and retired.expire_at <= now
     assert store.get(old.id).status is InsightStatus.ACTIVE and store.get(old.id).superseded_by == new.id
-    assert ids(store.search("where do returns go?", scene="after-sales")) == [old.id]
+    assert ids(store.retrieval.search("where do returns go?", scene="after-sales")) == [old.id]
     assert store.retire(new.id, now=now + timedelta(hours=1)).updated_at == retired.updated_at  # already retired
     pending = store.save(draft(topic="refunds", action="Refund in 3 days.", evidence="3 days", status="pending_review"))
     with pytest.raises(InvalidInput, match="pending_review; only active or superseded retire"):
@@ -276,7 +278,7 @@ def test_import_many_applies_duplicate_and_supersede_rules(store: InsightStore) 
 def test_a_failed_import_writes_nothing(store: InsightStore, monkeypatch: pytest.MonkeyPatch) -> None:
     store.save(draft(topic="kept", action="Keep me.", evidence="k"))
     batches = []
-    real_insert_many = store._insights.data.insert_many
+    real_insert_many = store.insight_table.collection.data.insert_many
 
     def second_batch_fails(objects: Any) -> Any:
         batches.append(len(objects))
@@ -284,7 +286,7 @@ def test_a_failed_import_writes_nothing(store: InsightStore, monkeypatch: pytest
             raise weaviate.exceptions.WeaviateConnectionError("connection reset by peer")
         return real_insert_many(objects)
 
-    monkeypatch.setattr(store._insights.data, "insert_many", second_batch_fails)
+    monkeypatch.setattr(store.insight_table.collection.data, "insert_many", second_batch_fails)
     drafts = [draft(topic=f"t{i}", action=f"Rule number {i}.", evidence=f"e{i}") for i in range(5)]
     with pytest.raises(WeaviateUnavailable):
         store.import_many(drafts, batch_size=3)

@@ -23,7 +23,7 @@ from hindsight_insights.governance.admission import admit_turn
 from hindsight_insights.governance.lessons import lesson_for
 from hindsight_insights.governance.writing import Placed, write
 from hindsight_insights.models import CorrectionRecord, Turn, TurnDraft
-from hindsight_insights.store import InsightStore
+from hindsight_insights.store.ports import RecordingStore
 from hindsight_insights.store.turns import turn_uuid
 
 NO_CORRECTION = Correction(CorrectionType.NONE, 0.0)
@@ -39,7 +39,7 @@ class Recorded:
     unseen_injected: list[uuid.UUID] = field(default_factory=list)  # ids this user could not have been given
 
 
-def record_turn(store: InsightStore, draft: TurnDraft, settings: Settings, now: datetime | None = None) -> Recorded:
+def record_turn(store: RecordingStore, draft: TurnDraft, settings: Settings, now: datetime | None = None) -> Recorded:
     now = now or datetime.now(UTC)
     if draft.message_id and (stored := store.turns.get(turn_uuid(draft))) is not None:
         return Recorded(stored, NO_CORRECTION, None, [], repeated=True)

@@ -22,8 +22,8 @@ from hindsight_insights.commands import WriteCommand
 from hindsight_insights.governance.admission import Admitted, admit, hold
 from hindsight_insights.governance.scope import AWAITING_AGREEMENT, promotable_by_agreement
 from hindsight_insights.models import InsightDraft, InsightStatus, SaveResult, Scope
-from hindsight_insights.store import InsightStore
 from hindsight_insights.store.chain import head
+from hindsight_insights.store.ports import LearningStore
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Placed:
     review_reason: str | None  # why it waits for a reviewer, when it does
 
 
-def write(store: InsightStore, command: WriteCommand, *, now: datetime | None = None) -> list[Placed]:
+def write(store: LearningStore, command: WriteCommand, *, now: datetime | None = None) -> list[Placed]:
     """Admit a command and save it where the rules put it; the first placement is the user's (or the only one)."""
     placements = []
     for admitted in admit(command, store.settings):
@@ -52,7 +52,7 @@ def write(store: InsightStore, command: WriteCommand, *, now: datetime | None = 
 
 
 def write_many(
-    store: InsightStore, commands: Sequence[WriteCommand], *, batch_size: int = 256, now: datetime | None = None
+    store: LearningStore, commands: Sequence[WriteCommand], *, batch_size: int = 256, now: datetime | None = None
 ) -> int:
     """Bulk load (migrations, seeding, benchmarks): every command admitted like one `write`, then imported all or
     nothing (InsightStore.import_many). Returns how many insights were written. Unlike `write`, no conflict is looked
@@ -61,13 +61,13 @@ def write_many(
     return store.import_many(drafts, batch_size=batch_size, now=now)
 
 
-def _save(store: InsightStore, admitted: Admitted, now: datetime | None) -> Placed:
+def _save(store: LearningStore, admitted: Admitted, now: datetime | None) -> Placed:
     result = store.save(admitted.draft, now=now)
     reason = admitted.draft.review_reason if result.insight_status is InsightStatus.PENDING_REVIEW else None
     return Placed(admitted.target.scope, result, admitted.redacted, reason)
 
 
-def _verified_by_agreement(store: InsightStore, draft: InsightDraft, held: Placed) -> Placed:
+def _verified_by_agreement(store: LearningStore, draft: InsightDraft, held: Placed) -> Placed:
     """A fact two users corrected the same way, independently, with nothing against it, holds for everyone: the
     newest of the agreeing pending versions becomes the project's rule."""
     agreeing = [
@@ -91,7 +91,7 @@ def _verified_by_agreement(store: InsightStore, draft: InsightDraft, held: Place
     return Placed(Scope.PROJECT, result, held.redacted, None)
 
 
-def _conflicting_rule(store: InsightStore, draft: InsightDraft) -> str | None:
+def _conflicting_rule(store: LearningStore, draft: InsightDraft) -> str | None:
     """The project slot's current rule, when it says something else (quoted for the reviewer)."""
     current = head(store.slot_versions_of(draft), datetime.now(UTC))
     if current is None or ranking.same_instruction(current.action, draft.action):

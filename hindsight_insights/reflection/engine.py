@@ -45,7 +45,7 @@ from hindsight_insights.reflection.prompt import (
 from hindsight_insights.reflection.report import Dropped, ReflectionReport
 from hindsight_insights.reflection.transcript import MAX_NIGHTLY_SESSIONS, SessionTranscript, Variant, view
 from hindsight_insights.reflection.verify import QuoteRejected, VerifiedQuote, verify_quote
-from hindsight_insights.store import InsightStore
+from hindsight_insights.store.ports import ReflectionStore
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class ReflectionEngine:
 
     def __init__(
         self,
-        store: InsightStore,
+        store: ReflectionStore,
         source: Reflector | Extractor,
         *,
         settings: Settings | None = None,

@@ -1,5 +1,6 @@
-"""The store of one project, over Weaviate: insights (save rules in insights.py, reading in retrieval.py), the turn
-log (turns.py) and the review audit (audit.py)."""
+"""The store of one project, over Weaviate: insights (the facade in insights.py over its rooms: writing, lifecycle,
+forgetting, reads, all over the table port of table.py; search and recall in retrieval.py), the turn log (turns.py)
+and the review audit (audit.py). What governance and reflection need of it is in ports.py."""
 
 from __future__ import annotations
 

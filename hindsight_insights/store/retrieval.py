@@ -40,7 +40,7 @@ SITUATIONAL_KINDS = (InsightKind.FACT, InsightKind.PROCESS, InsightKind.LESSON)
 
 
 class Retrieval:
-    """The read side of one project's insights. InsightStore exposes its public methods as its own."""
+    """The read side of one project's insights: `store.retrieval` of an InsightStore."""
 
     def __init__(self, insights: WeaviateCollection, embedder: Embedder, settings: Settings) -> None:
         self._insights = insights
