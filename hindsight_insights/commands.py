@@ -7,7 +7,7 @@ rule-based detector. `InsightContent` (models.py) is what a model or a person wr
 those, so nothing a model writes can choose whose data it is, widen its scope or mark it as reviewed.
 
 Every write goes through governance.writing.write (or write_many), which admits the command (screening, redaction,
-scope: governance/scope.py) before the store sees it.
+scope: scope.py) before the store sees it.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ class Provenance:
         None only for an operator's own project-wide write.
     session_id: the conversation it was learned in (Dify's conversation id, the stored turn's session).
     scope: what the writer asks for, from a trusted setting (the builder's `scope` form setting); None: the default
-        of governance/scope.py.
+        of scope.py.
     correction: the rule-based detector's finding (its type and confidence), when the detector wrote it: it asks for
-        a scope by the table in governance/scope.py, and only its confidence may verify a fact by agreement.
+        a scope by the table in scope.py, and only its confidence may verify a fact by agreement.
     """
 
     source: str

@@ -190,8 +190,8 @@ class InsightDraft(InsightContent):
     """An insight as the store saves it: content and its trusted placement. The store adds id, status history and
     timestamps.
 
-    Only admission (governance/admission.py) makes the drafts that are written, from a commands.WriteCommand; the
-    scope is decided by governance/scope.py, never here. A draft with a user must say its scope; one without a user
+    Only admission (admission.py) makes the drafts that are written, from a commands.WriteCommand; the
+    scope is decided by scope.py, never here. A draft with a user must say its scope; one without a user
     can only be project-wide.
     """
 
@@ -205,7 +205,7 @@ class InsightDraft(InsightContent):
     @model_validator(mode="after")
     def _scope_consistent(self) -> Self:
         if self.scope is None and self.user_id:
-            raise ValueError("scope is required with a user_id (governance/scope.py decides it)")
+            raise ValueError("scope is required with a user_id (scope.py decides it)")
         scope = self.scope or Scope.PROJECT  # without a user there is no one else it could be for
         if scope is not Scope.PROJECT and not self.user_id:
             raise ValueError(f"user_id is required when scope is {scope.value!r}")

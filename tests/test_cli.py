@@ -19,6 +19,7 @@ from hindsight_insights.store import InsightStore
 from hindsight_insights.store.schema import vector_of
 from hindsight_insights.store.table import embedding_text
 from hindsight_insights.weaviate_server import LocalWeaviate
+from testkit.admitted import admitted_as_is
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ PENDING = {
 
 
 def test_the_review_queue_from_the_command_line(cli: Any, store: InsightStore) -> None:
-    pending = store.save(InsightDraft.parse(PENDING))
+    pending = store.save(admitted_as_is(InsightDraft.parse(PENDING)))
     listed = json.loads(cli("insights", "list", "--status", "pending_review", "--json"))
     assert [item["id"] for item in listed] == [str(pending.id)]
     assert "退款时限" in cli("insights", "list", "--status", "pending_review")
@@ -71,13 +72,13 @@ def test_the_review_queue_from_the_command_line(cli: Any, store: InsightStore) -
 
 
 def test_an_edit_with_nothing_to_change_or_a_bad_value_says_so(cli: Any, store: InsightStore) -> None:
-    pending = store.save(InsightDraft.parse(PENDING))
+    pending = store.save(admitted_as_is(InsightDraft.parse(PENDING)))
     assert "nothing to edit" in cli("insights", "edit", str(pending.id), code=2)
     assert "confidence" in cli("insights", "edit", str(pending.id), "--confidence", "7", code=1)
 
 
 def test_inspect_shows_what_we_told_a_user_and_what_was_corrected(cli: Any, store: InsightStore) -> None:
-    rule = store.save(InsightDraft.parse({**PENDING, "status": "active", "review_reason": None}))
+    rule = store.save(admitted_as_is(InsightDraft.parse({**PENDING, "status": "active", "review_reason": None})))
     answered = store.turns.append(
         TurnDraft.parse(
             {
@@ -133,7 +134,7 @@ def _conversations(later: str) -> list[str]:
 def test_migrate_makes_vectors_of_an_older_version_again_once(
     cli: Any, store: InsightStore, project_settings: Settings
 ) -> None:
-    saved = store.save(InsightDraft.parse({**PENDING, "status": "active", "review_reason": None}))
+    saved = store.save(admitted_as_is(InsightDraft.parse({**PENDING, "status": "active", "review_reason": None})))
     insights = store.insight_table.collection
     stale = store.embedder.embed(["a vector made from other words"])[0]
     insights.data.update(uuid=saved.id, vector={"default": stale.tolist()})

@@ -16,6 +16,7 @@ from hindsight_insights.models import CorrectionRecord, InsightDraft, InsightSta
 from hindsight_insights.rules import render_rules
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.review import ReviewQueue
+from testkit.admitted import admitted_as_is
 
 
 def draft(**changes: Any) -> InsightDraft:
@@ -43,7 +44,7 @@ def recalled(store: InsightStore, query: str = "退款多久到账", user: str |
 
 
 def test_pending_insights_wait_in_the_queue_and_are_never_injected(store: InsightStore) -> None:
-    pending = store.save(draft(status="pending_review", review_reason="a project-wide process rule"))
+    pending = store.save(admitted_as_is(draft(status="pending_review", review_reason="a project-wide process rule")))
     queue = ReviewQueue(store)
     assert [i.id for i in queue.pending()] == [pending.id]
     assert queue.pending()[0].review_reason == "a project-wide process rule"
@@ -51,7 +52,7 @@ def test_pending_insights_wait_in_the_queue_and_are_never_injected(store: Insigh
 
 
 def test_approving_activates_it_and_keeps_who_when_before_and_after(store: InsightStore) -> None:
-    pending = store.save(draft(status="pending_review"))
+    pending = store.save(admitted_as_is(draft(status="pending_review")))
     queue = ReviewQueue(store)
     approved = queue.approve(pending.id, reviewer="ops-lin", note="checked with finance")
     assert approved.status is InsightStatus.ACTIVE and "reviewer:ops-lin" in approved.supporters
@@ -65,7 +66,7 @@ def test_approving_activates_it_and_keeps_who_when_before_and_after(store: Insig
 
 
 def test_an_edit_is_validated_embedded_again_and_audited(store: InsightStore) -> None:
-    pending = store.save(draft(status="pending_review"))
+    pending = store.save(admitted_as_is(draft(status="pending_review")))
     queue = ReviewQueue(store)
     edited = queue.edit(pending.id, "ops-lin", {"action": "当顾客问退款多久到账时，告诉他 5 个工作日内原路退回。"})
     assert (
@@ -88,9 +89,11 @@ def test_an_edit_is_validated_embedded_again_and_audited(store: InsightStore) ->
 
 def test_rejecting_and_deleting_are_audited(store: InsightStore) -> None:
     queue = ReviewQueue(store)
-    rejected = store.save(draft(status="pending_review"))
+    rejected = store.save(admitted_as_is(draft(status="pending_review")))
     assert queue.reject(rejected.id, "ops-lin", "wrong").status is InsightStatus.REJECTED
-    deleted = store.save(draft(topic="发票", action="开具电子发票。", evidence="发票", status="pending_review"))
+    deleted = store.save(
+        admitted_as_is(draft(topic="发票", action="开具电子发票。", evidence="发票", status="pending_review"))
+    )
     queue.delete(deleted.id, "ops-lin", "duplicate")
     assert [e.action for e in store.audit.of(rejected.id)] == ["reject"]
     (gone,) = store.audit.of(deleted.id)
@@ -104,13 +107,15 @@ def test_rejecting_and_deleting_are_audited(store: InsightStore) -> None:
 def test_a_correction_for_one_context_does_not_silence_the_topic_elsewhere(
     store: InsightStore, settings: Settings
 ) -> None:
-    general = store.save(draft())
+    general = store.save(admitted_as_is(draft()))
     vip = store.save(
-        draft(
-            action="当 VIP 顾客问退款多久到账时，告诉他 1 个工作日内到账。",
-            evidence="VIP 是 1 个工作日",
-            condition="context_specific",
-            condition_detail="VIP 顾客",
+        admitted_as_is(
+            draft(
+                action="当 VIP 顾客问退款多久到账时，告诉他 1 个工作日内到账。",
+                evidence="VIP 是 1 个工作日",
+                condition="context_specific",
+                condition_detail="VIP 顾客",
+            )
         )
     )
     assert vip.status == "created" and store.get(general.id).status is InsightStatus.ACTIVE

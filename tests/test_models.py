@@ -117,7 +117,7 @@ def test_user_scope_needs_a_user() -> None:
 
 
 def test_a_draft_with_a_user_must_say_its_scope_and_one_without_is_project_wide() -> None:
-    """The draft never decides a scope (governance/scope.py does): a user's draft without one is refused."""
+    """The draft never decides a scope (scope.py does): a user's draft without one is refused."""
     assert "scope is required with a user_id" in problems(valid(scope=...))["input"]
     assert InsightDraft.parse(valid(user_id=None, scope=...)).scope is Scope.PROJECT
 

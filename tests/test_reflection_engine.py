@@ -95,7 +95,7 @@ def test_a_models_project_scope_is_ignored_and_the_lesson_stays_with_its_user(
     store: MemoryStore, api: FakeAnthropicApi
 ) -> None:
     """The reflection schema has no scope; a model that writes one anyway (or a user id, a source, a status, a session)
-    decides nothing: what it teaches stays with the user whose session it read (governance/scope.py)."""
+    decides nothing: what it teaches stays with the user whose session it read (scope.py)."""
     record_labelled(store, "rs016", "s-hr")
     quote = "我们公司是 30 天，去年 7 月改的，超过 30 天财务直接退单，没有特批"
     fact = insight_json(

@@ -27,6 +27,7 @@ from hindsight_insights.store.schema import (
     vector_of,
 )
 from hindsight_insights.store.table import embedding_text
+from testkit.admitted import admitted_as_is
 
 VALID_CLASS = re.compile(r"^[A-Z][_0-9A-Za-z]*$")
 
@@ -135,7 +136,7 @@ def test_vectors_made_the_old_way_are_kept_with_a_warning_at_open_and_made_again
         )
         for index in range(3)
     ]
-    ids = [store.save(draft).id for draft in drafts]
+    ids = [store.save(admitted_as_is(draft)).id for draft in drafts]
     insights = client.collections.use(collection_names(project_settings.project).insights)
     old_texts = [f"{d.topic}\n{d.action}\n{d.observation}\n{d.scene}" for d in drafts]
     old_vectors = embedder.embed(old_texts)

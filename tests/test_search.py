@@ -16,6 +16,7 @@ from hindsight_insights.models import InsightDraft, InsightKind, InsightStatus
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.retrieval import Retrieval
 from hindsight_insights.store.schema import collection_names
+from testkit.admitted import admitted_as_is
 
 RETURN_ADDRESS = {
     "topic": "退货地址",
@@ -47,7 +48,7 @@ def save(store: InsightStore, base: dict[str, Any], **changes: Any) -> Any:
     data = {**base, **changes}
     if not data.get("user_id"):
         data.pop("scope", None)  # without a user it can only be project-wide
-    return store.save(InsightDraft.parse(data)).id
+    return store.save(admitted_as_is(InsightDraft.parse(data))).id
 
 
 def hit_ids(store: InsightStore, query: Any, **kwargs: Any) -> list[Any]:
@@ -328,23 +329,25 @@ NEWER_UNRELATED = [
 def test_standing_rule_matching_the_conversation_survives_a_budget_of_newer_unrelated_ones(store: InsightStore) -> None:
     now = datetime.now(UTC)
     old = store.save(
-        InsightDraft.parse(
-            {
-                "topic": "报价币种",
-                "kind": "preference",
-                "scene": "采购",
-                "action": "给钱总报任何产品单价或报价时，一律用美元报价，并注明汇率的日期。",
-                "evidence": "以后报价都给我美元",
-                "user_id": BUDGET_USER,
-                "scope": "user",
-            }
+        admitted_as_is(
+            InsightDraft.parse(
+                {
+                    "topic": "报价币种",
+                    "kind": "preference",
+                    "scene": "采购",
+                    "action": "给钱总报任何产品单价或报价时，一律用美元报价，并注明汇率的日期。",
+                    "evidence": "以后报价都给我美元",
+                    "user_id": BUDGET_USER,
+                    "scope": "user",
+                }
+            )
         ),
         now=now - timedelta(days=400),
     ).id
     for age, (topic, action) in enumerate(NEWER_UNRELATED, start=1):
         draft = {"topic": topic, "kind": "preference", "scene": "采购", "action": action, "evidence": topic}
         draft |= {"user_id": BUDGET_USER, "scope": "user"}
-        store.save(InsightDraft.parse(draft), now=now - timedelta(days=age))
+        store.save(admitted_as_is(InsightDraft.parse(draft)), now=now - timedelta(days=age))
     assert store.settings.standing_rule_budget == 5
     newest_first = store.retrieval.standing_rules(scene="采购", user_id=BUDGET_USER)
     assert old not in [rule.id for rule in newest_first]  # by recency alone, the budget drops it

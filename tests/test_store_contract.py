@@ -20,6 +20,7 @@ from hindsight_insights.models import CorrectionRecord, InsightDraft, InsightSta
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.insights import ProjectStore
 from hindsight_insights.store.table import SCRUBBED_QUOTE
+from testkit.admitted import admitted_as_is, all_admitted_as_is
 from testkit.memory_store import MemoryStore
 
 # In the future: a draft's expiry must be, when it is parsed.
@@ -37,6 +38,8 @@ def draft(**changes: Any) -> InsightDraft:
         "confidence": 0.8,
     }
     data.update(changes)
+    if data.get("user_id") and "scope" not in data:
+        data["scope"] = "user"  # the draft states it; scope.py decides it for real writes
     return InsightDraft.parse(data)
 
 
@@ -55,27 +58,29 @@ class StoreContract:
 
     def test_save_statuses(self, contract_store: AnyStore) -> None:
         store = contract_store
-        created = store.save(draft(scope="project", user_id="u1"), T0)
+        created = store.save(admitted_as_is(draft(scope="project", user_id="u1")), T0)
         assert (created.status, created.insight_status) == ("created", InsightStatus.ACTIVE)
-        assert store.save(draft(scope="project", user_id="u1"), T0).status == "unchanged"
-        merged = store.save(draft(scope="project", user_id="u2"), T0)
+        assert store.save(admitted_as_is(draft(scope="project", user_id="u1")), T0).status == "unchanged"
+        merged = store.save(admitted_as_is(draft(scope="project", user_id="u2")), T0)
         assert (merged.status, merged.id) == ("merged", created.id)
-        updated = store.save(draft(scope="project", user_id="u2", confidence=0.95), T0)
+        updated = store.save(admitted_as_is(draft(scope="project", user_id="u2", confidence=0.95)), T0)
         assert (updated.status, updated.changed) == ("updated", ["confidence"])
         stored = store.get(created.id)
         assert stored.supporters == ["u1", "u2"] and stored.support_count == 2 and stored.confidence == 0.95
-        newer = store.save(draft(action=HANGZHOU), T0 + timedelta(minutes=1))
+        newer = store.save(admitted_as_is(draft(action=HANGZHOU)), T0 + timedelta(minutes=1))
         assert (newer.status, newer.supersedes) == ("superseded", [created.id])
         assert store.get(created.id).status is InsightStatus.SUPERSEDED
-        pending = store.save(draft(action="Send returns to the Suzhou depot.", status="pending_review"), T0)
+        pending = store.save(
+            admitted_as_is(draft(action="Send returns to the Suzhou depot.", status="pending_review")), T0
+        )
         assert (pending.status, pending.insight_status) == ("pending_review", InsightStatus.PENDING_REVIEW)
         assert store.get(newer.id).status is InsightStatus.ACTIVE  # pending supersedes nothing
 
     def test_an_older_version_said_again_becomes_the_rule(self, contract_store: AnyStore) -> None:
         store = contract_store
-        old = store.save(draft(), T0)
-        new = store.save(draft(action=HANGZHOU), T0 + timedelta(minutes=1))
-        again = store.save(draft(), T0 + timedelta(minutes=2))
+        old = store.save(admitted_as_is(draft()), T0)
+        new = store.save(admitted_as_is(draft(action=HANGZHOU)), T0 + timedelta(minutes=1))
+        again = store.save(admitted_as_is(draft()), T0 + timedelta(minutes=2))
         assert (again.id, again.status, again.supersedes) == (old.id, "superseded", [new.id])
         assert [v.id for v in store.history(old.id)] == [new.id, old.id]
 
@@ -83,9 +88,9 @@ class StoreContract:
 
     def test_a_supersede_chain_resumes_the_older_rule_when_the_newer_expires(self, contract_store: AnyStore) -> None:
         store = contract_store
-        normal = store.save(draft(), T0)
+        normal = store.save(admitted_as_is(draft()), T0)
         holiday_ends = T0 + timedelta(days=3)
-        holiday = store.save(draft(action=HANGZHOU, expire_at=holiday_ends), T0 + timedelta(hours=1))
+        holiday = store.save(admitted_as_is(draft(action=HANGZHOU, expire_at=holiday_ends)), T0 + timedelta(hours=1))
         assert holiday.status == "superseded"
         waiting = store.get(normal.id)
         assert (waiting.status, waiting.superseded_by, waiting.resume_at) == (
@@ -101,7 +106,7 @@ class StoreContract:
 
     def test_an_expired_pending_insight_is_marked_expired(self, contract_store: AnyStore) -> None:
         store = contract_store
-        pending = store.save(draft(status="pending_review", expire_at=T0 + timedelta(days=1)), T0)
+        pending = store.save(admitted_as_is(draft(status="pending_review", expire_at=T0 + timedelta(days=1))), T0)
         assert store.expire_sweep(T0 + timedelta(days=2)) == 1
         assert store.get(pending.id).status is InsightStatus.EXPIRED
 
@@ -111,8 +116,8 @@ class StoreContract:
         self, contract_store: AnyStore
     ) -> None:
         store = contract_store
-        rule = store.save(draft(), T0)
-        pending = store.save(draft(action=HANGZHOU, status="pending_review", review_reason="check"), T0)
+        rule = store.save(admitted_as_is(draft()), T0)
+        pending = store.save(admitted_as_is(draft(action=HANGZHOU, status="pending_review", review_reason="check")), T0)
         approved = store.approve(pending.id, reviewer="ops-lin", now=T0 + timedelta(minutes=5))
         assert approved.status is InsightStatus.ACTIVE and approved.review_reason is None
         assert "reviewer:ops-lin" in approved.supporters and approved.supersedes == [rule.id]
@@ -122,32 +127,32 @@ class StoreContract:
 
     def test_reject_stays_rejected_and_the_previous_rule_comes_back(self, contract_store: AnyStore) -> None:
         store = contract_store
-        old = store.save(draft(), T0)
-        new = store.save(draft(action=HANGZHOU), T0 + timedelta(minutes=1))
+        old = store.save(admitted_as_is(draft()), T0)
+        new = store.save(admitted_as_is(draft(action=HANGZHOU)), T0 + timedelta(minutes=1))
         rejected = store.set_status(new.id, InsightStatus.REJECTED, T0 + timedelta(minutes=2))
         assert rejected.status is InsightStatus.REJECTED
         assert store.get(old.id).status is InsightStatus.ACTIVE
-        again = store.save(draft(action=HANGZHOU), T0 + timedelta(minutes=3))
+        again = store.save(admitted_as_is(draft(action=HANGZHOU)), T0 + timedelta(minutes=3))
         assert (again.status, again.insight_status) == ("unchanged", InsightStatus.REJECTED)
         with pytest.raises(InvalidInput, match="is not set"):
             store.set_status(old.id, InsightStatus.EXPIRED)
 
     def test_retire_expires_the_rule_and_the_older_version_takes_over(self, contract_store: AnyStore) -> None:
         store = contract_store
-        old = store.save(draft(), T0)
-        new = store.save(draft(action=HANGZHOU), T0 + timedelta(minutes=1))
+        old = store.save(admitted_as_is(draft()), T0)
+        new = store.save(admitted_as_is(draft(action=HANGZHOU)), T0 + timedelta(minutes=1))
         retired = store.retire(new.id, T0 + timedelta(minutes=2))
         assert retired.status is InsightStatus.EXPIRED and retired.expire_at == T0 + timedelta(minutes=2)
         assert store.get(old.id).status is InsightStatus.ACTIVE
         assert store.retire(new.id, T0 + timedelta(minutes=3)).status is InsightStatus.EXPIRED  # as it is
-        pending = store.save(draft(action="Ask the depot.", status="pending_review"), T0)
+        pending = store.save(admitted_as_is(draft(action="Ask the depot.", status="pending_review")), T0)
         with pytest.raises(InvalidInput, match="only active or superseded retire"):
             store.retire(pending.id)
 
     def test_revise_and_delete(self, contract_store: AnyStore) -> None:
         store = contract_store
-        old = store.save(draft(), T0)
-        new = store.save(draft(action=HANGZHOU), T0 + timedelta(minutes=1))
+        old = store.save(admitted_as_is(draft()), T0)
+        new = store.save(admitted_as_is(draft(action=HANGZHOU)), T0 + timedelta(minutes=1))
         revised = store.revise(new.id, {"action": HANGZHOU + " Weekdays only.", "tags": ["depot"]})
         assert revised.action.endswith("Weekdays only.") and revised.tags == ["depot"]
         with pytest.raises(InvalidInput, match="cannot be edited"):
@@ -161,10 +166,14 @@ class StoreContract:
 
     def test_forget_user_deletes_theirs_and_scrubs_shared_project_insights(self, contract_store: AnyStore) -> None:
         store = contract_store
-        own = store.save(draft(kind="preference", topic="name", action="Call them Lao Wang.", user_id="u1"), T0)
-        alone = store.save(draft(topic="sla", action="Reply within a day.", scope="project", user_id="u1"), T0)
-        shared = store.save(draft(scope="project", user_id="u1"), T0)
-        store.save(draft(scope="project", user_id="u2"), T0)
+        own = store.save(
+            admitted_as_is(draft(kind="preference", topic="name", action="Call them Lao Wang.", user_id="u1")), T0
+        )
+        alone = store.save(
+            admitted_as_is(draft(topic="sla", action="Reply within a day.", scope="project", user_id="u1")), T0
+        )
+        shared = store.save(admitted_as_is(draft(scope="project", user_id="u1")), T0)
+        store.save(admitted_as_is(draft(scope="project", user_id="u2")), T0)
         store.turns.append(turn("s1", "u1"), T0)
         store.turns.append(turn("s2", "u2"), T0)
 
@@ -185,11 +194,13 @@ class StoreContract:
 
     def test_visible_ids_are_the_projects_the_users_and_this_sessions(self, contract_store: AnyStore) -> None:
         store = contract_store
-        project = store.save(draft(), T0).id
-        mine = store.save(draft(topic="tone", action="Be brief.", user_id="u1"), T0).id
+        project = store.save(admitted_as_is(draft()), T0).id
+        mine = store.save(admitted_as_is(draft(topic="tone", action="Be brief.", user_id="u1")), T0).id
         in_s9 = {"quote": "15", "session_id": "s9"}
-        session = store.save(draft(topic="fee", action="Say 15.", user_id="u1", scope="session", evidence=in_s9), T0).id
-        theirs = store.save(draft(topic="tone", action="Be warm.", user_id="u2"), T0).id
+        session = store.save(
+            admitted_as_is(draft(topic="fee", action="Say 15.", user_id="u1", scope="session", evidence=in_s9)), T0
+        ).id
+        theirs = store.save(admitted_as_is(draft(topic="tone", action="Be warm.", user_id="u2")), T0).id
         unknown = uuid.uuid4()
         every = [project, mine, session, theirs, unknown]
         assert store.visible_ids(every, "u1", "s9") == {project, mine, session}
@@ -199,8 +210,10 @@ class StoreContract:
 
     def test_list_insights_filters_newest_first(self, contract_store: AnyStore) -> None:
         store = contract_store
-        first = store.save(draft(), T0)
-        second = store.save(draft(kind="preference", topic="tone", action="Be brief.", user_id="u1"), T0 + timedelta(1))
+        first = store.save(admitted_as_is(draft()), T0)
+        second = store.save(
+            admitted_as_is(draft(kind="preference", topic="tone", action="Be brief.", user_id="u1")), T0 + timedelta(1)
+        )
         assert [i.id for i in store.list_insights()] == [second.id, first.id]
         assert [i.id for i in store.list_insights(user_id="u1")] == [second.id]
         assert [i.id for i in store.list_insights(scene="After-Sales", status=InsightStatus.ACTIVE)] == [
@@ -213,10 +226,10 @@ class StoreContract:
     def test_import_many_keeps_one_rule_per_slot_and_is_idempotent(self, contract_store: AnyStore) -> None:
         store = contract_store
         drafts = [draft(), draft(action=HANGZHOU), draft(topic="sla", action="Reply within a day.")]
-        assert store.import_many(drafts, batch_size=2, now=T0) == 3
+        assert store.import_many(all_admitted_as_is(drafts), batch_size=2, now=T0) == 3
         active = {i.action for i in store.list_insights(status=InsightStatus.ACTIVE)}
         assert active == {HANGZHOU, "Reply within a day."}
-        assert store.import_many(drafts, now=T0) == 0
+        assert store.import_many(all_admitted_as_is(drafts), now=T0) == 0
 
     # ---- turns ----------------------------------------------------------------------------------------------
 

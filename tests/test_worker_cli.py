@@ -17,6 +17,7 @@ from hindsight_insights.config import Settings
 from hindsight_insights.models import InsightDraft, InsightStatus, TurnDraft, TurnSignals
 from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import LocalWeaviate
+from testkit.admitted import admitted_as_is
 from tests.worker_support import ChatStub, Lesson
 from worker.db import open_engine
 from worker.tasks import TaskBoard
@@ -137,8 +138,10 @@ def test_worker_once_reflects_what_is_due(cli: Cli, store: InsightStore, stub: C
 def test_expire_marks_expired_insights(cli: Cli, store: InsightStore) -> None:
     soon = datetime.now(UTC) + timedelta(seconds=1)
     data = {"topic": "holiday hours", "kind": "fact", "action": "Say we open at 10.", "evidence": "we open at 10"}
-    saved = store.save(InsightDraft.parse({**data, "expire_at": soon}))
-    store.save(InsightDraft.parse({**data, "topic": "tone", "action": "Be brief.", "evidence": "be brief"}))
+    saved = store.save(admitted_as_is(InsightDraft.parse({**data, "expire_at": soon})))
+    store.save(
+        admitted_as_is(InsightDraft.parse({**data, "topic": "tone", "action": "Be brief.", "evidence": "be brief"}))
+    )
     while datetime.now(UTC) <= soon:  # let the expiry pass (at most a second)
         pass
 

@@ -13,6 +13,7 @@ import pytest
 
 from hindsight_insights.models import InsightDraft, InsightStatus, TurnDraft
 from hindsight_insights.store import InsightStore
+from testkit.admitted import admitted_as_is
 from tests.worker_support import FakeClock, RuleExtractor, running_worker
 
 
@@ -34,11 +35,11 @@ def test_expiry_and_the_ttl_retire_only_unused_low_confidence_insights(
 ) -> None:
     now = datetime.now(UTC)
     old = now - timedelta(days=40)
-    unused = store.save(draft("weather", 0.3), now=old)
-    used = store.save(draft("billing", 0.3), now=old)
-    confident = store.save(draft("greetings", 0.9), now=old)
-    recent = store.save(draft("sports", 0.3), now=now - timedelta(days=5))
-    due = store.save(draft("holiday", 0.9, expire_at=now + timedelta(seconds=1)), now=now)
+    unused = store.save(admitted_as_is(draft("weather", 0.3)), now=old)
+    used = store.save(admitted_as_is(draft("billing", 0.3)), now=old)
+    confident = store.save(admitted_as_is(draft("greetings", 0.9)), now=old)
+    recent = store.save(admitted_as_is(draft("sports", 0.3)), now=now - timedelta(days=5))
+    due = store.save(admitted_as_is(draft("holiday", 0.9, expire_at=now + timedelta(seconds=1))), now=now)
     injected = TurnDraft(session_id="s1", user_id="u_ttl", user_message="bill?", injected_insight_ids=[used.id])
     store.turns.append(injected, now=now - timedelta(days=5))
     caplog.set_level(logging.INFO, logger="worker.expiry")

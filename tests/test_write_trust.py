@@ -18,10 +18,10 @@ import yaml
 
 import hindsight_dify
 from hindsight_dify import StoreCache
+from hindsight_insights.admission import Admitted, admit
 from hindsight_insights.commands import Provenance, WriteCommand
 from hindsight_insights.config import Settings
 from hindsight_insights.errors import InvalidInput
-from hindsight_insights.governance.admission import Admitted, admit
 from hindsight_insights.governance.recording import record_turn
 from hindsight_insights.governance.writing import write, write_many
 from hindsight_insights.models import InsightContent, Scope, TurnDraft
@@ -307,8 +307,21 @@ def test_an_admitted_draft_is_made_by_admission_only(settings: Settings) -> None
     content = InsightContent.parse({"topic": "t", "kind": "fact", "action": "Say hello.", "evidence": "hello"})
     (admitted,) = admit(WriteCommand(content, Provenance("test", "u1")), settings)
     assert admitted.draft.resolved_scope is Scope.USER
-    with pytest.raises(TypeError, match=r"made by governance\.admission\.admit only"):
+    with pytest.raises(TypeError, match=r"made by admission\.admit only"):
         Admitted(admitted.draft, [], admitted.target, False)
+
+
+def test_only_admission_and_the_stores_own_test_helper_hold_the_seal() -> None:
+    """The store takes only an Admitted; the seal that makes one is admission's. Beside it, only testkit/admitted.py
+    (the store's own tests of its save rules) may use it: no product module, tool, worker or CLI command does."""
+    root = Path(__file__).resolve().parent.parent
+    holders = sorted(
+        str(path.relative_to(root))
+        for folder in ("hindsight_insights", "hindsight_dify", "hindsight_cli", "worker", "tools", "testkit", "bench")
+        for path in (root / folder).rglob("*.py")
+        if "_ADMISSION" in path.read_text(encoding="utf-8")
+    )
+    assert holders == ["hindsight_insights/admission.py", "testkit/admitted.py"]
 
 
 def test_a_user_scope_without_a_user_is_refused_and_nothing_is_written(store: InsightStore) -> None:

@@ -1,5 +1,5 @@
 """From a detected correction to the insight it teaches, as a write command whose provenance carries the detector's
-finding: the scope it asks for is in governance/scope.py's table. A session-only insight (a weak factual or a
+finding: the scope it asks for is in scope.py's table. A session-only insight (a weak factual or a
 negative correction) lasts a day; a negative correction also flags the turn, so the worker reflects on the session
 (its anomaly trigger).
 
@@ -20,9 +20,9 @@ from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.periods import period_end
 from hindsight_insights.detection.text import has_han
-from hindsight_insights.governance.scope import decide_scope
 from hindsight_insights.models import Condition, InsightContent, InsightKind, Scope, Turn
 from hindsight_insights.prompts import render_prompt
+from hindsight_insights.scope import decide_scope
 
 KIND_OF = {
     CorrectionType.PREFERENCE: InsightKind.PREFERENCE,
@@ -80,7 +80,7 @@ def wording(correction: Correction, message: str, settings: Settings) -> Wording
 
 def lesson_for(correction: Correction, turn: Turn, settings: Settings, now: datetime) -> WriteCommand | None:
     """The write a correction in `turn`'s user message teaches; None when it is not a correction. The detector's
-    finding goes into the provenance: the scope comes from it (governance/scope.py), never from the wording."""
+    finding goes into the provenance: the scope comes from it (scope.py), never from the wording."""
     if not correction.is_correction or not turn.user_message.strip():
         return None
     words = wording(correction, turn.user_message, settings)

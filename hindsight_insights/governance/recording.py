@@ -15,11 +15,11 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from hindsight_insights.admission import admit_turn
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.redaction import redact
-from hindsight_insights.governance.admission import admit_turn
 from hindsight_insights.governance.lessons import lesson_for
 from hindsight_insights.governance.writing import Placed, write
 from hindsight_insights.models import CorrectionRecord, Turn, TurnDraft

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from hindsight_insights import ranking
+from hindsight_insights.admission import Admitted, admit, hold
 from hindsight_insights.commands import WriteCommand
-from hindsight_insights.governance.admission import Admitted, admit, hold
-from hindsight_insights.governance.scope import AWAITING_AGREEMENT, promotable_by_agreement
 from hindsight_insights.models import InsightDraft, InsightStatus, SaveResult, Scope
+from hindsight_insights.scope import AWAITING_AGREEMENT, promotable_by_agreement
 from hindsight_insights.store.chain import head
 from hindsight_insights.store.ports import LearningStore
 
@@ -57,12 +57,12 @@ def write_many(
     """Bulk load (migrations, seeding, benchmarks): every command admitted like one `write`, then imported all or
     nothing (InsightStore.import_many). Returns how many insights were written. Unlike `write`, no conflict is looked
     up and no agreement counted: a project-wide copy of a user's insight waits for a reviewer."""
-    drafts = [admitted.draft for command in commands for admitted in admit(command, store.settings)]
-    return store.import_many(drafts, batch_size=batch_size, now=now)
+    admitted = [one for command in commands for one in admit(command, store.settings)]
+    return store.import_many(admitted, batch_size=batch_size, now=now)
 
 
 def _save(store: LearningStore, admitted: Admitted, now: datetime | None) -> Placed:
-    result = store.save(admitted.draft, now=now)
+    result = store.save(admitted, now=now)
     reason = admitted.draft.review_reason if result.insight_status is InsightStatus.PENDING_REVIEW else None
     return Placed(admitted.target.scope, result, admitted.redacted, reason)
 

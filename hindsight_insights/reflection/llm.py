@@ -67,7 +67,7 @@ class ExtractionRequest:
 @dataclass(frozen=True)
 class DetectedCandidate:
     """A candidate the rule-based correction detector found, with its finding. The finding is trusted (no model
-    wrote it): it asks for the scope (governance/scope.py) and its confidence may verify a fact by agreement."""
+    wrote it): it asks for the scope (scope.py) and its confidence may verify a fact by agreement."""
 
     insight: ReflectedInsight
     correction: Correction

@@ -19,10 +19,10 @@ from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import CorrectionType
 from hindsight_insights.detection.corrections import detect
 from hindsight_insights.governance.lessons import KIND_OF, wording
-from hindsight_insights.governance.scope import decide_scope
 from hindsight_insights.models import Scope
 from hindsight_insights.reflection.llm import DetectedCandidate, ExtractionRequest
 from hindsight_insights.reflection.output import ReflectedEvidence, ReflectedInsight
+from hindsight_insights.scope import decide_scope
 
 MAX_QUOTE_CHARS = 1000
 

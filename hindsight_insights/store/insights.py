@@ -21,6 +21,7 @@ from typing import Any
 
 import weaviate
 
+from hindsight_insights.admission import Admitted
 from hindsight_insights.config import Settings
 from hindsight_insights.connection import weaviate_errors
 from hindsight_insights.embedder import Embedder
@@ -54,7 +55,7 @@ class ProjectStore[T: TurnRecords]:
         self.table = table
         self.turns = turns
         self.reads = InsightReads(table, settings.project)
-        self.writer = InsightWriter(table)
+        self._writer = InsightWriter(table)  # private: new insights enter only as Admitted, through save
         self.lifecycle = Lifecycle(table, self.reads)
         self.forgetting = Forgetting(table, turns)
         self._settings = settings
@@ -65,11 +66,14 @@ class ProjectStore[T: TurnRecords]:
 
     # ---- writing.py -----------------------------------------------------------------------------------------
 
-    def save(self, draft: InsightDraft, now: datetime | None = None) -> SaveResult:
-        return self.writer.save(draft, now)
+    def save(self, admitted: Admitted, now: datetime | None = None) -> SaveResult:
+        """Store one admitted draft by the save rules. Only admission makes an `Admitted`, so nothing reaches a
+        project unscreened, unredacted or with a scope that admission did not decide (governance.writing.write)."""
+        return self._writer.save(admitted.draft, now)
 
-    def import_many(self, drafts: Sequence[InsightDraft], batch_size: int = 256, now: datetime | None = None) -> int:
-        return self.writer.import_many(drafts, batch_size, now)
+    def import_many(self, admitted: Sequence[Admitted], batch_size: int = 256, now: datetime | None = None) -> int:
+        """Bulk load of admitted drafts (governance.writing.write_many); all or nothing."""
+        return self._writer.import_many([one.draft for one in admitted], batch_size, now)
 
     # ---- reads.py -------------------------------------------------------------------------------------------
 

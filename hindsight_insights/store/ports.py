@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
+from hindsight_insights.admission import Admitted
 from hindsight_insights.config import Settings
 from hindsight_insights.models import (
     CorrectionRecord,
@@ -49,11 +50,9 @@ class LearningStore(Protocol):
     @property
     def settings(self) -> Settings: ...
 
-    def save(self, draft: InsightDraft, now: datetime | None = None) -> SaveResult: ...
+    def save(self, admitted: Admitted, now: datetime | None = None) -> SaveResult: ...
 
-    def import_many(
-        self, drafts: Sequence[InsightDraft], batch_size: int = 256, now: datetime | None = None
-    ) -> int: ...
+    def import_many(self, admitted: Sequence[Admitted], batch_size: int = 256, now: datetime | None = None) -> int: ...
 
     def slot_versions_of(self, insight: InsightDraft | Insight) -> list[Insight]: ...
 

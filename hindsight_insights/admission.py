@@ -19,15 +19,15 @@ from hindsight_insights.commands import WriteCommand
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.poisoning import screen
 from hindsight_insights.detection.redaction import redact
-from hindsight_insights.governance.scope import Target, decide_scope
 from hindsight_insights.models import Evidence, InsightContent, InsightDraft, InsightStatus, TurnDraft
+from hindsight_insights.scope import Target, decide_scope
 
 _ADMISSION = object()  # only this module holds it, so only admission makes an Admitted
 
 
 @dataclass(frozen=True)
 class Admitted:
-    """A draft that passed admission: screened, redacted, placed by governance/scope.py. Only `admit` and `hold`
+    """A draft that passed admission: screened, redacted, placed by scope.py. Only `admit` and `hold`
     make one; the store is given nothing else."""
 
     draft: InsightDraft
@@ -38,12 +38,12 @@ class Admitted:
 
     def __post_init__(self) -> None:
         if self._made_by is not _ADMISSION:
-            raise TypeError("an Admitted is made by governance.admission.admit only")
+            raise TypeError("an Admitted is made by admission.admit only")
 
 
 def admit(command: WriteCommand, settings: Settings) -> list[Admitted]:
     """The drafts a command may be stored as, the user's first (or the only one): the content screened and redacted
-    once, then placed on each target that governance/scope.py decides from the command's provenance."""
+    once, then placed on each target that scope.py decides from the command's provenance."""
     content, provenance = command.content, command.provenance
     screening = screen(content.topic, content.action, content.observation, content.evidence.quote, *content.tags)
     clean, redacted = _redacted(content, provenance.session_id)
