@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
 
 import phonenumbers
 from detect_secrets.plugins.artifactory import ArtifactoryDetector
@@ -88,20 +87,19 @@ def _entropy_plugin() -> Base64HighEntropyString:
     return Base64HighEntropyString()
 
 
-def _occurrences(text: str, value: str) -> Iterator[Span]:
-    start = text.find(value)
-    while start >= 0:
-        yield start, start + len(value)
-        start = text.find(value, start + 1)
-
-
 def format_secrets(text: str) -> list[tuple[Span, str]]:
-    """Secrets in detect-secrets' known formats, with the plugin's secret type (case-sensitive text)."""
+    """Secrets in detect-secrets' known formats, with the plugin's secret type (case-sensitive text). The plugins'
+    own patterns, run with finditer for the span: a group that starts after the match's start is the secret after
+    its context (basic auth's password after "://user:"), otherwise the whole match is (a group at the start is a
+    prefix alternative, like GitHub's (ghp|gho|…)_)."""
     found: list[tuple[Span, str]] = []
     for plugin in _plugins():
-        for value in set(plugin.analyze_string(text)):
-            if len(value) >= 3:
-                found.extend((span, plugin.secret_type) for span in _occurrences(text, value))
+        for pattern in plugin.denylist:
+            for match in pattern.finditer(text):
+                inner = [i for i in range(1, (match.re.groups or 0) + 1) if match.start(i) > match.start()]
+                span = match.span(inner[-1]) if inner else match.span()
+                if span[1] - span[0] >= 3:
+                    found.append((span, plugin.secret_type))
     return found
 
 

@@ -95,7 +95,7 @@ PRIVATE_KEY = re.compile(
 )
 # Not secrets: documentation's stand-ins (YOUR_API_KEY, sk-xxxx, <token>, ${TOKEN}, ****, changeme).
 PLACEHOLDER = re.compile(
-    r"^[<{\[$%(]|[>}\]]$|x{4,}|\*{3,}|\.{3,}|your[_-]?|_here$|example|placeholder|changeme|dummy|redacted|"
+    r"^[<{\[$%(]|[>}\]]$|x{4,}|\*{3,}|\.{3,}|^your[_-]?|_here$|^(?:an?[_-]?)?example|placeholder|changeme|dummy|redacted|"
     r"^(?:(.)\1+)$|^(?:test|sample|fake|demo|foo|bar)[_-]?(?:key|token|secret|password)?$"
 )
 
