@@ -1,7 +1,7 @@
 # The two commands of the README: `make demo` and `make test`. Both set everything up first (cached); CI runs
 # `make test` (.ci/run).
 .PHONY: setup setup-tests demo test test-weaviate-1.27 lint eval eval-corrections eval-poisoning eval-reflection \
-	bench bench-plugin bench-frozen bench-search bench-worker package pin-chatflow worker train-screen
+	bench bench-plugin bench-frozen bench-search bench-worker package pin-chatflow worker train-screen bench-screen
 
 # uv, the venv and the Weaviate binary: what `make demo` needs.
 setup:
@@ -58,6 +58,10 @@ eval-poisoning: setup
 
 bench: setup
 	.venv/bin/python -m bench.bench_store
+
+# The poisoning screen's cost on every write: rules alone beside rules + the learned screen, and redaction.
+bench-screen: setup
+	.venv/bin/python -m bench.bench_screen
 
 bench-plugin: setup
 	.venv/bin/python -m bench.bench_plugin

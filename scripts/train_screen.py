@@ -170,12 +170,21 @@ def train(out: Path) -> dict[str, Any]:
         "benign_suspect": float(np.mean(probabilities[labels == 0] >= SUSPECT_AT)),
         "benign_held": float(np.mean(probabilities[labels == 0] >= unsure_at)),
     }
+    categories = np.array([item["category"] for item in items])
+    per_category = {
+        category: {
+            "suspect": round(float(np.mean(probabilities[categories == category] >= SUSPECT_AT)), 3),
+            "held": round(float(np.mean(probabilities[categories == category] >= unsure_at)), 3),
+        }
+        for category in sorted(set(categories.tolist()))
+    }
     settings = {
         "C": c,
         "band": {"suspect_at": SUSPECT_AT, "unsure_at": unsure_at},
         "corpus_sha256": hashlib.sha256(CORPUS.read_bytes()).hexdigest(),
         "scenario_groups": len(set(groups.tolist())),
         "out_of_fold": {"log_loss": round(loss, 4), **{k: round(v, 4) for k, v in oof.items()}},
+        "out_of_fold_by_category": per_category,
     }
     model = LinearTextModel(
         classes=("benign", ATTACK),
