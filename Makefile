@@ -1,7 +1,7 @@
 # The two commands of the README: `make demo` and `make test`. Both set everything up first (cached); CI runs
 # `make test` (.ci/run).
 .PHONY: setup setup-tests demo test test-weaviate-1.27 lint eval eval-corrections eval-poisoning eval-reflection \
-	bench bench-plugin bench-frozen bench-search bench-worker package pin-chatflow worker
+	bench bench-plugin bench-frozen bench-search bench-worker package pin-chatflow worker train-screen bench-screen
 
 # uv, the venv and the Weaviate binary: what `make demo` needs.
 setup:
@@ -45,6 +45,11 @@ eval: setup
 eval-corrections: setup
 	.venv/bin/python -m bench.eval_corrections
 
+# The learned poisoning screen from training/screening/corpus.jsonl (deterministic; writes
+# hindsight_insights/data/screen_model.npz, which the plugin ships).
+train-screen: setup
+	.venv/bin/python -m scripts.train_screen
+
 eval-reflection: setup
 	.venv/bin/python -m bench.eval_reflection
 
@@ -53,6 +58,10 @@ eval-poisoning: setup
 
 bench: setup
 	.venv/bin/python -m bench.bench_store
+
+# The poisoning screen's cost on every write: rules alone beside rules + the learned screen, and redaction.
+bench-screen: setup
+	.venv/bin/python -m bench.bench_screen
 
 bench-plugin: setup
 	.venv/bin/python -m bench.bench_plugin

@@ -1,11 +1,20 @@
-"""The poisoning battery and the redaction set (bench/data/poisoning.json), per split.
+"""The poisoning battery and the redaction set (bench/data/poisoning.json), per split, and the independent
+screening set (bench/data/screening_eval.json) when it is present.
 
-Poisoning: every candidate insight runs through governance.poisoning.screen over its topic, action and observation;
-malicious items must all be quarantined, benign look-alikes must pass. Redaction: every listed secret must be gone
-from governance.redaction.redact's output, and the texts without secrets (order numbers, prices, dates, hotlines)
-must come back unchanged.
+Poisoning: every candidate insight runs through detection.poisoning.screen over its topic, action and observation,
+twice: the rules alone, and rules + the learned screen (screen_model.py; "held" = suspect or unsure, what admission
+holds without a workspace model; "suspect" alone is also shown). Malicious items must all be held, benign look-alikes
+must pass. Redaction: every listed secret must be gone from detection.redaction.redact's output, and the texts
+without secrets (order numbers, prices, dates, hotlines) must come back unchanged.
 
-The holdout split is the headline; `--errors` lists the tune split's failures only (never the holdout's).
+screening_eval.json is read leniently, since it is written apart from this code: a list of items, or an object with
+"items" (insights) and optionally "redaction". An insight item has a label (attack/malicious, or benign), optionally
+a category, and its fields either under "insight" or at top level (topic, action, observation; or "text"). A
+redaction item has "text" and "secrets" (a list; empty for a clean text); items of the main list that carry
+"secrets" are redaction items too.
+
+The holdout split is the headline; `--errors` lists the tune split's failures only (never the holdout's, never the
+screening set's).
 
     make eval-poisoning    (or: .venv/bin/python -m bench.eval_poisoning [--errors])
 """
@@ -23,11 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hindsight_insights.detection.poisoning import screen
+from hindsight_insights.detection.poisoning import LearnedScreen, screen
 from hindsight_insights.detection.redaction import redact
 
 DATA = Path(__file__).parent / "data" / "poisoning.json"
+SCREENING_EVAL = Path(__file__).parent / "data" / "screening_eval.json"
 SPLITS = ("holdout", "tune")
+ATTACK_LABELS = {"attack", "malicious", "poison", "poisoning", "suspect"}
 
 
 def load() -> dict[str, Any]:
@@ -35,9 +46,42 @@ def load() -> dict[str, Any]:
     return data
 
 
-def quarantined(item: dict[str, Any]) -> bool:
+def insight_texts(item: dict[str, Any]) -> list[str]:
+    """The text fields of an insight item, whichever of the accepted layouts it uses."""
+    source = item.get("insight", item)
+    fields = [str(source[key]) for key in ("topic", "action", "observation") if source.get(key)]
+    return fields or [str(source.get("text", ""))]
+
+
+def load_screening_eval(path: Path = SCREENING_EVAL) -> dict[str, list[dict[str, Any]]] | None:
+    """The independent screening set in the normal form of poisoning.json ("items" with a label in
+    {malicious, benign} and a category; "redaction" with text and secrets), or None when absent."""
+    if not path.exists():
+        return None
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    listed = raw if isinstance(raw, list) else raw.get("items", [])
+    redaction = [] if isinstance(raw, list) else list(raw.get("redaction", []))
+    items = []
+    for item in listed:
+        if "secrets" in item and "label" not in item:
+            redaction.append(item)
+            continue
+        label = "malicious" if str(item.get("label", "")).lower() in ATTACK_LABELS else "benign"
+        texts = insight_texts(item)
+        insight = {"topic": texts[0], "action": " ".join(texts[1:2]), "observation": " ".join(texts[2:])}
+        items.append({**item, "label": label, "category": item.get("category", "?"), "insight": insight})
+    return {
+        "items": items,
+        "redaction": [{"text": r["text"], "secrets": list(r.get("secrets", []))} for r in redaction],
+    }
+
+
+def quarantined(item: dict[str, Any], learned: LearnedScreen | None = None, *, unsure_held: bool = True) -> bool:
+    """Held: suspect, or (with the learned screen) unsure, which admission holds without a workspace model;
+    `unsure_held=False`: suspects only (as if a workspace model cleared every unsure item)."""
     insight = item["insight"]
-    return screen(insight["topic"], insight["action"], insight["observation"]).suspect
+    result = screen(insight["topic"], insight["action"], insight["observation"], learned=learned)
+    return result.held if unsure_held else result.suspect
 
 
 @dataclass(frozen=True)
@@ -50,17 +94,21 @@ class ScreenReport:
     held_by: dict[str, int]  # category of the benign items that were held -> count
 
 
-def evaluate_screen(items: list[dict[str, Any]]) -> ScreenReport:
+def evaluate_screen(
+    items: list[dict[str, Any]], learned: LearnedScreen | None = None, *, unsure_held: bool = True
+) -> ScreenReport:
     missed: Counter[str] = Counter()
     held: Counter[str] = Counter()
     caught = malicious = benign = 0
     for item in items:
-        suspect = quarantined(item)
+        suspect = quarantined(item, learned, unsure_held=unsure_held)
         if item["label"] == "malicious":
             malicious += 1
             caught += suspect
             if not suspect:
-                missed[item["category"] if item["category"] != "obfuscated" else f"obfuscated/{item['technique']}"] += 1
+                missed[
+                    item["category"] if item["category"] != "obfuscated" else f"obfuscated/{item.get('technique')}"
+                ] += 1
         else:
             benign += 1
             if suspect:
@@ -94,18 +142,38 @@ def evaluate_redaction(items: list[dict[str, Any]]) -> RedactionReport:
     return RedactionReport(with_secrets, cleaned, secrets, removed, benign, unchanged)
 
 
-def render(split: str, screened: ScreenReport, redacted: RedactionReport) -> str:
-    lines = [
-        f"== {split}",
-        f"malicious quarantined: {screened.caught}/{screened.malicious}"
-        + (f"  missed by technique/category: {screened.missed_by}" if screened.missed_by else ""),
-        f"benign held:           {screened.held}/{screened.benign}"
-        + (f"  by category: {screened.held_by}" if screened.held_by else ""),
+def render(split: str, screens: dict[str, ScreenReport], redacted: RedactionReport) -> str:
+    lines = [f"== {split}"]
+    for name, screened in screens.items():
+        lines += [
+            f"[{name}] malicious held: {screened.caught}/{screened.malicious}"
+            + (f"  missed by technique/category: {screened.missed_by}" if screened.missed_by else ""),
+            f"[{name}] benign held:    {screened.held}/{screened.benign}"
+            + (f"  by category: {screened.held_by}" if screened.held_by else ""),
+        ]
+    lines.append(
         f"redaction: texts with every secret gone {redacted.cleaned}/{redacted.with_secrets}, "
-        f"secrets removed {redacted.removed}/{redacted.secrets}, "
-        f"benign numeric texts unchanged {redacted.unchanged}/{redacted.benign}",
-    ]
+        f"secrets removed {redacted.removed}/{redacted.secrets} (not redacted: {redacted.secrets - redacted.removed}), "
+        f"clean texts unchanged {redacted.unchanged}/{redacted.benign} "
+        f"(altered: {redacted.benign - redacted.unchanged})"
+    )
     return "\n".join(lines)
+
+
+def default_learned() -> LearnedScreen | None:
+    """The shipped model over the built-in embedder (one BLAS thread: the machine is shared)."""
+    from hindsight_insights.embedder import UseM3Embedder
+    from hindsight_insights.screen_model import learned_screen
+
+    return learned_screen(UseM3Embedder(threads=1))
+
+
+def screens(items: list[dict[str, Any]], learned: LearnedScreen | None) -> dict[str, ScreenReport]:
+    reports = {"rules": evaluate_screen(items)}
+    if learned is not None:
+        reports["rules+learned, unsure held"] = evaluate_screen(items, learned)
+        reports["rules+learned, suspects only"] = evaluate_screen(items, learned, unsure_held=False)
+    return reports
 
 
 def tune_errors(data: dict[str, Any]) -> list[str]:
@@ -133,12 +201,19 @@ def main() -> None:
     parser.add_argument("--errors", action="store_true", help="list the tune split's failures")
     args = parser.parse_args()
     data = load()
+    learned = default_learned()
     blocks = []
     for split in SPLITS:
         items = [item for item in data["items"] if item["split"] == split]
         redaction = [item for item in data["redaction"] if item["split"] == split]
-        blocks.append(render(split, evaluate_screen(items), evaluate_redaction(redaction)))
-    blocks.append(render("all", evaluate_screen(data["items"]), evaluate_redaction(data["redaction"])))
+        blocks.append(render(f"poisoning.json {split}", screens(items, learned), evaluate_redaction(redaction)))
+    blocks.append(render("poisoning.json all", screens(data["items"], learned), evaluate_redaction(data["redaction"])))
+    independent = load_screening_eval()
+    if independent is None:
+        blocks.append(f"== {SCREENING_EVAL.name}: not present")
+    else:
+        redacted = evaluate_redaction(independent["redaction"])
+        blocks.append(render(SCREENING_EVAL.name, screens(independent["items"], learned), redacted))
     print("\n\n".join(blocks))
     if args.errors:
         print()

@@ -1,5 +1,6 @@
-"""Redaction: each kind of secret and personal data, the placeholder style, and numbers that must stay. The
-examples are fabricated for these tests (card and ID numbers are built to pass their checks)."""
+"""Redaction: each kind of secret and personal data (a positive and look-alike negatives per kind), the placeholder
+style, and numbers that must stay. The examples are fabricated for these tests (card, ID and IBAN numbers are built
+to pass their checks; keys are random strings in the vendors' formats)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,54 @@ SECRETS: list[tuple[str, str, str]] = [
     ("phone", "我的手机号13912345678", "13912345678"),
     ("email", "我的邮箱是 zhang.san@mail.example.com.cn", "zhang.san@mail.example.com.cn"),
     ("email", "write to a.b+tag@c.io today", "a.b+tag@c.io"),
+    # detect-secrets' formats and the rules where it does not reach
+    (
+        "private_key",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n"
+        "-----END OPENSSH PRIVATE KEY-----",
+        "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ",
+    ),
+    (
+        "private_key",
+        "用这个 -----BEGIN RSA PRIVATE KEY----- MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunV "
+        "-----END RSA PRIVATE KEY----- 登录",
+        "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunV",
+    ),
+    ("private_key", "cut short: -----BEGIN PRIVATE KEY----- MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "MIIEvQIBADANBgkqhk"),
+    (
+        "api_key",
+        "Pinecone key pcsk_4xT9Lq_8mKzR2vN7pW3yB5cH6jD1fG0sA9eQ2uY7",
+        "pcsk_4xT9Lq_8mKzR2vN7pW3yB5cH6jD1fG0sA9eQ2uY7",
+    ),
+    ("api_key", "向量库 API key: Wv7kP2mX9qR4tL8zN3cB6yH1dF5gJ0sA", "Wv7kP2mX9qR4tL8zN3cB6yH1dF5gJ0sA"),
+    ("api_key", "AccessKey ID LTAI5tQ9xK2mP7wR3nB8 for OSS", "LTAI5tQ9xK2mP7wR3nB8"),
+    ("api_key", "AccessKeySecret: Zq8vN2kP5xR7mT3wL9yB4cH6", "Zq8vN2kP5xR7mT3wL9yB4cH6"),
+    ("api_key", "stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc ok", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+    (
+        "api_key",
+        "a bare string q8Zr2Lk9Xw4Mn7Pv3Bt6Hy1Dc5Fg0Js8Ke2Qa in the note",
+        "q8Zr2Lk9Xw4Mn7Pv3Bt6Hy1Dc5Fg0Js8Ke2Qa",
+    ),
+    ("password", "连接串 postgres://admin:S3cr3t!@db.internal:5432/app", "S3cr3t!"),
+    ("api_key", "secret=hunter2hunter", "hunter2hunter"),
+    ("id_card", "身份证号 110101199003074515 校验位不对", "110101199003074515"),  # labelled: whatever its checksum
+    ("bank_card", "卡号 4111 1111 1111 1112 是测试号", "4111 1111 1111 1112"),  # labelled: whatever its checksum
+    ("bank_card", "银联卡 6217 0012 3456 7890 123 的户主", "6217 0012 3456 7890 123"),
+    ("bank_card", "19 digits, no label: 6217001234567890122", "6217001234567890122"),  # UnionPay, Luhn-valid
+    ("iban", "IBAN GB82 WEST 1234 5698 7654 32 for the transfer", "GB82 WEST 1234 5698 7654 32"),
+    ("iban", "pay into DE89370400440532013000 today", "DE89370400440532013000"),  # valid check, no label
+    ("passport", "护照号码 E12345678，下周出发", "E12345678"),
+    ("passport", "passport no. G87654321 expires soon", "G87654321"),
+    ("employee_id", "员工编号 HR-20931 的张三", "HR-20931"),
+    ("employee_id", "employee number 48213 asked for leave", "48213"),
+    ("phone", "my WhatsApp +44 7911 123456 any time", "+44 7911 123456"),
+    ("phone", "US mobile +1 415 555 2671", "+1 415 555 2671"),
+    ("birth_date", "张伟，1990年3月5日出生", "1990年3月5日"),
+    ("birth_date", "Jane Doe, DOB 1985-03-12, asked", "1985-03-12"),
+    ("birth_date", "Li Na, born 12 March 1985 in Wuhan", "12 March 1985"),
+    ("address", "张伟住在上海市徐汇区漕溪北路 88 号 3 栋 1202 室", "漕溪北路 88 号 3 栋 1202 室"),
+    ("address", "寄到：北京市朝阳区建国路 93 号", "建国路 93 号"),
+    ("address", "She lives at 221 Baker Street, London NW1 6XE.", "221 Baker Street, London NW1 6XE"),
 ]
 
 BENIGN: list[str] = [
@@ -58,8 +107,32 @@ BENIGN: list[str] = [
     "版本号 3.10.4，端口 6379，IP 192.168.1.10",
     "Build 20241130153045 passed",
     "ISBN 978-7-111-12345-6",
-    "身份证号 110101199003074515 校验位不对",  # fails the ID checksum
-    "卡号 4111 1111 1111 1112 是测试号",  # fails Luhn
+    "流水 110101199003074515 对不上",  # no label, fails the ID checksum
+    "batch 4111111111111112 failed",  # no label, fails Luhn
+    "构建号 6217001234567890123",  # no label, fails Luhn
+    "see DE89370400440532013001 in the spec",  # IBAN-shaped, bad check digits
+    # placeholders are not secrets
+    "export OPENAI_API_KEY=YOUR_API_KEY before running",
+    "use sk-xxxxxxxxxxxxxxxxxxxxxxxx as the key in the docs",
+    "Authorization: Bearer <token>",
+    "password: <your-password>",
+    "密码：******",
+    "api_key = ${API_KEY}",
+    "联系 user@example.com 获取示例",
+    # look-alikes of the new kinds
+    "The passport office opens at 9.",
+    "employee satisfaction rose 12% in 2024",
+    "护照办理需要 15 个工作日",
+    "Python 1.0 was released in January 1994",
+    "会议定在 2024年3月5日",
+    "生日会在周五",
+    "官方门店：杭州市西湖区文三路 90 号",  # a shop's address, not someone's home
+    "Our office is at 1 Main Street.",
+    "the key takeaway is consistency",
+    "uuid 3f2504e0-4f89-11d3-9a0c-0305e82c3301 in the log",
+    "文件 quarterly-report-final-version-approved.pdf 已上传",
+    "客服热线 400-820-8820 全天在线",
+    "BEGIN PRIVATE KEY 是 PEM 文件的开头标记",
 ]
 
 

@@ -19,6 +19,13 @@ Data exfiltration needs all three of a transfer verb, the user's data and a lite
 (pointed at with to/到/给…), and not a destination given to the user ("tell them to write to security@…",
 告诉他客服热线 400-…). A URL with a template slot for conversation data (?q={conversation}) is exfiltration by
 itself.
+
+Beside the rules, a learned screen (`LearnedScreen`: classifier.LinearTextModel over the texts' embedding, character
+n-grams and the rule families that fired, trained on training/screening/corpus.jsonl by scripts/train_screen.py)
+gives the probability that the insight is an attack. With it, `screen(..., learned=...)` is `suspect` when a rule
+fires or the probability reaches the band's `suspect_at`, and `unsure` when it falls in [unsure_at, suspect_at)
+and no rule fired: a caller asks a workspace model about unsure items, and without one holds them for review like
+suspects (`held`). The rules stay where they are precise, and for the reason text.
 """
 
 from __future__ import annotations
@@ -27,49 +34,96 @@ import re
 from dataclasses import dataclass, field
 
 from hindsight_insights.detection import poisoning_patterns as patterns
+from hindsight_insights.detection.classifier import EmbedFn, LinearTextModel
 from hindsight_insights.detection.deobfuscate import View, views
 
 _SENTENCE = re.compile(r"[^。;!?\n]+")
+ATTACK = "attack"
+
+
+@dataclass(frozen=True)
+class Band:
+    """Where the learned probability decides: at or above `suspect_at` suspect; in [unsure_at, suspect_at) unsure."""
+
+    suspect_at: float
+    unsure_at: float
+
+
+@dataclass(frozen=True)
+class LearnedScreen:
+    """The trained model, the embedder it was trained with (as a callable: detection does no I/O), the band."""
+
+    model: LinearTextModel
+    embed: EmbedFn
+    band: Band
+
+    def probability(self, texts: list[str], families: frozenset[str]) -> float:
+        """The calibrated probability that the insight (its texts joined, one field a line) is an attack."""
+        joined = "\n".join(texts)
+        probabilities = self.model.predict([joined], self.embed, [families])
+        return float(probabilities[0, self.model.classes.index(ATTACK)])
 
 
 @dataclass(frozen=True)
 class Screening:
     suspect: bool
     reasons: list[str] = field(default_factory=list)
+    probability: float | None = None  # the learned screen's, when one ran
+    unsure: bool = False  # no rule fired and the probability is in the unsure band: ask a model, else hold
+    families: frozenset[str] = frozenset()  # the rule families that fired
+
+    @property
+    def held(self) -> bool:
+        """What a caller without a workspace model holds for review: suspects and unsure items."""
+        return self.suspect or self.unsure
 
 
-def screen(*texts: str) -> Screening:
-    """Whether any of `texts` (an insight's topic, action, observation, evidence) carries an attack, and why."""
-    reasons: list[str] = []
-    for text in texts:
-        if not text or not text.strip():
-            continue
+def screen(*texts: str, learned: LearnedScreen | None = None) -> Screening:
+    """Whether any of `texts` (an insight's topic, action, observation, evidence, tags) carries an attack, and why."""
+    present = [text for text in texts if text and text.strip()]
+    findings: list[tuple[str, str]] = []
+    for text in present:
         for view in views(text):
-            reasons.extend(_findings(view))
-    unique = list(dict.fromkeys(reasons))
-    return Screening(bool(unique), unique)
+            findings.extend(_findings(view))
+    reasons = list(dict.fromkeys(reason for _, reason in findings))
+    families = frozenset(family for family, _ in findings)
+    if learned is None or not present:
+        return Screening(bool(reasons), reasons, families=families)
+    probability = learned.probability(present, families)
+    suspect = bool(reasons) or probability >= learned.band.suspect_at
+    if probability >= learned.band.suspect_at:
+        reasons.append(f"learned screen: attack probability {probability:.2f}")
+    unsure = not suspect and probability >= learned.band.unsure_at
+    if unsure:
+        reasons.append(f"learned screen unsure: attack probability {probability:.2f}")
+    return Screening(suspect, reasons, probability, unsure, families)
+
+
+def rule_families(*texts: str) -> frozenset[str]:
+    """The rule families that fire on `texts` (the learned screen's third feature block)."""
+    return screen(*texts).families
 
 
 def _label(view: View) -> str:
     return "" if view.name == "plain" else f" ({view.name})"
 
 
-def _findings(view: View) -> list[str]:
-    found = []
+def _findings(view: View) -> list[tuple[str, str]]:
+    """(family, reason) of every rule that fires on this reading."""
+    found: list[tuple[str, str]] = []
     compact = "letters only" in view.name
     for category, pattern in patterns.COMPACT_RULES if compact else patterns.RULES:
         for match in pattern.finditer(view.text):
             if _defensive(view.text, match.start(), compact):
                 continue
-            found.append(f"{category}: “{match.group().strip()}”{_label(view)}")
+            found.append((category, f"{category}: “{match.group().strip()}”{_label(view)}"))
             break
     if not compact:
-        found.extend(f"{reason}{_label(view)}" for reason in _data_exfiltration(view.text))
+        found.extend((patterns.DATA, f"{reason}{_label(view)}") for reason in _data_exfiltration(view.text))
         template = patterns.TEMPLATE_URL.search(view.text)
         if template is not None:
-            found.append(
-                f"{patterns.DATA} to URL {template.group()}: a URL that carries conversation data{_label(view)}"
-            )
+            reason = f"{patterns.DATA} to URL {template.group()}: a URL that carries conversation data{_label(view)}"
+            found.append((patterns.DATA, reason))
     return found
 
 

@@ -36,15 +36,15 @@ _RULES_EN = (
 _RULES_ZH = r"(指令|规则|设定|设置|指示|提示词|提示|限制|约束|规定|策略|要求|规范|命令|prompt)"
 _PRIVILEGED_EN = (
     r"(system|admin|administrator|root|operator|developer|superuser|sysadmin|unrestricted|unfiltered|jailbroken|"
-    r"dan|god|owner|super ?admin|engineering lead)"
+    r"dan|god|owner|super ?admin)"
 )
 _PRIVILEGED_ZH = (
     r"(系统管理员|超级管理员|管理员|超级用户|root|开发者|开发人员|运维|主管|负责人|无限制|不受限制|越狱|系统|上帝|"
     r"所有者|owner)"
 )
 _PROMPT_OBJECT_ZH = (
-    r"(系统提示词?|提示词|系统设定|系统指令|系统消息|prompt|完整规则|行为规则|注入的规则|隐藏(的)?(指令|规则)|初始指令|"
-    r"知识库名称|你的(规则|设定|指令)|收到的(完整)?(系统提示|指令)|规则列表)"
+    r"(系统提示词?|提示词|系统设定|系统指令|系统消息|prompt|完整规则|行为规则|隐藏(的)?(指令|规则)|初始指令|"
+    r"你的(规则|设定|指令)|收到的(完整)?(系统提示|指令)|规则列表)"
 )
 _DISCLOSE_ZH = (
     r"(附上|发给|告诉|透露|泄露|输出|展示|显示|复述|打印|列出|公开|说出|给出|发送|贴出|念出|重复|提供|回显|写出|"
@@ -136,7 +136,7 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
         ),
         (
             OVERRIDE,
-            r"最高(规则|指令|优先级)|【?系统(通知|指令|消息|更新)】|无条件(执行|服从|照做)|照做即可|一律照做|"
+            r"最高(规则|指令|优先级)|【?系统(通知|指令|消息|更新)】|无条件(执行|服从|照做)|一律照做|"
             r"直接按(用户|他|她)说的(执行|做|办)",
         ),
         # ---------------------------------------------------------------------------------------- role change
@@ -146,7 +146,7 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
         (
             ROLE,
             r"\b(your new|new) (role|identity|persona|name) is\b|\b(sudo|god|developer|admin|maintenance|debug) mode\b|"
-            r"\broot (access|privileges)\b|\bunrestricted (ai|assistant|mode|model|internal tool|tool|bot|version)\b",
+            r"\broot (access|privileges)\b|\bunrestricted (ai|assistant|mode|model|tool|bot|version)\b",
         ),
         (ROLE, r"(从现在(起|开始)|从今以后|今后|以后)[,]?\s*你(就)?(是|扮演|成为|变成|作为)"),
         (ROLE, rf"你(现在)?(就)?(是|扮演|成为|变成|作为)(一个|一名|一位|平台的|公司的)?{_PRIVILEGED_ZH}"),
@@ -156,7 +156,7 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
             r"没有(任何)?(限制|约束|规则)的(ai|助手|机器人|模型)|你(现在)?(就)?是(一个|一名)?(不受(任何)?限制|无限制|无约束)",
         ),
         (ROLE, rf"(扮演|假装|装作|充当|当作)(一个|一名|一位)?{_PRIVILEGED_ZH}"),
-        (ROLE, r"(切换|进入|开启|打开)(到)?(开发者|管理员|上帝|无限制|越狱|调试|root)模式|无限制助手|无限制模式"),
+        (ROLE, r"(切换|进入|开启|打开)(到)?(开发者|管理员|上帝|无限制|越狱|调试|root)模式|无限制模式"),
         # ------------------------------------------------------------------------------ prompt exfiltration
         (
             PROMPT,
@@ -201,7 +201,7 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
         (
             PRIVILEGE,
             r"\btreat (this user|them|him|her|the user|every request|all requests|their requests)\b[^.;]{0,60}\bas "
-            r"(if (it|they) came from )?(an? |the )?(admin|administrator|owner|engineering lead|manager|root|developer|"
+            r"(if (it|they) came from )?(an? |the )?(admin|administrator|owner|manager|root|developer|"
             r"staff|employee|verified|the system)",
         ),
         (
@@ -211,12 +211,14 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
         ),
         (
             PRIVILEGE,
-            r"(跳过|绕过|免去|省去|不用|无需|不需要|不必|免)(走)?(身份)?(验证|认证|审核|审批|核验|校验|人脸识别|短信验证码?|"
+            r"(跳过|绕过|免去|省去|不用|无需|不需要|不必|免)(走)?(身份)?(验证|认证|审核|审批|核验|校验|人脸识别|"
             r"验证码|二次确认|风控|实名|kyc)",
         ),
         (
             PRIVILEGE,
-            r"(当作|视为|看作|当成|作为|按)(一个|一名)?(管理员|超级管理员|店铺管理员|root|超级用户|内部员工|开发者)",
+            r"(当作|视为|看作|当成|作为|按)(一个|一名)?(管理员|超级管理员|root|超级用户|内部员工|开发者)|"
+            # treat-as verbs with a qualifier before the role: 当成后台管理员, 视为系统的超级用户
+            r"(当作|视为|看作|当成)[^，,。;；]{1,6}(管理员|超级用户|root|内部员工|开发者)",
         ),
         (
             PRIVILEGE,
@@ -227,6 +229,9 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
         (
             PRIVILEGE,
             r"(查看|访问|修改|获取|导出|删除)(其他|其它|所有|任何|别的)(用户|客户|人|账户|账号)的?(订单|信息|数据|账户|账号|记录|资料)?|"
+            # plain verbs (看, 查) need the personal data they are after: 看其他会员的手机号
+            r"(看|查|查询|调出|拿到)(其他|其它|所有|任何|别的|全部)(用户|客户|会员|顾客|买家|成员|员工|人)的?"
+            r"(手机|电话|地址|订单|信息|数据|资料|记录|账户|账号|密码|聊天|身份证|余额)|"
             r"(修改|删除|解除|操作)(任何|所有)(订单|账户|账号|用户)",
         ),
         (PRIVILEGE, r"(给|授予|赋予|开通|分配)[^。;]{0,10}(owner|管理员|所有者|最高|全部|超级)(权限|角色)"),

@@ -43,6 +43,20 @@ class Folded:
         return raw.strip(" \t\n,，。.;；:：、!！?？—–-")
 
 
+def normalize(source: str) -> Folded:
+    """Steps 1-2 of folding only: case and script kept, for formats that are case-sensitive (AKIA…, eyJ…, PEM
+    headers)."""
+    chars: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(source):
+        if unicodedata.category(char) == "Cf":
+            continue
+        for normal in unicodedata.normalize("NFKC", char):
+            chars.append(normal)
+            origin.append(index)
+    return Folded("".join(chars), source, tuple(origin))
+
+
 def fold(source: str) -> Folded:
     chars: list[str] = []
     origin: list[int] = []

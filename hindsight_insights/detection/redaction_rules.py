@@ -1,0 +1,138 @@
+"""The rule tables of redaction (redaction.py): what no library finds, written from the formats themselves.
+
+Everything here runs on folded text (text.fold: NFKC, lower case, simplified Chinese), so each rule is written once,
+in lower case. Each rule is a design decision, not a phrase seen in data:
+
+  a value after its label      身份证 / 银行卡 / 护照 / passport / 工号 / employee number … then the number, whatever
+                               its checksum (the label says what it is); 密码 / password / secret / token /
+                               AccessKey … then the value;
+  vendor key prefixes          sk-, sk-proj-, AKIA, LTAI, ghp_, xoxb-, pcsk_, … (a prefix is a format);
+  key blocks                   PEM and OpenSSH private keys, header to footer (or to the end of the base64 when cut);
+  credentials in a URL         scheme://user:password@host;
+  a date of birth              a full date next to a birth label (出生, 生日, born, DOB, date of birth);
+  an address                   the Chinese grammar (省/市/区/县 … 路/街/巷/弄 + 号, then 栋/单元/室), or a street
+                               line with a house number and a postcode;
+  an e-mail address.
+"""
+
+from __future__ import annotations
+
+import re
+
+# ------------------------------------------------------------------------------------------ numbers by label
+# Between a label and its value: 号/号码/number/no./#, then 是/为/:/is.
+_JOIN = r"(?:\s*(?:号码|号|number|no\.?|num|#|id))?\s*(?:[:=]|是|为|is|:)?\s*"
+NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "id_card",
+        re.compile(
+            rf"(?:身份证|身份证件|证件号|居民身份|公民身份|national id|resident id|id card){_JOIN}"
+            r"(?P<value>\d{6}[\s-]?\d{4,8}[\s-]?\d{3,4}[\dx]?)(?![\da-z])"
+        ),
+    ),
+    (
+        "bank_card",
+        re.compile(
+            r"(?:银行卡|银联卡|信用卡|借记卡|储蓄卡|卡号|银行账号|收款账号|银行账户|card|bank account|"
+            rf"account(?=\s*(?:number|no))){_JOIN}"
+            r"(?P<value>\d{4}(?:[\s-]?\d{2,4}){2,4}(?:[\s-]?\d{1,4})?)(?![\da-z])"
+        ),
+    ),
+    (
+        "passport",
+        re.compile(rf"(?:护照|passport){_JOIN}(?P<value>[a-z]{{0,2}}\d{{6,9}})(?![\da-z])"),
+    ),
+    (
+        "employee_id",
+        re.compile(
+            rf"(?:工号|员工号|员工编号|职工号|(?:employee|staff)(?=\s*(?:number|no|id|#))){_JOIN}"
+            r"(?P<value>[a-z]{0,4}[-_]?\d{3,10})(?![\da-z])"
+        ),
+    ),
+    (
+        "iban",
+        re.compile(
+            rf"(?:iban){_JOIN}(?P<value>[a-z]{{2}}\d{{2}}(?:\s?[a-z0-9]{{4}}){{2,7}}(?:\s?\d{{1,4}})?)(?![\da-z])"
+        ),
+    ),
+    (
+        "phone",
+        re.compile(
+            r"(?:我的|my|home|mobile|家里|家庭|住宅|私人|private|personal|cell)\s*(?:的)?\s*(?:电话|手机|号码|phone|number|"
+            r"whatsapp|微信)(?:\s*(?:号码|号|number))?\s*(?:[:=]|是|为|is|:)?\s*(?P<value>\+?[\d(][\d\s()-]{6,18}\d)"
+        ),
+    ),
+]
+
+# ------------------------------------------------------------------------------------------ secrets by label
+# The value after 密码/password/…: up to the next space, clause punctuation or Chinese character.
+SECRET_END = r"(?=[\"'”]?(?:[\s,。，;；、)）]|[.!?](?:\s|$)|$|[\u4e00-\u9fff]))"
+PASSWORD = re.compile(
+    r"(?P<label>(?<![a-z0-9_])[a-z0-9_]{0,40}?(?:password|passwd|pwd)|pass(?:code|phrase)|密码|口令|暗码)"
+    r"(?P<sep>\s*(?:[:=]|是|为|改成了|改成|改为|设为|设置为|is|was)\s*[\"'“]?\s*|\s+)"
+    rf"(?P<secret>[\x21-\x7e]{{4,64}}?){SECRET_END}"
+)
+KEY_SEPARATOR = r"\s*(?:[:=]|是|为|is|was)\s*[\"'“]?\s*|\s+"
+KEY_LABEL = re.compile(
+    r"(?<![a-z0-9_.-])(?P<label>[a-z0-9_.-]{0,40}?(?:api[_ -]?key|apikey|secret(?:[_-]?(?:access[_-]?)?key)?|"
+    r"access[_ -]?key(?:[_ -]?(?:id|secret))?|private[_-]?key|client[_-]?secret|access[_-]?token|refresh[_-]?token|"
+    r"auth[_-]?token|token|authorization|key)|密钥|秘钥|令牌|私钥)"
+    rf"(?P<sep>{KEY_SEPARATOR})(?P<secret>[a-z0-9+/=_.~-]{{8,}})"
+)
+BEARER = re.compile(r"\bbearer\s+(?P<secret>[a-z0-9._~+/=-]{16,})")
+JWT = re.compile(r"eyj[a-z0-9_-]{5,}\.eyj[a-z0-9_-]{5,}\.[a-z0-9_-]{10,}")
+KEY_PREFIXES = re.compile(
+    r"(?<![a-z0-9])(?P<secret>sk-(?:proj-|ant-|live-|test-|svcacct-)?[a-z0-9_-]{20,}|(?:akia|asia)[0-9a-z]{16}|"
+    r"ltai[0-9a-z]{12,30}|gh[pousr]_[a-z0-9]{30,}|github_pat_[a-z0-9_]{30,}|xox[abprs]-[a-z0-9-]{10,}|"
+    r"aiza[0-9a-z_-]{30,}|app-[a-z0-9]{20,}|dataset-[a-z0-9]{20,}|glpat-[a-z0-9_-]{20,}|hf_[a-z0-9]{30,}|"
+    r"[sr]k_(?:live|test)_[a-z0-9]{20,}|pcsk_[a-z0-9_]{30,}|npm_[a-z0-9]{30,}|pypi-[a-z0-9_-]{40,})"
+    r"(?![a-z0-9])"
+)
+URL_CREDENTIALS = re.compile(r"[a-z][a-z0-9+.-]{1,15}://[^\s:/@]{1,64}:(?P<secret>[^\s@/]{1,128})@[a-z0-9.-]+")
+PRIVATE_KEY = re.compile(
+    r"-----begin (?P<what>[a-z0-9 ]{0,20}?)private key(?: block)?-----[\s\S]*?"
+    r"(?:-----end (?P=what)private key(?: block)?-----|(?=[^a-z0-9+/=\s])|$)"
+)
+# Not secrets: documentation's stand-ins (YOUR_API_KEY, sk-xxxx, <token>, ${TOKEN}, ****, changeme).
+PLACEHOLDER = re.compile(
+    r"^[<{\[$%(]|[>}\]]$|x{4,}|\*{3,}|\.{3,}|^your[_-]?|_here$|^(?:an?[_-]?)?example|placeholder|changeme|dummy|redacted|"
+    r"^(?:(.)\1+)$|^(?:test|sample|fake|demo|foo|bar)[_-]?(?:key|token|secret|password)?$"
+)
+
+# ---------------------------------------------------------------------------------------- personal details
+_DATE = (
+    r"(?:(?:19|20)\d{2}\s*(?:年|[-/.])\s*\d{1,2}\s*(?:月|[-/.])\s*\d{1,2}\s*日?|\d{1,2}[-/.]\d{1,2}[-/.](?:19|20)\d{2}|"
+    r"\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+(?:19|20)\d{2}|"
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+(?:19|20)\d{2})"
+)
+BIRTH_DATE = re.compile(
+    rf"(?:出生日期|出生于|出生|生日|生于|date of birth|birth ?date|birthday|born(?: on)?|d\.?o\.?b\.?)"
+    rf"\s*(?:是|为|:|is|on)?\s*(?P<value>{_DATE})|(?P<before>{_DATE})\s*(?:出生|生)"
+)
+_HAN = r"[\u4e00-\u9fff]"
+CHINESE_ADDRESS = re.compile(
+    rf"(?:{_HAN}{{2,8}}(?:省|自治区))?(?:{_HAN}{{2,8}}市)?(?:{_HAN}{{1,8}}(?:区|县|镇|乡))?"
+    rf"(?:{_HAN}|\d){{1,12}}(?:路|街|大道|大街|巷|胡同|弄|里)\s*\d{{1,5}}\s*(?:弄\s*\d{{1,5}}\s*)?号"
+    r"(?P<unit>(?:\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座|单元|楼|层))*(?:\s*[a-z\d]{1,5}\s*室)?)"
+)
+# What makes an address someone's: a room or unit, or a word for home before it (a shop's 路 88 号 stays).
+HOME_LABEL = re.compile(r"(住址|家住|住在|家庭地址|居住地|现住|收货地址|寄到|home|lives? at|residing|address)\W{0,12}$")
+STREET_WITH_POSTCODE = re.compile(
+    r"\b\d{1,5}\s+(?:[a-z]+\s+){1,4}(?:street|st|road|rd|avenue|ave|lane|ln|drive|dr|boulevard|blvd|way|court|ct|"
+    r"place|pl|terrace|close|crescent)\b\.?(?:,?\s*(?:apt|flat|unit|suite)\.?\s*\w+)?(?:,\s*[a-z .'-]{2,30}){0,3},?\s*"
+    r"(?:\d{5}(?:-\d{4})?|[a-z]{1,2}\d[a-z\d]?\s*\d[a-z]{2}|\d{6})\b"
+)
+EMAIL = re.compile(r"(?<![a-z0-9._%+-])[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}(?![a-z0-9-])")
+# Reserved for documentation (RFC 2606): user@example.com is a placeholder.
+EMAIL_PLACEHOLDER = re.compile(r"@(?:[a-z0-9-]+\.)*example\.(?:com|org|net)$|\.(?:test|invalid|localhost)$")
+
+# -------------------------------------------------------------------------------- numbers without a label
+ID_NUMBER = re.compile(r"(?<![0-9a-z])\d{17}[\dx](?![0-9a-z])")
+CARD_NUMBER = re.compile(
+    r"(?<![0-9a-z.\-/])(?:\d{4}[ -]){3}\d{4}(?:[ -]?\d{1,3})?(?![0-9a-z])|(?<![0-9a-z.\-/])\d{13,19}(?![0-9a-z])"
+)
+IBAN = re.compile(r"(?<![a-z0-9])[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){2,7}(?:\s?[a-z0-9]{1,4})?(?![a-z0-9])")
+# A number introduced as an order, invoice or tracking number is a reference, not personal data.
+REFERENCE_LABEL = re.compile(
+    r"(订单|单号|运单|快递|物流|发票|编号|流水|工单|order|invoice|tracking|ticket|ref|no\.|#)\W{0,3}$"
+)

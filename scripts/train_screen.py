@@ -1,0 +1,215 @@
+"""Train the learned poisoning screen on training/screening/corpus.jsonl, deterministically (`make train-screen`).
+
+Features (detection/classifier.py): the built-in USE-multilingual embedding of topic, action and observation (one a
+line), char 1-3-gram TF-IDF of the same text, and the rule families that fire on it (detection/poisoning.py).
+Model: scikit-learn's logistic regression (lbfgs, deterministic), calibrated by Platt scaling on out-of-fold scores.
+
+Model selection uses the TRAINING corpus only, split by scenario: the README warns that zh and en items often
+rewrite the same scenario, so a split by line would score a translation of a training item. Scenarios are
+approximated as connected components of same-category items whose embeddings are close (cosine >= SCENARIO_COSINE;
+USE-multilingual puts a sentence and its translation close together), then GroupKFold. The grid picks C and the
+embedding block's weight by out-of-fold log loss; the band comes from the out-of-fold probabilities:
+
+  suspect_at  0.5 (the calibrated probability);
+  unsure_at   the highest threshold <= suspect_at at which the held items (suspect or unsure) still include
+              UNSURE_RECALL of the out-of-fold attacks.
+
+The model is written without pickle (an .npz of plain arrays and a JSON string, fixed zip timestamps so the same
+corpus gives the same bytes) to hindsight_insights/data/screen_model.npz, which ships in the plugin package.
+
+    .venv/bin/python -m scripts.train_screen [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy import sparse
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import log_loss, roc_auc_score
+from sklearn.model_selection import GroupKFold
+
+from hindsight_insights.detection.classifier import Blocks, LinearTextModel, blocks, fit_ngrams
+from hindsight_insights.detection.poisoning import ATTACK, rule_families
+from hindsight_insights.detection.poisoning_patterns import DATA, OVERRIDE, PRIVILEGE, PROMPT, ROLE
+from hindsight_insights.embedder import UseM3Embedder
+from hindsight_insights.screen_model import MODEL_PATH
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "training" / "screening" / "corpus.jsonl"
+FAMILIES = (OVERRIDE, ROLE, PROMPT, DATA, PRIVILEGE)
+NGRAMS = {"n_min": 1, "n_max": 4, "min_df": 2, "max_features": 40000}
+SCENARIO_COSINE = 0.6  # a zh item and its en rewrite: median best same-category cosine 0.63
+FOLDS = 5
+GRID_C = (1.0, 3.0, 10.0, 30.0, 100.0)
+GRID_EMBEDDING_WEIGHT = (0.25, 0.5, 1.0)
+UNSURE_RECALL = 0.95
+SUSPECT_AT = 0.5
+
+
+def load_corpus(path: Path = CORPUS) -> list[dict[str, str]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def item_text(item: dict[str, str]) -> str:
+    return "\n".join(item[field] for field in ("topic", "action", "observation"))
+
+
+def scenario_groups(vectors: npt.NDArray[np.float32], categories: list[str]) -> npt.NDArray[np.int64]:
+    """Connected components of same-category items closer than SCENARIO_COSINE (union-find, in index order)."""
+    parent = list(range(len(categories)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    similarity = vectors @ vectors.T
+    for i in range(len(categories)):
+        for j in range(i + 1, len(categories)):
+            if categories[i] == categories[j] and similarity[i, j] >= SCENARIO_COSINE:
+                parent[max(root(i), root(j))] = min(root(i), root(j))
+    return np.array([root(i) for i in range(len(categories))], dtype=np.int64)
+
+
+def design(features: Blocks, vocabulary: int, weights: tuple[float, float, float]) -> sparse.csr_matrix:
+    rows, cols, vals = [], [], []
+    for i, (index, values) in enumerate(features.ngrams):
+        rows.extend([i] * len(index))
+        cols.extend(index.tolist())
+        vals.extend(values.tolist())
+    ngrams = sparse.csr_matrix((vals, (rows, cols)), shape=(len(features.ngrams), vocabulary), dtype=np.float64)
+    return sparse.hstack(
+        [
+            sparse.csr_matrix(weights[0] * features.embeddings.astype(np.float64)),
+            weights[1] * ngrams,
+            sparse.csr_matrix(weights[2] * features.rules.astype(np.float64)),
+        ],
+        format="csr",
+    )
+
+
+def platt(scores: npt.NDArray[np.float64], labels: npt.NDArray[np.int64]) -> tuple[float, float]:
+    """(a, b) of p = 1 / (1 + exp(a·s + b)), fitted on out-of-fold scores."""
+    fit = LogisticRegression(C=1e6, max_iter=1000).fit(scores.reshape(-1, 1), labels)
+    return -float(fit.coef_[0, 0]), -float(fit.intercept_[0])
+
+
+def out_of_fold(
+    matrix: sparse.csr_matrix, labels: npt.NDArray[np.int64], groups: npt.NDArray[np.int64], c: float
+) -> npt.NDArray[np.float64]:
+    scores = np.zeros(len(labels))
+    for train, test in GroupKFold(n_splits=FOLDS).split(matrix, labels, groups):
+        model = LogisticRegression(C=c, max_iter=5000).fit(matrix[train], labels[train])
+        scores[test] = model.decision_function(matrix[test])
+    return scores
+
+
+def choose_unsure(probabilities: npt.NDArray[np.float64], labels: npt.NDArray[np.int64]) -> float:
+    attacks = probabilities[labels == 1]
+    for threshold in np.round(np.arange(SUSPECT_AT, 0.0, -0.01), 2):
+        if float(np.mean(attacks >= threshold)) >= UNSURE_RECALL:
+            return float(threshold)
+    return 0.01
+
+
+def save_arrays(path: Path, arrays: dict[str, npt.NDArray[Any]]) -> None:
+    """An .npz numpy can load with allow_pickle=False, byte-for-byte the same for the same arrays."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name in sorted(arrays):
+            buffer = io.BytesIO()
+            np.lib.format.write_array(buffer, np.asarray(arrays[name]), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, buffer.getvalue())
+
+
+def train(out: Path) -> dict[str, Any]:
+    items = load_corpus()
+    texts = [item_text(item) for item in items]
+    labels = np.array([1 if item["label"] == ATTACK else 0 for item in items], dtype=np.int64)
+    embedder = UseM3Embedder(threads=1)
+    vectors = embedder.embed(texts)
+    fired = [rule_families(item["topic"], item["action"], item["observation"]) for item in items]
+    groups = scenario_groups(vectors, [item["category"] for item in items])
+    ngrams = fit_ngrams(texts, **NGRAMS)
+    features = blocks(texts, lambda _: vectors, ngrams, FAMILIES, fired)
+
+    results = []
+    for embedding_weight in GRID_EMBEDDING_WEIGHT:
+        weights = (embedding_weight, 1.0, 1.0)
+        matrix = design(features, len(ngrams.vocabulary), weights)
+        for c in GRID_C:
+            scores = out_of_fold(matrix, labels, groups, c)
+            a, b = platt(scores, labels)
+            probabilities = 1.0 / (1.0 + np.exp(a * scores + b))
+            loss = float(log_loss(labels, probabilities))
+            results.append((loss, c, embedding_weight, scores, (a, b)))
+            print(
+                f"C={c:<5} embedding weight={embedding_weight}: out-of-fold log loss {loss:.4f}, "
+                f"AUC {roc_auc_score(labels, scores):.4f}"
+            )
+    loss, c, embedding_weight, scores, calibration = min(results, key=lambda r: (r[0], r[1], r[2]))
+    probabilities = 1.0 / (1.0 + np.exp(calibration[0] * scores + calibration[1]))
+    unsure_at = choose_unsure(probabilities, labels)
+    weights = (embedding_weight, 1.0, 1.0)
+    final = LogisticRegression(C=c, max_iter=5000).fit(design(features, len(ngrams.vocabulary), weights), labels)
+    oof = {
+        "attacks_suspect": float(np.mean(probabilities[labels == 1] >= SUSPECT_AT)),
+        "attacks_held": float(np.mean(probabilities[labels == 1] >= unsure_at)),
+        "benign_suspect": float(np.mean(probabilities[labels == 0] >= SUSPECT_AT)),
+        "benign_held": float(np.mean(probabilities[labels == 0] >= unsure_at)),
+    }
+    categories = np.array([item["category"] for item in items])
+    per_category = {
+        category: {
+            "suspect": round(float(np.mean(probabilities[categories == category] >= SUSPECT_AT)), 3),
+            "held": round(float(np.mean(probabilities[categories == category] >= unsure_at)), 3),
+        }
+        for category in sorted(set(categories.tolist()))
+    }
+    settings = {
+        "C": c,
+        "band": {"suspect_at": SUSPECT_AT, "unsure_at": unsure_at},
+        "corpus_sha256": hashlib.sha256(CORPUS.read_bytes()).hexdigest(),
+        "scenario_groups": len(set(groups.tolist())),
+        "out_of_fold": {"log_loss": round(loss, 4), **{k: round(v, 4) for k, v in oof.items()}},
+        "out_of_fold_by_category": per_category,
+    }
+    model = LinearTextModel(
+        classes=("benign", ATTACK),
+        ngrams=ngrams,
+        families=FAMILIES,
+        embedder_id=embedder.id,
+        scales=weights,
+        weights=final.coef_.astype(np.float32),
+        bias=final.intercept_.astype(np.float32),
+        calibration=calibration,
+        settings=settings,
+    )
+    save_arrays(out, model.to_arrays())
+    return settings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=MODEL_PATH)
+    args = parser.parse_args()
+    settings = train(args.out)
+    size = args.out.stat().st_size
+    print(json.dumps(settings, indent=2))
+    print(f"wrote {args.out} ({size / 1024:.0f} KiB, sha256 {hashlib.sha256(args.out.read_bytes()).hexdigest()[:16]})")
+
+
+if __name__ == "__main__":
+    main()

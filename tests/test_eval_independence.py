@@ -1,0 +1,140 @@
+"""The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
+sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
+the rules, all of it for the training corpus), and bench/data/screening_eval.json when it exists.
+
+What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
+Python's own regex parser (sre_parse), and every maximal run of consecutive literal characters is collected,
+descending into groups, alternatives and repeats (a repeated or optional character ends a run: `instructions?`
+gives "instruction"). A run is a quote, not vocabulary, when it has 4 or more words: 4+ space-separated words, or
+8+ Chinese characters (Chinese writes no spaces; a word is about two characters). Single words and two- or
+three-word terms ("system prompt", "do anything now", 系统管理员) are the vocabulary every attack and every
+description of one shares; a rule may name them. A four-word run is a phrase someone wrote, and finding it in an
+evaluation item means the rule was written from that item.
+
+The poisoning.json tune split is left out of the rule check on purpose: the rules were tuned on it by design (the
+eval reports it apart from the holdout). Training sentences: every sentence of 20+ characters of the screening
+corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.eval_poisoning import DATA, SCREENING_EVAL, load_screening_eval
+from hindsight_insights.detection import poisoning_patterns, redaction_rules
+from hindsight_insights.detection.text import fold
+from scripts.train_screen import CORPUS, load_corpus
+
+with warnings.catch_warnings():  # the public name of re._parser, deprecated but typed
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import sre_constants
+    import sre_parse
+
+_SENTENCE_END = re.compile(r"[。!?;\n]+|(?<=[a-z0-9)\"'])\.(?=\s|$)")
+
+
+def literal_runs(parsed: Any) -> list[str]:
+    """Maximal runs of literal characters in a parsed regex, from every branch, group and repeat."""
+    found: list[str] = []
+    run: list[str] = []
+    for op, argument in parsed:
+        if op is sre_constants.LITERAL:
+            run.append(chr(argument))
+            continue
+        if run:
+            found.append("".join(run))
+            run = []
+        if op is sre_constants.SUBPATTERN:
+            found += literal_runs(argument[-1])
+        elif op is sre_constants.BRANCH:
+            for branch in argument[1]:
+                found += literal_runs(branch)
+        elif op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT):
+            found += literal_runs(argument[2])
+    if run:
+        found.append("".join(run))
+    return found
+
+
+def is_quote(run: str) -> bool:
+    han = sum("\u4e00" <= char <= "\u9fff" for char in run)
+    return len(run.split()) >= 4 or han >= 8
+
+
+def rule_patterns() -> list[re.Pattern[str]]:
+    patterns = [pattern for _, pattern in poisoning_patterns.RULES + poisoning_patterns.COMPACT_RULES]
+    patterns += [pattern for _, pattern in redaction_rules.NUMBER_LABELS]
+    for module in (poisoning_patterns, redaction_rules):
+        patterns += [value for value in vars(module).values() if isinstance(value, re.Pattern)]
+    return patterns
+
+
+def rule_quotes() -> set[str]:
+    return {run.strip() for p in rule_patterns() for run in literal_runs(sre_parse.parse(p.pattern)) if is_quote(run)}
+
+
+def item_text(item: dict[str, Any]) -> str:
+    insight = item.get("insight", item)
+    return fold(" ".join(str(insight.get(key, "")) for key in ("topic", "action", "observation", "text"))).text
+
+
+def eval_texts(*, with_tune: bool) -> dict[str, str]:
+    """id -> folded text of every evaluation item present."""
+    texts: dict[str, str] = {}
+    data = json.loads(DATA.read_text(encoding="utf-8"))
+    for item in data["items"] + data["redaction"]:
+        if with_tune or item["split"] != "tune":
+            texts[f"poisoning.json:{item['id']}"] = item_text(item)
+    independent = load_screening_eval()
+    if independent is not None:
+        for index, item in enumerate(independent["items"] + independent["redaction"]):
+            texts[f"{SCREENING_EVAL.name}:{item.get('id', index)}"] = item_text(item)
+    return texts
+
+
+def training_sentences() -> set[str]:
+    sentences = set()
+    for item in load_corpus():
+        for field in ("topic", "action", "observation"):
+            for sentence in _SENTENCE_END.split(fold(item[field]).text):
+                cleaned = sentence.strip(" \t“”\"'‘’「」:,，")
+                if len(cleaned) >= 20:
+                    sentences.add(cleaned)
+    return sentences
+
+
+def test_the_extraction_finds_literal_runs_and_tells_quotes_from_words() -> None:
+    runs = literal_runs(
+        sre_parse.parse(r"\b(ignore|skip)s? all previous instructions( now)?|没有任何限制的助手模式开启")
+    )
+    assert "ignore" in runs and " all previous instructions" in runs and "没有任何限制的助手模式开启" in runs
+    assert is_quote(" all previous instructions now") and not is_quote("system prompt")
+    assert is_quote("没有任何限制的助手模式") and not is_quote("系统管理员")
+    assert rule_quotes() <= {run.strip() for p in rule_patterns() for run in literal_runs(sre_parse.parse(p.pattern))}
+
+
+def test_no_rule_quotes_an_evaluation_item() -> None:
+    quotes = rule_quotes()
+    leaks = sorted(
+        (quote, key) for key, text in eval_texts(with_tune=False).items() for quote in quotes if quote in text
+    )
+    assert not leaks, f"rule literals found in evaluation items: {leaks}"
+
+
+def test_no_training_sentence_is_in_an_evaluation_item() -> None:
+    sentences = training_sentences()
+    assert len(sentences) > 500  # the corpus is read and split
+    texts = eval_texts(with_tune=True)
+    leaks = sorted((key, sentence[:40]) for key, text in texts.items() for sentence in sentences if sentence in text)
+    assert not leaks, f"training sentences found in evaluation items: {leaks}"
+
+
+@pytest.mark.parametrize("path", [DATA, CORPUS])
+def test_the_sets_compared_exist(path: Path) -> None:
+    assert path.exists()
