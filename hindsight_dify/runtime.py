@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from hindsight_dify.credentials import ProviderCredentials
 from hindsight_dify.operations import ERROR_VARIABLES, OPERATIONS, Context
-from hindsight_dify.params import Parameters
+from hindsight_dify.params import Parameters, refuse_non_unicode
 from hindsight_dify.results import ToolResult, error_result
 from hindsight_insights.config import Settings
 from hindsight_insights.embedder import Embedder, OpenAICompatibleEmbedder, Vectors, load_embedder
@@ -39,6 +39,7 @@ class StoreCache:
         return self._base
 
     def settings_for(self, credentials: Mapping[str, Any]) -> Settings:
+        refuse_non_unicode(credentials, "credentials.")
         return ProviderCredentials.parse_credentials(credentials).settings(self.base_settings())
 
     def store_for(self, credentials: Mapping[str, Any]) -> InsightStore:
@@ -86,7 +87,14 @@ def run(
 ) -> ToolResult:
     """One tool call: every failure becomes an error result, never a traceback."""
     try:
-        return OPERATIONS[operation](stores.store_for(credentials), Parameters(parameters), context)
+        identity = {
+            "user_id": context.user_id,
+            "conversation_id": context.conversation_id,
+            "message_id": context.message_id,
+        }
+        refuse_non_unicode(identity, "Dify's ")
+        checked = Parameters(parameters)  # before connecting: bad input is refused even while Weaviate is down
+        return OPERATIONS[operation](stores.store_for(credentials), checked, context)
     except HindsightError as error:
         result = error_result(error)
     except ValidationError as error:
