@@ -85,7 +85,7 @@ def describe(error: BaseException) -> str:
     if isinstance(error, timeouts) or "Deadline Exceeded" in text or _grpc_status(error) == "DEADLINE_EXCEEDED":
         return "it did not answer in time (the server may be overloaded or stopped)."
     if (
-        isinstance(error, _CONNECTION_LOST)
+        _caused_by(error, _CONNECTION_LOST)  # weaviate-client wraps some (WeaviateStartUpError from ReadError)
         or _grpc_status(error) == "UNAVAILABLE"
         or "UNAVAILABLE" in text
         or "failed to connect" in text
@@ -104,6 +104,14 @@ _CONNECTION_LOST = (
     ConnectionError,
 )
 UNREACHABLE = "it could not be reached (connection refused or lost; check the URL, the gRPC port and the server)."
+
+
+def _caused_by(error: BaseException | None, kinds: tuple[type[BaseException], ...]) -> bool:
+    while error is not None:
+        if isinstance(error, kinds):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def _grpc_status(error: BaseException) -> str | None:
