@@ -1,9 +1,9 @@
 """Request lines the SDK would drop: a lone UTF-16 surrogate, written as a JSON escape ("\\ud800") or as raw bytes.
 
 The SDK's stdio reader parses each line with pydantic, which refuses both, and answers with an error that carries no
-session id: the caller's session never gets an answer and the call never ends. Dify's plugin daemon, whose Go JSON
-decoder replaces such a surrogate by U+FFFD, never forwards one; a line arriving over stdio is repaired the same
-way before the SDK parses it, so every parameter of every tool gets an answer.
+session id: the caller's session never gets an answer and the call never ends. Each lone surrogate is replaced by
+U+FFFD before the SDK parses the line, as Go's JSON decoder (Dify's plugin daemon is written in Go) does when it
+decodes one, so every parameter of every tool gets an answer.
 """
 
 from __future__ import annotations
