@@ -5,6 +5,7 @@ import logging
 from dify_plugin import DifyPluginEnv, Plugin
 from dify_plugin.config.logger_format import plugin_logger_handler
 
+from hindsight_dify.stdio import repair_request_lines
 from hindsight_insights.quiet import quiet_dependency_warnings
 
 quiet_dependency_warnings()  # before Plugin() imports the tools, and with them weaviate-client
@@ -17,6 +18,7 @@ for package in ("hindsight_insights", "hindsight_dify"):
     logger.setLevel(logging.INFO)
     logger.propagate = False
 plugin = Plugin(DifyPluginEnv(MAX_REQUEST_TIMEOUT=120))
+repair_request_lines()  # a request line with a lone surrogate gets an answer instead of none (hindsight_dify/stdio.py)
 
 if __name__ == "__main__":
     plugin.run()

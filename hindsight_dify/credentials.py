@@ -8,7 +8,13 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, field_validator
 
 from hindsight_insights.config import Language, Settings
+from hindsight_insights.errors import InvalidInput
 from hindsight_insights.models import StrictModel
+
+EMPTY_PROJECT = (
+    "is empty: set the project name in the provider's credentials (each project keeps its own insights; the form's "
+    "default is `default`, which a blank does not choose for you)"
+)
 
 
 def blank_to_none(value: Any) -> Any:
@@ -42,7 +48,11 @@ class ProviderCredentials(StrictModel):
 
     @classmethod
     def parse_credentials(cls, credentials: Mapping[str, Any]) -> ProviderCredentials:
-        # Dify keeps the key of a field that was left empty; dropping blanks lets the defaults apply.
+        # The project is a required field that Dify's form fills with `default`: absent (credentials set up without
+        # the form) it is that documented default, but emptied it is a mistake, not a wish to share `default`.
+        if "project" in credentials and blank_to_none(credentials["project"]) is None:
+            raise InvalidInput([("project", EMPTY_PROJECT)])
+        # Dify keeps the key of an optional field that was left empty; dropping blanks lets the defaults apply.
         return cls.parse({key: value for key, value in credentials.items() if blank_to_none(value) is not None})
 
     def settings(self, base: Settings) -> Settings:

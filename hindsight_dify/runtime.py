@@ -15,9 +15,10 @@ from pydantic import ValidationError
 
 from hindsight_dify.credentials import ProviderCredentials
 from hindsight_dify.operations import ERROR_VARIABLES, OPERATIONS, Context
-from hindsight_dify.params import Parameters
+from hindsight_dify.params import Parameters, refuse_non_unicode
 from hindsight_dify.results import ToolResult, error_result
 from hindsight_insights.config import Settings
+from hindsight_insights.connection import WeaviateUnreachable
 from hindsight_insights.embedder import Embedder, OpenAICompatibleEmbedder, Vectors, load_embedder
 from hindsight_insights.errors import HindsightError, InvalidInput
 from hindsight_insights.store import InsightStore, open_store
@@ -39,6 +40,7 @@ class StoreCache:
         return self._base
 
     def settings_for(self, credentials: Mapping[str, Any]) -> Settings:
+        refuse_non_unicode(credentials, "credentials.")
         return ProviderCredentials.parse_credentials(credentials).settings(self.base_settings())
 
     def store_for(self, credentials: Mapping[str, Any]) -> InsightStore:
@@ -58,6 +60,16 @@ class StoreCache:
                 return raced
             self._stores[key] = store
             return store
+
+    def discard(self, store: InsightStore) -> None:
+        """Forget and close a store whose connection failed: the next call connects anew. The failed client's gRPC
+        channel backs off between reconnects (seconds, growing), so it would fail calls after Weaviate is back."""
+        with self._lock:
+            self._stores = {key: cached for key, cached in self._stores.items() if cached is not store}
+        try:
+            store.close()
+        except Exception:  # closing a client of a dead server may fail; it is dropped either way
+            log.warning("closing a store after a connection failure failed", exc_info=True)
 
     def close(self) -> None:
         """Close every open store (the plugin process never needs this; a CLI run that ends does)."""
@@ -85,8 +97,21 @@ def run(
     stores: StoreCache, operation: str, credentials: Mapping[str, Any], parameters: Mapping[str, Any], context: Context
 ) -> ToolResult:
     """One tool call: every failure becomes an error result, never a traceback."""
+    store = None
     try:
-        return OPERATIONS[operation](stores.store_for(credentials), Parameters(parameters), context)
+        identity = {
+            "user_id": context.user_id,
+            "conversation_id": context.conversation_id,
+            "message_id": context.message_id,
+        }
+        refuse_non_unicode(identity, "Dify's ")
+        checked = Parameters(parameters)  # before connecting: bad input is refused even while Weaviate is down
+        store = stores.store_for(credentials)
+        return OPERATIONS[operation](store, checked, context)
+    except WeaviateUnreachable as error:
+        if store is not None:
+            stores.discard(store)
+        result = error_result(error)
     except HindsightError as error:
         result = error_result(error)
     except ValidationError as error:

@@ -13,6 +13,8 @@ from typing import ParamSpec, TypeVar, cast
 from urllib.parse import urlsplit
 
 import grpc
+import httpcore
+import httpx
 import weaviate
 import weaviate.connect.v4 as weaviate_v4_connection
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
@@ -40,13 +42,34 @@ def require_server_version(version: str) -> None:
         )
 
 
+class WeaviateUnreachable(WeaviateUnavailable):
+    """Weaviate refused or dropped the connection. A client that saw it is made anew before the next call: its gRPC
+    channel, backing off from the failed reconnects, would otherwise fail for seconds after the server is back."""
+
+
+# The client's own errors, and the transport's that it lets through unwrapped: a connection reset while a request
+# waits for its answer (httpx/httpcore ReadError, RemoteProtocolError), a gRPC status from a raw stub call.
+WEAVIATE_FAILURES: tuple[type[BaseException], ...] = (
+    weaviate.exceptions.WeaviateBaseError,
+    httpx.TransportError,
+    httpcore.NetworkError,
+    httpcore.ProtocolError,
+    httpcore.TimeoutException,
+    grpc.RpcError,
+    ConnectionError,
+)
+
+
 @contextlib.contextmanager
 def weaviate_errors(action: str, outcome: str = NOTHING_CHANGED) -> Iterator[None]:
-    """Turn client and server failures into one error that says what failed, what state it left, what to do."""
+    """Turn client, transport and server failures into one error that says what failed, what state it left, what
+    to do."""
     try:
         yield
-    except weaviate.exceptions.WeaviateBaseError as error:
-        raise WeaviateUnavailable(f"Weaviate failed while {action}: {describe(error)} {outcome}") from None
+    except WEAVIATE_FAILURES as error:
+        reason = describe(error)
+        kind = WeaviateUnreachable if reason == UNREACHABLE else WeaviateUnavailable
+        raise kind(f"Weaviate failed while {action}: {reason} {outcome}") from None
 
 
 def describe(error: BaseException) -> str:
@@ -58,16 +81,46 @@ def describe(error: BaseException) -> str:
             "the server refused the API key (it may have changed; for Dify's bundled Weaviate it is "
             "WEAVIATE_API_KEY in Dify's docker/.env)."
         )
-    if isinstance(error, weaviate.exceptions.WeaviateTimeoutError) or "Deadline Exceeded" in text:
+    timeouts = (weaviate.exceptions.WeaviateTimeoutError, httpx.TimeoutException, httpcore.TimeoutException)
+    if isinstance(error, timeouts) or "Deadline Exceeded" in text or _grpc_status(error) == "DEADLINE_EXCEEDED":
         return "it did not answer in time (the server may be overloaded or stopped)."
     if (
-        isinstance(error, weaviate.exceptions.WeaviateConnectionError | weaviate.exceptions.WeaviateRetryError)
+        _caused_by(error, _CONNECTION_LOST)  # weaviate-client wraps some (WeaviateStartUpError from ReadError)
+        or _grpc_status(error) == "UNAVAILABLE"
         or "UNAVAILABLE" in text
         or "failed to connect" in text
     ):
-        return "it could not be reached (connection refused or lost; check the URL, the gRPC port and the server)."
+        return UNREACHABLE
     first_line = text.strip().splitlines()[0] if text.strip() else type(error).__name__
     return f"{first_line.split('debug_error_string')[0].strip()[:300]}."
+
+
+_CONNECTION_LOST = (
+    weaviate.exceptions.WeaviateConnectionError,
+    weaviate.exceptions.WeaviateRetryError,
+    httpx.TransportError,
+    httpcore.NetworkError,
+    httpcore.ProtocolError,
+    ConnectionError,
+)
+UNREACHABLE = "it could not be reached (connection refused or lost; check the URL, the gRPC port and the server)."
+
+
+def _caused_by(error: BaseException | None, kinds: tuple[type[BaseException], ...]) -> bool:
+    while error is not None:
+        if isinstance(error, kinds):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _grpc_status(error: BaseException) -> str | None:
+    """The status name of a raw gRPC error (a call's RpcError), else None."""
+    code = getattr(error, "code", None)
+    if not isinstance(error, grpc.RpcError) or not callable(code):
+        return None
+    status = code()
+    return status.name if isinstance(status, grpc.StatusCode) else None
 
 
 class _FailFastRetry(_Retry):

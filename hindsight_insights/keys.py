@@ -7,7 +7,9 @@ injected side by side. The key of a text is:
   1. Unicode NFKC (full-width letters and digits become ASCII, compatibility forms fold);
   2. traditional Chinese converted to simplified (OpenCC t2s);
   3. case-folded;
-  4. only letters and digits kept: spaces, punctuation and symbols are dropped.
+  4. only letters, digits and the marks that change a meaning kept (`meaning_marks`): a sign before a number
+     ("-1" is not "1"), a decimal point inside one ("1.5" is not "15"), %, comparison and currency signs, + and #
+     ("C++", "C#"). Other spaces, punctuation and symbols are dropped.
 
 A text with no letter or digit at all (say, only an emoji) keeps its case-folded NFKC form without spaces, so it
 still has a key of its own. The displayed text is never changed; only matching uses the key.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 import unicodedata
 
 import opencc
@@ -35,10 +38,32 @@ def to_simplified(text: str) -> str:
     return str(_to_simplified().convert(text))
 
 
+# Symbols that carry meaning wherever they stand; NFKC has already made full-width ones ASCII.
+_MEANING_SYMBOLS = "%‰°<>=≤≥≠±$¥€£₹#+"
+# Kept: a letter or digit; a meaning symbol; a sign before a digit; a decimal point between two digits.
+_KEPT = re.compile(rf"[^\W_]|[{re.escape(_MEANING_SYMBOLS)}]|-(?=\s*\d)|(?<=\d)\.(?=\d)")
+# Dashes and minus signs that NFKC leaves apart from "-".
+_MINUS = str.maketrans(dict.fromkeys("\u2212\u2010\u2011\u2012\u2013\u2014\ufe63", "-"))
+
+
+def fold(text: str) -> str:
+    """NFKC, simplified Chinese, case-folded, every minus sign "-": what two ways of writing one thing share."""
+    return to_simplified(unicodedata.normalize("NFKC", text)).casefold().translate(_MINUS)
+
+
 def normalize_key(text: str) -> str:
-    folded = to_simplified(unicodedata.normalize("NFKC", text)).casefold()
-    kept = "".join(ch for ch in folded if ch.isalnum())
+    folded = fold(text)
+    kept = "".join(_KEPT.findall(folded))
     return kept or "".join(folded.split())
+
+
+def meaning_marks(text: str) -> list[str]:
+    """The numbers of a text with their sign, decimal point and unit sign ("-1", "1.5", "20%"), and its meaning
+    symbols: what a word-level comparison would drop but a reader would not."""
+    return ["".join(mark.split()) for mark in _MARKS.findall(fold(text))]
+
+
+_MARKS = re.compile(rf"(?:[-+±]\s*)?\d+(?:\.\d+)*[%‰°]?|[{re.escape(_MEANING_SYMBOLS)}]")
 
 
 def scene_key(scene: str) -> str:

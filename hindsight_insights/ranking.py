@@ -40,6 +40,7 @@ from datetime import datetime
 import numpy as np
 
 from hindsight_insights.embedder import Vectors
+from hindsight_insights.keys import meaning_marks
 from hindsight_insights.segment import NEGATIONS, tokens
 
 
@@ -101,9 +102,11 @@ def rank_score(
 def same_instruction(action_a: str, action_b: str) -> bool:
     """Two actions give the same instruction: the same words, apart from order, punctuation and function words.
 
-    Any other difference (a number, a name, a place, a unit, a negation) makes them different instructions, so a
-    correction of one word is never merged away: an embedder scores "return to 88 Zhangjiang Road" and "return to 1
-    Wensan Road", or 西湖区 and 滨江区, as near-identical, and merging them would drop the correction.
+    Any other difference (a number, a name, a place, a unit, a negation, a sign: "写入 -1" and "写入 1") makes them
+    different instructions, so a correction of one word is never merged away: an embedder scores "return to 88
+    Zhangjiang Road" and "return to 1 Wensan Road", or 西湖区 and 滨江区, as near-identical, and merging them would
+    drop the correction. Search tokens drop signs and decimal points, so the numbers are compared whole as well.
     """
     words_a, words_b = set(tokens(action_a, keep=NEGATIONS)), set(tokens(action_b, keep=NEGATIONS))
-    return bool(words_a) and words_a == words_b
+    marks_a, marks_b = set(meaning_marks(action_a)), set(meaning_marks(action_b))
+    return bool(words_a) and words_a == words_b and marks_a == marks_b

@@ -74,6 +74,16 @@ def _api_key_environment(api_key: str) -> dict[str, str]:
     }
 
 
+def cluster_environment() -> dict[str, str]:
+    """Basic auth for the cluster data API, which the API key does not cover: a fresh password per start, known only
+    to the server (a single node never calls another)."""
+    return {
+        "CLUSTER_BASIC_AUTH_USERNAME": "hindsight-cluster",
+        "CLUSTER_BASIC_AUTH_PASSWORD": secrets.token_urlsafe(32),
+        "GO_PROFILING_DISABLE": "true",  # the only switch that keeps the debug listener (port 6060) from binding
+    }
+
+
 def cached_binary_path(settings: Settings) -> Path:
     return settings.cache_dir / "weaviate" / f"weaviate-server-v{settings.weaviate_version}"
 
@@ -112,8 +122,9 @@ class LocalWeaviate:
 
     HTTP and Raft listen on 127.0.0.1. Weaviate hard-codes ":<port>" for its gRPC listener and its cluster data API
     (and before 1.39 ignores CLUSTER_BIND_ADDR for gossip too), so those accept on every interface; no setting
-    narrows them. That is why the server always requires `api_key`: whoever reaches those ports gets nothing
-    without it.
+    narrows them. Each is locked separately, because the API key guards only the HTTP API and gRPC: the cluster data
+    API (which reads and writes objects by id) takes HTTP basic auth with a password made anew for each start and
+    never kept (`cluster_environment`). The profiling listener is off.
     """
 
     process: subprocess.Popen[bytes]
@@ -173,9 +184,9 @@ def start_local(
         "DISABLE_TELEMETRY": "true",  # otherwise it probes cloud metadata addresses
         "PERSISTENCE_DATA_PATH": str(data_dir),
         **_api_key_environment(api_key),
+        **cluster_environment(),
         "DEFAULT_VECTORIZER_MODULE": "none",
         "ENABLE_MODULES": "",
-        "GO_PROFILING_DISABLE": "true",
         "CLUSTER_HOSTNAME": "node1",
         "CLUSTER_BIND_ADDR": "127.0.0.1",
         "CLUSTER_ADVERTISE_ADDR": "127.0.0.1",
@@ -270,6 +281,7 @@ def _embedded_download(
                 "DISABLE_TELEMETRY": "true",
                 "CLUSTER_BIND_ADDR": "127.0.0.1",
                 **_api_key_environment(local_api_key(settings)),
+                **cluster_environment(),
             },
         )
     except Exception as error:

@@ -169,6 +169,9 @@ class MemoryTurnLog:
         turns = sorted((t for t in self._turns.values() if t.session_id == session_id), key=lambda t: t.sequence)
         return [turn.model_copy(update={"turn_index": index}, deep=True) for index, turn in enumerate(turns)]
 
+    def holds_other_users(self, session_id: str, user_id: str) -> bool:
+        return any(t.session_id == session_id and t.user_id != user_id for t in self._turns.values())
+
     def latest(self, session_id: str) -> Turn | None:
         turns = self.session(session_id)
         return turns[-1] if turns else None

@@ -91,9 +91,12 @@ class PluginProcess:
             "event": "request",
             "data": {"user_id": user_id, **data},
         }
+        line = json.dumps(envelope, ensure_ascii=False)
+        if not line.isascii() and any("\ud800" <= ch <= "\udfff" for ch in line):
+            line = json.dumps(envelope)  # an unpaired surrogate is not UTF-8: it travels as its JSON escape
         assert self.process.stdin is not None
         with self._lock:  # one whole line per request, as the daemon writes them
-            self.process.stdin.write(json.dumps(envelope, ensure_ascii=False) + "\n")
+            self.process.stdin.write(line + "\n")
             self.process.stdin.flush()
         chunks: list[dict[str, Any]] = []
         try:

@@ -24,6 +24,7 @@ from hindsight_dify.dify_model import DifyModelReflector, ModelSelection, answer
 from hindsight_dify.params import Parameters
 from hindsight_insights.config import Settings
 from hindsight_insights.errors import InvalidInput
+from hindsight_insights.models import TurnDraft
 from hindsight_insights.reflection import REFLECTION_SCHEMA, LlmError
 from hindsight_insights.store import InsightStore
 from scripts.package_plugin import ROOT
@@ -249,7 +250,13 @@ def test_another_users_session_is_refused_before_the_model_is_asked(
 
 def test_a_session_shared_with_another_user_is_refused(stores: StoreCache, plugin_credentials: dict[str, Any]) -> None:
     record_name_turns(stores, plugin_credentials, "lao-wang", "conv-shared")
-    run(stores, "record_turn", plugin_credentials, {"user_message": "我也来"}, Context("xiao-li", "conv-shared"))
+    intruding = run(
+        stores, "record_turn", plugin_credentials, {"user_message": "我也来"}, Context("xiao-li", "conv-shared")
+    )
+    assert error_of(intruding)["problems"][0]["field"] == "session_id"  # record_turn no longer mixes users
+    # A session mixed before record_turn refused that (stored directly, as older data may be) is refused here too.
+    mixed = TurnDraft(session_id="conv-shared", user_id="xiao-li", user_message="我也来")
+    stores.store_for(plugin_credentials).turns.append(mixed)
     llm = RecordingLlm([insight_reply()])
     refused = run(
         stores,

@@ -26,7 +26,7 @@ import pytest
 from hindsight_insights.config import Settings
 from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, start_local
-from testkit.cases import RETURN_ADDRESS
+from testkit.cases import MODEL_SELECTOR, RETURN_ADDRESS
 from testkit.messages import credentials_for, error_of
 from testkit.plugin_runtime import PluginProcess
 
@@ -114,3 +114,50 @@ def test_a_frozen_weaviate_stalls_no_other_call_and_no_heartbeat(
         assert len(beats) >= 3 and max(gaps) < 3, gaps  # every second, as configured, while the call hung
     finally:
         plugin.close()
+
+
+# A lone surrogate, as a JSON "\ud800" escape carries it: the SDK's reader refused such a line and answered with no
+# session id, so the call never ended. Every parameter of every tool gets an answer (hindsight_dify/stdio.py).
+SURROGATE = "\ud800"
+SURROGATE_CALLS = [
+    ("save_insight", {**RETURN_ADDRESS, "topic": f"退货{SURROGATE}地址"}, "topic"),
+    ("save_insight", {**RETURN_ADDRESS, "evidence": f"寄到{SURROGATE}"}, "evidence"),
+    ("search_insight", {"query": f"退货{SURROGATE}"}, "query"),
+    ("search_insight", {"query": "退货", "scene": SURROGATE}, "scene"),
+    (
+        "record_turn",
+        {"user_message": f"不对{SURROGATE}", "assistant_message": "好的", "session_id": "s-1"},
+        "user_message",
+    ),
+    ("forget_user", {"confirm": "true", "target_user_id": f"dify-user-1{SURROGATE}"}, "target_user_id"),
+    ("reflect_session", {"model": MODEL_SELECTOR, "session_id": f"s{SURROGATE}"}, "session_id"),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "parameters", "name"), SURROGATE_CALLS, ids=[f"{t}-{n}" for t, _, n in SURROGATE_CALLS]
+)
+def test_a_lone_surrogate_in_any_parameter_gets_an_answer_with_the_character_replaced(
+    plugin: PluginProcess, plugin_credentials: dict[str, Any], tool: str, parameters: dict[str, Any], name: str
+) -> None:
+    output = plugin.invoke_tool(tool, parameters, plugin_credentials, timeout_s=20)  # a hang fails: queue.Empty
+    assert not any("unexpected" in text or "Traceback" in text for text in output.texts), output.texts
+    replaced = parameters[name].replace(SURROGATE, "\ufffd")
+    if tool == "save_insight":
+        assert output.json["status"] == "created", output.json
+    elif tool == "forget_user":  # the replaced id is another user's: refused, and the reason names the parameter
+        assert error_of(output)["message"].startswith("target_user_id: names another user"), output.json
+    elif tool == "reflect_session":
+        assert error_of(output)["message"].startswith(f"no turns are recorded for session {replaced}"), output.json
+    else:
+        assert "error" not in output.json, output.json
+
+
+def test_a_lone_surrogate_inside_a_json_list_parameter_is_refused_by_name(
+    plugin: PluginProcess, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    """Escaped once more, the surrogate passes the line and appears when the plugin decodes the parameter's JSON."""
+    parameters = {**RETURN_ADDRESS, "tags": '["售后", "\\ud800"]'}
+    error = error_of(plugin.invoke_tool("save_insight", parameters, plugin_credentials, timeout_s=20))
+    assert error["type"] == "invalid_input" and error["message"].startswith("tags: holds an unpaired surrogate")
+    assert plugin_store.count() == (0, 0)  # nothing written

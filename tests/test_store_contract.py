@@ -248,6 +248,9 @@ class StoreContract:
         stored = turns.get(first.id)
         assert stored is not None and stored.error_status == "corrected" and stored.correction == record
         assert turns.count() == 3 and turns.count(user_id="u1") == 2
+        # A session belongs to the user who began it (record_turn refuses another user's turn into it).
+        assert not turns.holds_other_users("s1", "u1") and turns.holds_other_users("s1", "u2")
+        assert not turns.holds_other_users("a new session", "u2")
 
 
 class TestWeaviateStore(StoreContract):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import stat
 import urllib.error
@@ -126,6 +127,30 @@ def test_the_local_server_refuses_clients_without_its_key_on_http_and_grpc(
     keyed = urllib.request.Request(request.full_url, headers={"Authorization": f"Bearer {weaviate_server.api_key}"})
     with urllib.request.urlopen(keyed, timeout=5) as answer:
         assert answer.status == 200
+
+
+def test_the_cluster_data_api_refuses_requests_without_its_credentials(weaviate_server: LocalWeaviate) -> None:
+    """The cluster data API listens on every interface and serves objects by id; the API key does not cover it."""
+    environ = dict(
+        entry.split("=", 1)
+        for entry in Path(f"/proc/{weaviate_server.process.pid}/environ").read_text().split("\0")
+        if "=" in entry
+    )
+    assert environ["CLUSTER_DATA_BIND_PORT"] == str(weaviate_server.data_bind_port)
+    assert environ["GO_PROFILING_DISABLE"] == "true"
+    base = f"http://127.0.0.1:{weaviate_server.data_bind_port}"
+    for path in ("/indices/", "/replicas/indices/", "/nodes/"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{base}{path}", timeout=5)
+        assert refused.value.code == 401, path
+    password = environ["CLUSTER_BASIC_AUTH_PASSWORD"]
+    assert len(password) >= 32
+    token = base64.b64encode(f"{environ['CLUSTER_BASIC_AUTH_USERNAME']}:{password}".encode()).decode()
+    with pytest.raises(urllib.error.HTTPError) as passed:  # past the gate, the handler finds no such index
+        urllib.request.urlopen(
+            urllib.request.Request(f"{base}/indices/", headers={"Authorization": f"Basic {token}"}), timeout=5
+        )
+    assert passed.value.code != 401
 
 
 def test_the_local_key_is_made_once_and_readable_by_this_user_only(settings: Settings, tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """What happens when a turn is recorded (the plugin's record_turn, the demo, any client):
 
+0. a session belongs to the user who began it: another user's turn in it is refused, nothing stored (or returned);
 1. a retry of a recorded Dify message changes nothing: the stored turn is returned;
 2. the user's message is read by the correction detector, against the session's previous assistant answer;
 3. the turn is stored, redacted, with what the detector found (its signals flag the session for the worker), and
@@ -20,6 +21,7 @@ from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.redaction import redact
+from hindsight_insights.errors import InvalidInput
 from hindsight_insights.governance.lessons import lesson_for
 from hindsight_insights.governance.writing import Placed, write
 from hindsight_insights.models import CorrectionRecord, Turn, TurnDraft
@@ -41,6 +43,17 @@ class Recorded:
 
 def record_turn(store: RecordingStore, draft: TurnDraft, settings: Settings, now: datetime | None = None) -> Recorded:
     now = now or datetime.now(UTC)
+    if store.turns.holds_other_users(draft.session_id, draft.user_id):
+        raise InvalidInput(
+            [
+                (
+                    "session_id",
+                    f"session {draft.session_id} holds turns of another user than the one this call acts for; "
+                    "record each user's turns in a session of their own (by default Dify's conversation id). "
+                    "Nothing was recorded",
+                )
+            ]
+        )
     if draft.message_id and (stored := store.turns.get(turn_uuid(draft))) is not None:
         return Recorded(stored, NO_CORRECTION, None, [], repeated=True)
     previous = store.turns.latest(draft.session_id)

@@ -173,6 +173,13 @@ class TurnLog:
         index = next((i for i, t in enumerate(turns) if t.id == turn.id), None)
         return turns[index - 1] if index else None
 
+    def holds_other_users(self, session_id: str, user_id: str) -> bool:
+        """Whether the session has a turn of anyone but `user_id` (a session belongs to the user who began it)."""
+        where = Filter.by_property("session_id").equal(session_id) & Filter.by_property("user_id").not_equal(user_id)
+        with weaviate_errors("reading who a session belongs to"):
+            result = self._turns.query.fetch_objects(filters=where, limit=1, return_properties=["user_id"])
+        return bool(result.objects)
+
     def of_user(self, user_id: str, *, recent: int = 20) -> list[Turn]:
         """What we told a user, and what was corrected: their latest turns, newest first, each with its sources,
         tool calls, confidence, error status and correction record."""
