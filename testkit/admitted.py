@@ -1,4 +1,4 @@
-"""For the store's own tests of its save rules (slots, chains, merging), which need drafts in exact states: a draft
+"""For the store's own tests of its save policy (slots, chains, merging), which need drafts in exact states: a draft
 sealed as `Admitted` as it is, without admission's screening, redaction or scope decision.
 
 Product code never does this: every write goes through governance.writing.write or write_many, which admit it

@@ -1,4 +1,4 @@
-"""A project's store in memory, for tests: the core's own save rules, lifecycle, forgetting and reads
+"""A project's store in memory, for tests: the core's own save policy, lifecycle, forgetting and reads
 (store/insights.py ProjectStore) over dicts instead of Weaviate. It satisfies the storage Protocols governance and
 reflection depend on (store/ports.py), and passes the same contract tests as the Weaviate store
 (tests/test_store_contract.py).

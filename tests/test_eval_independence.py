@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from bench.eval_poisoning import DATA, SCREENING_EVAL, load_screening_eval
-from hindsight_insights.detection import poisoning_patterns, redaction_rules
+from hindsight_insights.detection import poisoning_patterns, redaction_patterns
 from hindsight_insights.detection.text import fold
 from scripts.train_screen import CORPUS, load_corpus
 
@@ -69,8 +69,8 @@ def is_quote(run: str) -> bool:
 
 def rule_patterns() -> list[re.Pattern[str]]:
     patterns = [pattern for _, pattern in poisoning_patterns.RULES + poisoning_patterns.COMPACT_RULES]
-    patterns += [pattern for _, pattern in redaction_rules.NUMBER_LABELS]
-    for module in (poisoning_patterns, redaction_rules):
+    patterns += [pattern for _, pattern in redaction_patterns.NUMBER_LABELS]
+    for module in (poisoning_patterns, redaction_patterns):
         patterns += [value for value in vars(module).values() if isinstance(value, re.Pattern)]
     return patterns
 

@@ -28,7 +28,7 @@ from testkit.memory_store import MemoryStore
 
 @pytest.fixture
 def memory_store(project_settings: Settings) -> MemoryStore:
-    """For what needs no retrieval: the turn log and the save rules in memory (testkit/memory_store.py)."""
+    """For what needs no retrieval: the turn log and the save policy in memory (testkit/memory_store.py)."""
     return MemoryStore(project_settings)
 
 

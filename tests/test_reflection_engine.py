@@ -39,7 +39,7 @@ from tests.reflection_support import (
 
 @pytest.fixture
 def store(project_settings: Settings) -> MemoryStore:
-    """The store in memory (testkit/memory_store.py): reflection needs the turn log and the save rules, not Weaviate."""
+    """The store in memory (testkit/memory_store.py): reflection needs the turn log and the saving, not Weaviate."""
     return MemoryStore(project_settings)
 
 

@@ -23,7 +23,7 @@ from tests.reflection_support import insight_json, record_labelled
 
 @pytest.fixture
 def store(project_settings: Settings) -> MemoryStore:
-    """The store in memory (testkit/memory_store.py): reflection needs the turn log and the save rules, not Weaviate."""
+    """The store in memory (testkit/memory_store.py): reflection needs the turn log and the saving, not Weaviate."""
     return MemoryStore(project_settings)
 
 

@@ -313,7 +313,7 @@ def test_an_admitted_draft_is_made_by_admission_only(settings: Settings) -> None
 
 def test_only_admission_and_the_stores_own_test_helper_hold_the_seal() -> None:
     """The store takes only an Admitted; the seal that makes one is admission's. Beside it, only testkit/admitted.py
-    (the store's own tests of its save rules) may use it: no product module, tool, worker or CLI command does."""
+    (the store's own tests of its save policy) may use it: no product module, tool, worker or CLI command does."""
     root = Path(__file__).resolve().parent.parent
     holders = sorted(
         str(path.relative_to(root))

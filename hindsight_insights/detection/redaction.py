@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from hindsight_insights.detection import redaction_checks as checks
-from hindsight_insights.detection import redaction_rules as rules
+from hindsight_insights.detection import redaction_patterns as patterns
 from hindsight_insights.detection.text import Folded, fold, has_han, normalize
 
 PLACEHOLDERS = {
@@ -99,40 +99,40 @@ def _find(text: str) -> list[_Finding]:
         return [_Finding(source.origin[s], source.origin[e - 1] + 1, kind) for s, e in spans if e > s]
 
     f = folded.text
-    found = at(folded, (m.span() for m in rules.PRIVATE_KEY.finditer(f)), "private_key")
+    found = at(folded, (m.span() for m in patterns.PRIVATE_KEY.finditer(f)), "private_key")
     for span, secret_type in checks.format_secrets(plain.text):
         value = plain.text[span[0] : span[1]]
         if not _placeholder(value.lower()):
             found += at(plain, [span], _FORMAT_KINDS.get(secret_type, "api_key"))
-    found += at(folded, (m.span("secret") for m in rules.URL_CREDENTIALS.finditer(f)), "password")
-    found += at(folded, (m.span() for m in rules.JWT.finditer(f)), "token")
-    found += at(folded, (m.span("secret") for m in rules.BEARER.finditer(f) if _looks_secret(m["secret"])), "token")
-    prefixed = (m.span("secret") for m in rules.KEY_PREFIXES.finditer(f) if not _placeholder(m["secret"]))
+    found += at(folded, (m.span("secret") for m in patterns.URL_CREDENTIALS.finditer(f)), "password")
+    found += at(folded, (m.span() for m in patterns.JWT.finditer(f)), "token")
+    found += at(folded, (m.span("secret") for m in patterns.BEARER.finditer(f) if _looks_secret(m["secret"])), "token")
+    prefixed = (m.span("secret") for m in patterns.KEY_PREFIXES.finditer(f) if not _placeholder(m["secret"]))
     found += at(folded, prefixed, "api_key")
-    for match in rules.KEY_LABEL.finditer(f):
+    for match in patterns.KEY_LABEL.finditer(f):
         if _looks_secret(match["secret"]) or _labelled_secret(match["secret"], match["sep"]):
             kind = "token" if "token" in match["label"] or match["label"] == "令牌" else "api_key"
             found += at(folded, [match.span("secret")], kind)
-    passwords = (m.span("secret") for m in rules.PASSWORD.finditer(f) if _looks_like_password(m["secret"], m["sep"]))
+    passwords = (m.span("secret") for m in patterns.PASSWORD.finditer(f) if _looks_like_password(m["secret"], m["sep"]))
     found += at(folded, passwords, "password")
-    for kind, pattern in rules.NUMBER_LABELS:
+    for kind, pattern in patterns.NUMBER_LABELS:
         found += at(folded, (m.span("value") for m in pattern.finditer(f)), kind)
     found += at(
-        folded, (m.span() for m in rules.ID_NUMBER.finditer(f) if checks.valid_resident_id(m.group())), "id_card"
+        folded, (m.span() for m in patterns.ID_NUMBER.finditer(f) if checks.valid_resident_id(m.group())), "id_card"
     )
-    found += at(folded, (m.span() for m in rules.IBAN.finditer(f) if checks.valid_iban(m.group())), "iban")
-    cards = (m.span() for m in rules.CARD_NUMBER.finditer(f) if _card(m.group()) and not _is_reference(f, m.start()))
+    found += at(folded, (m.span() for m in patterns.IBAN.finditer(f) if checks.valid_iban(m.group())), "iban")
+    cards = (m.span() for m in patterns.CARD_NUMBER.finditer(f) if _card(m.group()) and not _is_reference(f, m.start()))
     found += at(folded, cards, "bank_card")
     phones = (span for span in checks.personal_phones(plain.text) if not _is_reference(plain.text, span[0]))
     found += at(plain, phones, "phone")
-    emails = (m.span() for m in rules.EMAIL.finditer(f) if not rules.EMAIL_PLACEHOLDER.search(m.group()))
+    emails = (m.span() for m in patterns.EMAIL.finditer(f) if not patterns.EMAIL_PLACEHOLDER.search(m.group()))
     found += at(folded, emails, "email")
-    for match in rules.BIRTH_DATE.finditer(f):
+    for match in patterns.BIRTH_DATE.finditer(f):
         found += at(folded, [match.span("value") if match["value"] else match.span("before")], "birth_date")
-    for match in rules.CHINESE_ADDRESS.finditer(f):
-        if match["unit"].strip() or rules.HOME_LABEL.search(f[max(match.start() - 20, 0) : match.start()]):
+    for match in patterns.CHINESE_ADDRESS.finditer(f):
+        if match["unit"].strip() or patterns.HOME_LABEL.search(f[max(match.start() - 20, 0) : match.start()]):
             found += at(folded, [match.span()], "address")
-    found += at(folded, (m.span() for m in rules.STREET_WITH_POSTCODE.finditer(f)), "address")
+    found += at(folded, (m.span() for m in patterns.STREET_WITH_POSTCODE.finditer(f)), "address")
     found += at(plain, checks.high_entropy_tokens(plain.text), "api_key")
     return found
 
@@ -153,7 +153,7 @@ def _entropy(value: str) -> float:
 
 def _placeholder(value: str) -> bool:
     """Documentation's stand-ins (YOUR_API_KEY, sk-xxxx, <token>, ****): they protect nothing."""
-    return bool(rules.PLACEHOLDER.search(value.lower()))
+    return bool(patterns.PLACEHOLDER.search(value.lower()))
 
 
 def _looks_secret(value: str) -> bool:
@@ -184,4 +184,4 @@ def _card(candidate: str) -> bool:
 
 
 def _is_reference(text: str, at: int) -> bool:
-    return bool(rules.REFERENCE_LABEL.search(text[max(at - 16, 0) : at].lower()))
+    return bool(patterns.REFERENCE_LABEL.search(text[max(at - 16, 0) : at].lower()))

@@ -44,7 +44,7 @@ from stdnum.cn import ric
 Span = tuple[int, int]
 
 # Not PrivateKeyDetector: it flags the header line alone (also in prose about PEM files); the block rule
-# (redaction_rules.PRIVATE_KEY) takes a key from its header to its footer.
+# (redaction_patterns.PRIVATE_KEY) takes a key from its header to its footer.
 _FORMAT_PLUGINS: tuple[type[RegexBasedDetector], ...] = (
     ArtifactoryDetector,
     AWSKeyDetector,

@@ -1,6 +1,6 @@
 """The store of one project: a facade over its rooms, each written over an `InsightTable` (table.py).
 
-    writing.py      save, import_many: the save rules, slots, chains, merging, insert races, undo
+    writing.py      save, import_many: the save policy, slots, chains, merging, insert races, undo
     lifecycle.py    approve, revise, set_status, delete, expire_sweep, retire
     forgetting.py   forget_user and the scrubbing of a forgotten user's words
     reads.py        get, visible_ids, slot_versions_of, history, list_insights, count
@@ -67,7 +67,7 @@ class ProjectStore[T: TurnRecords]:
     # ---- writing.py -----------------------------------------------------------------------------------------
 
     def save(self, admitted: Admitted, now: datetime | None = None) -> SaveResult:
-        """Store one admitted draft by the save rules. Only admission makes an `Admitted`, so nothing reaches a
+        """Store one admitted draft by the save policy. Only admission makes an `Admitted`, so nothing reaches a
         project unscreened, unredacted or with a scope that admission did not decide (governance.writing.write)."""
         return self._writer.save(admitted.draft, now)
 

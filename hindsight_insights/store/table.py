@@ -1,6 +1,6 @@
 """The narrow port the insight rules are written over: a table of insights, keyed by id.
 
-The save rules (writing.py), the lifecycle (lifecycle.py), forgetting (forgetting.py) and the reads (reads.py) talk
+The save policy (writing.py), the lifecycle (lifecycle.py), forgetting (forgetting.py) and the reads (reads.py) talk
 only to an `InsightTable`. Weaviate's (weaviate_table.py) wraps the project's collection and embeds what it writes;
 an in-memory one (testkit/memory_store.py) keeps dicts and no vectors. The same rules run on both.
 

@@ -1,4 +1,4 @@
-"""Saving insights: the save rules (docs/architecture.md, "Save rules"), over an `InsightTable`.
+"""Saving insights: the save policy (docs/architecture.md, "Save policy"), over an `InsightTable`.
 
 A draft lands in its slot (keys.slot_key: the normalised topic and scene, for its owner). Then, in order:
   1. the same content (same kind and instruction in the slot, one deterministic uuid5) is already stored: its values
