@@ -145,6 +145,9 @@ def test_vectors_made_the_old_way_are_kept_with_a_warning_at_open_and_made_again
     # The search text of an insight scrubbed before forgetting remade it: it still held the forgotten user's words.
     search_text = str(insights.query.fetch_object_by_id(ids[0]).properties["search_text"])
     insights.data.update(uuid=ids[0], properties={"search_text": search_text + " alice 的 原话"})
+    # A slot key made by an older normaliser (which dropped a number's sign): the migration makes it again too.
+    slot_key = str(insights.query.fetch_object_by_id(ids[1]).properties["slot_key"])
+    insights.data.update(uuid=ids[1], properties={"slot_key": "made the old way", "topic_key": "made the old way"})
     binding = json.loads(insights.config.get().description or "")
     insights.config.update(description=json.dumps({k: v for k, v in binding.items() if k != "vectors"}))
 
@@ -165,6 +168,7 @@ def test_vectors_made_the_old_way_are_kept_with_a_warning_at_open_and_made_again
         stored = insights.query.fetch_object_by_id(insight_id, include_vector=True)
         assert stored is not None and np.allclose(vector_of(stored), vector, atol=1e-5)
     assert insights.query.fetch_object_by_id(ids[0]).properties["search_text"] == search_text
+    assert insights.query.fetch_object_by_id(ids[1]).properties["slot_key"] == slot_key
     assert json.loads(insights.config.get().description or "")["vectors"] == VECTOR_TEXT_VERSION
     assert ensure_collections(client, project_settings.project, embedder).vector_text_version == VECTOR_TEXT_VERSION
     caplog.clear()

@@ -19,7 +19,7 @@ MIGRATE_COMMAND = "python -m hindsight_cli migrate"
 
 
 def embed_again(table: WeaviateInsightTable, embedder: Embedder, batch_size: int = 256) -> int:
-    """Make every insight's vector and search text again from what it says now, then note the vector recipe's
+    """Make every insight's vector, search text and keys again from what it says now, then note the recipe's
     version on the collection. Needed once for a collection whose vectors were made another way (which also clears
     the words of users forgotten before forgetting remade them); idempotent, so an interrupted run is finished by
     running it again. Returns how many insights it embedded."""

@@ -35,9 +35,11 @@ from hindsight_insights.errors import EmbedderMismatch, HindsightError, InvalidI
 from hindsight_insights.models import NEVER, Insight
 
 SCHEMA_VERSION = 2  # bumped when stored fields change; collections of another version are refused
-# Bumped when what an insight's vector is made from changes (insights.embedding_text). Collections with older vectors
-# have them made again when a store opens them (InsightStore.open): vectors of two recipes must not mix.
-VECTOR_TEXT_VERSION = 2
+# Bumped when what the store derives from an insight changes: its vector (table.embedding_text), its search text or its
+# keys (keys.py). A store opening an older collection warns; `python -m hindsight_cli migrate` makes them again
+# (store/migration.py): vectors of two recipes must not mix, and a slot key made the old way would split a slot.
+# 2: vectors from topic, action, quote and scene. 3: slot and topic keys keep a number's sign and decimal point.
+VECTOR_TEXT_VERSION = 3
 VECTOR_NAME = "default"  # Configure.Vectors.self_provided() without a name
 # A filtered vector search whose allowed set is smaller than this scans it exactly; a larger one walks the HNSW graph
 # with the filter. Weaviate's default (40,000) made a scene of a 100,000-insight project (about 18,000 eligible) an

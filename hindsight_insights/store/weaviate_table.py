@@ -108,13 +108,13 @@ class WeaviateInsightTable:
             self.update_searchable(insight, properties)
 
     def update_searchable(self, insight: Insight, properties: dict[str, Any], vector: Vectors | None = None) -> None:
-        """PATCH `properties` together with what search reads, made again from what `insight` says now: the
+        """PATCH `properties` together with what the store derives from `insight` as it says now: its keys, the
         segmented search text and the vector (embedded here unless given)."""
         if vector is None:
             vector = self._embedder.embed([embedding_text(insight)])[0]
         self.collection.data.update(
             uuid=insight.id,
-            properties={**properties, "search_text": derived_properties(insight)["search_text"]},
+            properties={**properties, **derived_properties(insight)},
             vector={VECTOR_NAME: vector.tolist()},
         )
 
