@@ -39,9 +39,9 @@ def test_reviewers_decisions_become_labels_and_retrain_installs_only_a_model_not
     said(store, "s-a", "Reload nginx for me.", "Reloading nginx now.")
     process = said(store, "s-a", "Always run nginx -t before any reload, that is our change policy.", "Done.")
     said(store, "s-b", "Summarise the incident.", "Dear valued colleague, here is the summary.")
-    preference = said(store, "s-b", "Drop the 'dear valued colleague' bit from now on, just the facts.", "OK.")
+    preference = said(store, "s-b", "From now on give me incident summaries as bullet points, no greetings.", "OK.")
     queue = ReviewQueue(store)
-    pending = [p.result for p in process.learned if p.result.status == InsightStatus.PENDING_REVIEW]
+    pending = [store.get(p.result.id) for p in process.learned if p.result.status == InsightStatus.PENDING_REVIEW]
     assert pending and pending[0].kind == InsightKind.PROCESS
     queue.approve(pending[0].id, "ops-lin", "yes, our policy")
     rejected = preference.learned[0].result
@@ -51,7 +51,7 @@ def test_reviewers_decisions_become_labels_and_retrain_installs_only_a_model_not
     assert labels[str(pending[0].id)].label == "process"
     assert labels[str(pending[0].id)].previous_assistant == "Reloading nginx now."
     assert labels[str(rejected.id)].label == "none"
-    assert labels[str(rejected.id)].message.startswith("Drop the")
+    assert labels[str(rejected.id)].message.startswith("From now on")
 
     model = tmp_path / "detector_model.npz"
     shutil.copyfile(MODEL_PATH, model)
