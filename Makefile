@@ -1,7 +1,8 @@
 # The two commands of the README: `make demo` and `make test`. Both set everything up first (cached); CI runs
 # `make test` (.ci/run).
 .PHONY: setup setup-tests demo test test-weaviate-1.27 lint eval eval-corrections eval-poisoning eval-reflection \
-	bench bench-plugin bench-frozen bench-search bench-worker package pin-chatflow worker train-screen bench-screen
+	bench bench-plugin bench-frozen bench-search bench-worker package pin-chatflow worker train-screen bench-screen \
+	train-detector bench-detector
 
 # uv, the venv and the Weaviate binary: what `make demo` needs.
 setup:
@@ -49,6 +50,15 @@ eval-corrections: setup
 # hindsight_insights/data/screen_model.npz, which the plugin ships).
 train-screen: setup
 	.venv/bin/python -m scripts.train_screen
+
+# The learned correction detector from training/corrections/corpus.jsonl (deterministic; writes
+# hindsight_insights/data/detector_model.npz, which the plugin ships).
+train-detector: setup
+	.venv/bin/python -m scripts.train_detector
+
+# Its cost per turn beside the rules alone, in one run.
+bench-detector: setup
+	.venv/bin/python -m bench.bench_detector
 
 eval-reflection: setup
 	.venv/bin/python -m bench.eval_reflection

@@ -1,8 +1,11 @@
-"""Correction detection on the hand-labelled set (bench/data/corrections.json): per-class precision and recall, the
-rate of false corrections on messages that correct nothing, and the confusion matrix.
+"""Correction detection on the hand-labelled sets: per-class precision and recall, the rate of false corrections on
+messages that correct nothing, and the confusion matrix; for the rules alone and for the rules with the learned
+detector (detector_model.py), side by side.
 
-The holdout split is the headline: the rules were tuned on the tune split only. `--errors` lists the tune split's
-misclassified items (never the holdout's, which must not steer the rules).
+Sets: bench/data/corrections.json (its tune split, which the rules were tuned on, and its holdout) and
+bench/data/corrections_eval.json (written apart, never tuned on: the headline). The learned detector was trained on
+training/corrections/corpus.jsonl only. `--errors` lists the tune split's misclassified items by the rules (never
+the holdout's or the new set's, which must not steer anything).
 
     make eval-corrections    (or: .venv/bin/python -m bench.eval_corrections [--errors])
 """
@@ -21,14 +24,20 @@ from pathlib import Path
 from typing import Any
 
 from hindsight_insights.detection.corrections import CorrectionType, detect
+from hindsight_insights.detection.learned_corrections import LearnedDetector
 
 DATA = Path(__file__).parent / "data" / "corrections.json"
+NEW = Path(__file__).parent / "data" / "corrections_eval.json"
+HELD_OUT = ("holdout", "new")  # the sets a retrained model is judged on (hindsight_cli detector retrain)
 CLASSES = [kind.value for kind in CorrectionType]
 CORRECTIONS = [kind for kind in CLASSES if kind != CorrectionType.NONE]
 
 
 def load() -> list[dict[str, Any]]:
+    """Every evaluation item, the new set's with split "new"."""
     items: list[dict[str, Any]] = json.loads(DATA.read_text(encoding="utf-8"))["items"]
+    if NEW.exists():
+        items += [{**item, "split": "new"} for item in json.loads(NEW.read_text(encoding="utf-8"))["items"]]
     return items
 
 
@@ -59,6 +68,15 @@ class Report:
         nones = self.labelled("none")
         return (nones - self.confusion.get(("none", "none"), 0)) / nones if nones else 0.0
 
+    def f1(self, kind: str) -> float:
+        precision, recall = self.precision(kind) or 0.0, self.recall(kind) or 0.0
+        return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+    @property
+    def macro_f1(self) -> float:
+        """Over the five classes, none included (a false correction costs as much as a missed one)."""
+        return sum(self.f1(kind) for kind in CLASSES) / len(CLASSES)
+
     @property
     def accuracy(self) -> float:
         return sum(self.confusion.get((kind, kind), 0) for kind in CLASSES) / self.count if self.count else 0.0
@@ -74,12 +92,12 @@ def agrees(found: str | None, label: str | None) -> bool:
     return len(set(mine) & set(theirs)) / len(set(mine) | set(theirs)) >= 0.5
 
 
-def evaluate(items: list[dict[str, Any]], split: str) -> Report:
+def evaluate(items: list[dict[str, Any]], split: str, learned: LearnedDetector | None = None) -> Report:
     chosen = [item for item in items if item["split"] == split]
     confusion: Counter[tuple[str, str]] = Counter()
     quotes = {"corrected": [0, 0], "original": [0, 0]}
     for item in chosen:
-        found = detect(item["message"], item["previous_assistant"])
+        found = detect(item["message"], item["previous_assistant"], learned)
         confusion[(item["type"], found.type.value)] += 1
         if found.type.value != item["type"]:
             continue
@@ -87,7 +105,8 @@ def evaluate(items: list[dict[str, Any]], split: str) -> Report:
             if item[name]:
                 quotes[name][0] += agrees(value, item[name])
                 quotes[name][1] += 1
-    return Report(split, len(chosen), dict(confusion), {name: (a, b) for name, (a, b) in quotes.items()})
+    title = f"{split}, {'rules + learned detector' if learned else 'rules only'}"
+    return Report(title, len(chosen), dict(confusion), {name: (a, b) for name, (a, b) in quotes.items()})
 
 
 def _percent(value: float | None) -> str:
@@ -95,7 +114,9 @@ def _percent(value: float | None) -> str:
 
 
 def render(report: Report) -> str:
-    lines = [f"== {report.split} ({report.count} messages), accuracy {report.accuracy:.1%}"]
+    lines = [
+        f"== {report.split} ({report.count} messages), accuracy {report.accuracy:.1%}, macro F1 {report.macro_f1:.3f}"
+    ]
     lines.append(f"{'class':<12}{'precision':>10}{'recall':>8}{'labelled':>10}{'predicted':>11}")
     for kind in CORRECTIONS:
         lines.append(
@@ -127,14 +148,30 @@ def tune_errors(items: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def default_detector() -> LearnedDetector | None:
+    """The shipped model over the built-in embedder (imported here: the rules-only figures need neither)."""
+    from hindsight_insights.config import Settings
+    from hindsight_insights.detector_model import learned_detector
+    from hindsight_insights.embedder import UseM3Embedder
+
+    return learned_detector(UseM3Embedder(threads=1), Settings())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--errors", action="store_true", help="list the tune split's misclassified items")
-    parser.add_argument("--split", choices=["both", "holdout", "tune"], default="both", help="which figures to print")
+    parser.add_argument("--split", choices=["all", "new", "holdout", "tune"], default="all", help="which set to print")
+    parser.add_argument("--rules-only", action="store_true", help="leave out the learned detector")
     args = parser.parse_args()
     items = load()
-    splits = ["holdout", "tune"] if args.split == "both" else [args.split]
-    print("\n\n".join(render(evaluate(items, split)) for split in splits))
+    splits = ["new", "holdout", "tune"] if args.split == "all" else [args.split]
+    learned = None if args.rules_only else default_detector()
+    reports = []
+    for split in splits:
+        reports.append(render(evaluate(items, split)))
+        if learned is not None:
+            reports.append(render(evaluate(items, split, learned)))
+    print("\n\n".join(reports))
     if args.errors:
         print()
         print("\n".join(tune_errors(items)) or "no tune errors")

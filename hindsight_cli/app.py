@@ -11,6 +11,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -32,6 +33,8 @@ if TYPE_CHECKING:  # imported by the worker's commands only: the model SDKs take
 app = typer.Typer(help="Hindsight Insights: inspect, review and run.", no_args_is_help=True, add_completion=False)
 insights_app = typer.Typer(help="A project's insights and its review queue.", no_args_is_help=True)
 app.add_typer(insights_app, name="insights")
+detector_app = typer.Typer(help="The learned correction detector.", no_args_is_help=True)
+app.add_typer(detector_app, name="detector")
 
 console = Console()
 errors = Console(stderr=True)
@@ -206,6 +209,29 @@ def decided(insight: Insight, line: str, as_json: bool) -> None:
         views.print_json(console, insight.model_dump(mode="json"))
     else:
         console.print(line)
+
+
+@detector_app.command("retrain")
+def detector_retrain(
+    project: Project = None,
+    model: Annotated[Path | None, typer.Option(help="The model file (default: the one the plugin ships).")] = None,
+) -> None:
+    """Fold reviewers' decisions on detector insights into the training data, retrain, and install the model only if
+    its macro F1 on the held-out evaluation sets is not worse (hindsight_cli/detector.py)."""
+    from hindsight_cli.detector import retrain, review_labels
+    from hindsight_insights.detector_model import MODEL_PATH
+
+    with opened(project) as store:
+        labels = review_labels(store)
+    counts = ", ".join(
+        f"{k} {sum(1 for label in labels if label.label == k)}" for k in sorted({x.label for x in labels})
+    )
+    console.print(f"{len(labels)} reviewed detector insight(s) as labels" + (f": {counts}" if counts else ""))
+    result = retrain(labels, model or MODEL_PATH)
+    for split in result.before:
+        console.print(f"macro F1 on {split}: before {result.before[split]:.3f}, after {result.after[split]:.3f}")
+    verdict = "installed" if result.installed else "NOT installed (worse on the held-out sets); the old model stays"
+    console.print(f"mean macro F1 {result.pooled_before:.3f} -> {result.pooled_after:.3f}: {verdict}")
 
 
 @app.command()

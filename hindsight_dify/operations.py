@@ -17,6 +17,7 @@ from hindsight_dify.params import Parameters, recent_turns
 from hindsight_dify.results import ToolResult
 from hindsight_insights.commands import Provenance, WriteCommand
 from hindsight_insights.config import Language, Settings
+from hindsight_insights.detector_model import learned_detector
 from hindsight_insights.errors import HindsightError, InvalidInput, NotFound
 from hindsight_insights.governance.recording import record_turn as record
 from hindsight_insights.governance.writing import Placed, write
@@ -194,7 +195,7 @@ def record_turn(store: InsightStore, parameters: Parameters, context: Context) -
             "answer_confidence": parameters.number("answer_confidence", 0.0, 1.0),
         }
     )
-    recorded = record(store, draft, store.settings)
+    recorded = record(store, draft, store.settings, detector=learned_detector(store.embedder, store.settings))
     turn, correction = recorded.turn, recorded.turn.signals.detected
     flagged_by_the_flow = draft.signals.model_dump(include={"tool_error", "stopped_generation", "correction"})
     signals = [name for name, on in flagged_by_the_flow.items() if on]
@@ -210,6 +211,8 @@ def record_turn(store: InsightStore, parameters: Parameters, context: Context) -
             {"id": str(p.result.id), "status": p.result.status, "scope": p.scope.value} for p in recorded.learned
         ],
         "corrected_turn": str(recorded.corrected_turn.id) if recorded.corrected_turn else None,
+        # The learned detector's class probabilities and whether its decision is unsure (a model may be asked).
+        "detector": {"probabilities": dict(recorded.correction.probabilities), "unsure": recorded.correction.unsure},
     }
     flagged = f" with signals {', '.join(signals)}" if signals else ""
     text = f"Recorded turn {turn.turn_index} of session {turn.session_id}{flagged}."

@@ -110,6 +110,13 @@ class Settings(BaseSettings):
     project_fact_agreement: int = Field(2, ge=2)
     timezone: str = Field("UTC", description="IANA name, e.g. Asia/Shanghai: the rules' dates, and the schedules.")
 
+    # The learned correction detector beside the rules (detection/learned_corrections.py, detector_model.py). The
+    # unsure band is on P(correction); unset, the band chosen in training applies. An unsure turn is one a later
+    # step may ask a workspace model about.
+    detector: bool = Field(True, description="Off: the rule-based correction detector decides alone.")
+    detector_unsure_low: float | None = Field(None, ge=0.0, le=1.0)
+    detector_unsure_high: float | None = Field(None, ge=0.0, le=1.0)
+
     @property
     def relevance_threshold(self) -> float:
         """The configured score_threshold, else the embedder's calibrated one."""

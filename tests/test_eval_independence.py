@@ -14,6 +14,13 @@ evaluation item means the rule was written from that item.
 The poisoning.json tune split is left out of the rule check on purpose: the rules were tuned on it by design (the
 eval reports it apart from the holdout). Training sentences: every sentence of 20+ characters of the screening
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
+
+The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval.json (the new set,
+never tuned on), message or previous answer; and no sentence of 20+ characters of a training message
+(training/corrections/corpus.jsonl) may occur in any item of either file, tune split included. The training
+corpus's previous answers are left out of that check: they are the context, not what is labelled, and a few stock
+assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both by coincidence.
 """
 
 from __future__ import annotations
@@ -26,9 +33,11 @@ from typing import Any
 
 import pytest
 
+from bench import eval_corrections
 from bench.eval_poisoning import DATA, SCREENING_EVAL, load_screening_eval
-from hindsight_insights.detection import poisoning_patterns, redaction_patterns
+from hindsight_insights.detection import correction_patterns, poisoning_patterns, redaction_patterns
 from hindsight_insights.detection.text import fold
+from scripts import train_detector
 from scripts.train_screen import CORPUS, load_corpus
 
 with warnings.catch_warnings():  # the public name of re._parser, deprecated but typed
@@ -135,6 +144,63 @@ def test_no_training_sentence_is_in_an_evaluation_item() -> None:
     assert not leaks, f"training sentences found in evaluation items: {leaks}"
 
 
-@pytest.mark.parametrize("path", [DATA, CORPUS])
+def compiled_in(value: Any) -> list[re.Pattern[str]]:
+    """Every compiled regex in a module-level value, through its lists, tuples, sets and dicts."""
+    if isinstance(value, re.Pattern):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple | set | frozenset):
+        return [pattern for element in value for pattern in compiled_in(element)]
+    return []
+
+
+def correction_rule_quotes() -> set[str]:
+    patterns = [p for value in vars(correction_patterns).values() for p in compiled_in(value)]
+    assert len(patterns) > 100  # every table is walked
+    return {run.strip() for p in patterns for run in literal_runs(sre_parse.parse(p.pattern)) if is_quote(run)}
+
+
+def correction_eval_texts(*, with_tune: bool) -> dict[str, str]:
+    """id -> folded message and previous answer of every correction evaluation item (the new set's split: new)."""
+    return {
+        f"{item['split']}:{item['id']}": fold(f"{item['previous_assistant']}\n{item['message']}").text
+        for item in eval_corrections.load()
+        if with_tune or item["split"] != "tune"
+    }
+
+
+# Stock phrases that a training message and an evaluation item share by coincidence, not by copying: listed one by
+# one, so that any other overlap still fails.
+STOCK_PHRASES = frozenset({"thanks for the update"})
+
+
+def correction_training_sentences() -> set[str]:
+    sentences = set()
+    for item in train_detector.load_corpus():
+        for sentence in _SENTENCE_END.split(fold(item["message"]).text):
+            cleaned = sentence.strip(" \t“”\"'‘’「」:,，")
+            if len(cleaned) >= 20 and cleaned not in STOCK_PHRASES:
+                sentences.add(cleaned)
+    return sentences
+
+
+def test_no_correction_rule_quotes_an_evaluation_item() -> None:
+    quotes = correction_rule_quotes()
+    texts = correction_eval_texts(with_tune=False)
+    assert any(key.startswith("new:") for key in texts)  # the new set is read
+    leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
+    assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
+
+
+def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
+    sentences = correction_training_sentences()
+    assert len(sentences) > 200  # the corpus is read and split
+    texts = correction_eval_texts(with_tune=True)
+    leaks = sorted((key, sentence[:40]) for key, text in texts.items() for sentence in sentences if sentence in text)
+    assert not leaks, f"correction training sentences found in evaluation items: {leaks}"
+
+
+@pytest.mark.parametrize("path", [DATA, CORPUS, train_detector.CORPUS, eval_corrections.NEW])
 def test_the_sets_compared_exist(path: Path) -> None:
     assert path.exists()

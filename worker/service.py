@@ -10,8 +10,10 @@ from collections.abc import Iterator, Sequence
 from sqlalchemy import make_url
 
 from hindsight_insights.config import Settings
+from hindsight_insights.detector_model import learned_detector
 from hindsight_insights.errors import HindsightError
 from hindsight_insights.reflection import ExtractionRequest, Extractor, ReflectedInsight, Reflector, load_reflector
+from hindsight_insights.reflection.offline import OfflineExtractor
 from hindsight_insights.store import open_store
 from hindsight_insights.weaviate_server import running_weaviate
 from worker.clock import Clock
@@ -41,6 +43,8 @@ def open_worker(
     anything is started."""
     chosen = source or (load_reflector(settings) if reflects else NoReflection())
     with running_weaviate(settings) as running, contextlib.closing(open_store(running)) as store:
+        if isinstance(chosen, OfflineExtractor):  # the rules' extractor reads with the learned detector beside them
+            chosen = chosen.with_detector(learned_detector(store.embedder, running))
         engine = open_engine(state_url(running))
         try:
             yield ReflectionWorker(store, chosen, engine, settings=running, clock=clock)

@@ -222,7 +222,7 @@ ASPECTS: list[tuple[str, str, str, re.Pattern[str]]] = [
             "日期时间格式",
             "date format",
             r"(日期|时间用|时间格式|yyyy|dd/mm|mm/dd|24\s*小时制|时区|北京时间|\bdates\b|date format|time format|"
-            r"24-hour|spell the month|time ?zone|\butc\b|\bgmt\b)",
+            r"24-hour|time ?zone|\butc\b|\bgmt\b)",
         ),
         (
             "units",
@@ -255,7 +255,7 @@ ASPECTS: list[tuple[str, str, str, re.Pattern[str]]] = [
             "tone",
             r"(语气|口吻|客气|正式|随意|轻松|口语化|寒暄|客套|开场白|感叹号|表情|颜文字|道歉|敬语|直接[一点]+|说话直接|别绕|"
             r"\bstraightforward\b|\bbe direct\b|emoji|\bcasual\b|\bformal\b|"
-            r"\bfriendl|\btone\b|pleasantries|exclamation|small talk|fake cheer|\bfluff\b|apologi[sz]|开头用|结尾用|"
+            r"\bfriendl|\btone\b|pleasantries|exclamation|small talk|\bfluff\b|apologi[sz]|开头用|结尾用|"
             r"开头别|结尾别|问候语|\bgreeting|\bsign-?off\b)",
         ),
         (
@@ -471,7 +471,7 @@ VERDICT = _cues(
         r"\b(it|that|this|your (fix|answer|solution|suggestion)|the fix)\s+(still\s+)?(didn'?t|doesn'?t|won'?t|"
         r"does not|did not)\s+(work|help|fix)\b|\bstill (wrong|broken|not working|failing)\b",
     ),
-    ("wrong_en", r"\bout of date\b|\boutdated\b|\byou'?re looking at (our|the|an) old\b|\bthat'?s (an )?old\b"),
+    ("wrong_en", r"\bout of date\b|\boutdated\b|\bthat'?s (an )?old\b"),
     ("no_en", r"^\W*((hmm+|uh|um|well|ugh)\W+)?(no|nope|nah)\b(?=\s*[,.!;]|\s*$|\s+(no|just|not|that|it|you)\b)"),
 )
 # "wrong" used of a thing, not as a verdict: "a wrong commit", "incorrect password" (unless "you … the wrong"). The

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from hindsight_insights.models import Condition, DetectedCorrection
@@ -34,6 +35,10 @@ class Correction:
     condition: Condition = Condition.UNIVERSAL
     condition_detail: str | None = None
     signals: tuple[str, ...] = ()
+    # The learned detector's (learned_corrections.py), when it ran: the class probabilities, and whether the decision
+    # is unsure (no firm rule, P(correction) in the configured band), for a later step to ask a workspace model.
+    probabilities: Mapping[str, float] = field(default_factory=dict)
+    unsure: bool = False
 
     @property
     def is_correction(self) -> bool:

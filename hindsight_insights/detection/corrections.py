@@ -30,6 +30,10 @@ The decision, in order (the first that holds wins):
      different value), or a changed fact with a new value (我是铂金会员，上个月就升级了) -> factual;
   6. none.
 
+With a learned detector (`detect(..., learned=...)`, learned_corrections.py) the rules' finding is one input of a
+calibrated model: where the rules hold firmly their type stands, elsewhere the model decides the type; the rules'
+quotes and signals stay, and the result carries the class probabilities and an `unsure` flag.
+
 Each step skips the sentences its guards rule out: questions (a question about a correction is not one),
 hypotheticals, reported speech (from the reporting verb on), rhetorical and surprised questions, agreement, praise,
 declined offers and words that merely contain a trigger. The message is folded first (text.fold: NFKC, lower case,
@@ -42,28 +46,40 @@ quantities (values, units and the words they are about), correction_types (the r
 
 from __future__ import annotations
 
+import dataclasses
+
 from hindsight_insights.detection import correction_patterns as patterns
 from hindsight_insights.detection.correction_explicit import explicit
 from hindsight_insights.detection.correction_implicit import implicit
 from hindsight_insights.detection.correction_turn import ReadMessage, quote, read
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.correction_wishes import preference, process, standing_wish
+from hindsight_insights.detection.learned_corrections import LearnedDetector, combine, families
 from hindsight_insights.detection.text import fold
 from hindsight_insights.models import Condition
 
 __all__ = ["Condition", "Correction", "CorrectionType", "detect"]
 
 
-def detect(message: str, previous_assistant: str | None = None) -> Correction:
+def detect(message: str, previous_assistant: str | None = None, learned: LearnedDetector | None = None) -> Correction:
     """Whether `message` corrects the assistant's `previous_assistant` turn, and how (see the module docstring)."""
     turn = read(message, previous_assistant)
+    found = _rules(turn)
+    if learned is not None and message.strip():
+        probabilities = learned.probabilities(message, previous_assistant, families(found, previous_assistant, message))
+        found = combine(found, message, probabilities, learned.combination)
+    return _with_condition(found, turn) if found.is_correction else found
+
+
+def _rules(turn: ReadMessage) -> Correction:
+    """The rules' finding, steps 1-6, without its condition."""
     self_fix = patterns.first(patterns.SELF_CORRECTION, turn.message.text)
     if self_fix:
         return Correction(CorrectionType.NONE, 0.0, signals=(f"guard:{self_fix[0]}",))
     for step in (preference, process, standing_wish, explicit, implicit):
         found = step(turn)
         if found is not None:
-            return _with_condition(found, turn)
+            return found
     guards = [f"guard:{guard}" for sentence in turn.sentences for guard in sentence.guards]
     return Correction(CorrectionType.NONE, 0.0, signals=tuple(dict.fromkeys(turn.signals + guards)))
 
@@ -87,14 +103,10 @@ def _with_condition(found: Correction, turn: ReadMessage) -> Correction:
             name, match = hit
             start, end = match.span()
             detail = quote(turn.message, start + offset, end + offset)
-            return Correction(
-                found.type,
-                found.confidence,
-                found.corrected,
-                found.original,
-                found.topic,
-                condition,
-                detail or None,
-                (*found.signals, f"condition:{name}"),
+            return dataclasses.replace(
+                found,
+                condition=condition,
+                condition_detail=detail or None,
+                signals=(*found.signals, f"condition:{name}"),
             )
     return found

@@ -2,7 +2,9 @@
 
 0. a session belongs to the user who began it: another user's turn in it is refused, nothing stored (or returned);
 1. a retry of a recorded Dify message changes nothing: the stored turn is returned;
-2. the user's message is read by the correction detector, against the session's previous assistant answer;
+2. the user's message is read by the correction detector, against the session's previous assistant answer (the
+   rules, and the learned detector beside them when the caller passes one: detector_model.learned_detector, loaded
+   once per process by the caller);
 3. the turn is stored, redacted, with what the detector found (its signals flag the session for the worker), and
    with the injected insights this user could have been given: another user's id is left out and reported, so that
    no caller can mark someone else's insight as used (the worker's TTL keeps used insights);
@@ -12,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,6 +23,7 @@ from hindsight_insights.admission import admit_turn
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
+from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.redaction import redact
 from hindsight_insights.errors import InvalidInput
 from hindsight_insights.governance.lessons import lesson_for
@@ -41,7 +45,13 @@ class Recorded:
     unseen_injected: list[uuid.UUID] = field(default_factory=list)  # ids this user could not have been given
 
 
-def record_turn(store: RecordingStore, draft: TurnDraft, settings: Settings, now: datetime | None = None) -> Recorded:
+def record_turn(
+    store: RecordingStore,
+    draft: TurnDraft,
+    settings: Settings,
+    now: datetime | None = None,
+    detector: LearnedDetector | None = None,
+) -> Recorded:
     now = now or datetime.now(UTC)
     if store.turns.holds_other_users(draft.session_id, draft.user_id):
         raise InvalidInput(
@@ -58,7 +68,7 @@ def record_turn(store: RecordingStore, draft: TurnDraft, settings: Settings, now
         return Recorded(stored, NO_CORRECTION, None, [], repeated=True)
     previous = store.turns.latest(draft.session_id)
     correction = (
-        detect(draft.user_message, previous.assistant_message if previous else None)
+        detect(draft.user_message, previous.assistant_message if previous else None, detector)
         if draft.user_message.strip()
         else NO_CORRECTION
     )
@@ -90,13 +100,10 @@ def record_turn(store: RecordingStore, draft: TurnDraft, settings: Settings, now
 def _redacted(correction: Correction) -> Correction:
     """The detector quotes the user's words, in its topic and condition too; they are stored redacted, like the
     turn."""
-    return Correction(
-        correction.type,
-        correction.confidence,
+    return dataclasses.replace(
+        correction,
         corrected=redact(correction.corrected).text if correction.corrected else None,
         original=redact(correction.original).text if correction.original else None,
         topic=redact(correction.topic).text if correction.topic else correction.topic,
-        condition=correction.condition,
         condition_detail=redact(correction.condition_detail).text if correction.condition_detail else None,
-        signals=correction.signals,
     )

@@ -18,6 +18,7 @@ from hindsight_insights.commands import Provenance
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import CorrectionType
 from hindsight_insights.detection.corrections import detect
+from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.governance.lessons import KIND_OF, wording
 from hindsight_insights.models import Scope
 from hindsight_insights.reflection.llm import DetectedCandidate, ExtractionRequest
@@ -31,8 +32,13 @@ class OfflineExtractor:
     """An `Extractor` for the reflection engine. Each candidate carries the detector's finding (DetectedCandidate):
     its rules, not a model, choose the scope, and may promote a verified fact."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, detector: LearnedDetector | None = None) -> None:
         self._settings = settings
+        self._detector = detector  # the learned detector beside the rules (detector_model.learned_detector)
+
+    def with_detector(self, detector: LearnedDetector | None) -> OfflineExtractor:
+        """The same extractor reading with the learned detector (made once the store's embedder exists)."""
+        return OfflineExtractor(self._settings, detector)
 
     @property
     def name(self) -> str:
@@ -44,7 +50,7 @@ class OfflineExtractor:
             previous_answer: str | None = None
             for index, turn in enumerate(session.turns):
                 message = turn.user_message.strip()
-                correction = detect(message, previous_answer) if message else None
+                correction = detect(message, previous_answer, self._detector) if message else None
                 previous_answer = turn.assistant_message or previous_answer
                 if correction is None or correction.type in (CorrectionType.NONE, CorrectionType.NEGATIVE):
                     continue

@@ -60,3 +60,15 @@ class AuditLog:
                 sort=Sort.by_property("at", ascending=True),
             )
         return [from_object(obj, AUDIT_FIELDS, AuditEntry) for obj in result.objects]
+
+    def decisions(
+        self, actions: tuple[AuditAction, ...] = ("approve", "reject", "edit"), limit: int = 10_000
+    ) -> list[AuditEntry]:
+        """Every entry of these actions, oldest first (a reviewer's decisions, for the detector's retraining)."""
+        with weaviate_errors("reading the audit trail"):
+            result = self._audit.query.fetch_objects(
+                filters=Filter.by_property("action").contains_any(list(actions)),
+                limit=limit,
+                sort=Sort.by_property("at", ascending=True),
+            )
+        return [from_object(obj, AUDIT_FIELDS, AuditEntry) for obj in result.objects]

@@ -1,0 +1,132 @@
+"""The learned correction detector beside the rules, pure: a calibrated five-class model (classifier.LinearTextModel)
+over the user's message and the answer before it, and how its probabilities combine with the rules' finding.
+
+Why both: the rules (correction_patterns, steps 2-5 of corrections.py) are precise where they fire and quote the
+corrected value, the original and the condition, but on conversations written apart from them they miss half of the
+corrections. The model (trained by scripts/train_detector.py on training/corrections/corpus.jsonl) reads the
+message's embedding, its character n-grams and the rule families that fired, so it generalises past the rules'
+wording while still knowing what they found.
+
+The combination (its parameters chosen on the training corpus's out-of-fold predictions, stored with the model):
+
+  * a rule outcome in `firm` (e.g. a preference the rules found) keeps the rules' type: they hold firmly there;
+  * otherwise the model decides: a correction when P(correction) = 1 - P(none) reaches `correction_at`, of the
+    correction class it finds likeliest; else none.
+
+The rules' quotes (corrected, original, topic, condition) are kept whatever the type; a correction the rules did
+not see quotes the whole message. `unsure` marks a decision the rules did not hold and whose P(correction) falls in
+the band [unsure_low, unsure_high): a later step may ask a workspace model about it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from hindsight_insights.detection.classifier import EmbedFn, LinearTextModel
+from hindsight_insights.detection.correction_types import GENERAL, Correction, CorrectionType
+from hindsight_insights.detection.text import fold
+
+NONE = CorrectionType.NONE.value
+SELF_FIX = "self_fix"  # the rules' none because the user fixed their own typo: an outcome of its own
+_LANGUAGE_SUFFIX = re.compile(r"_(zh|en)$")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+_QUESTION_END = re.compile(r"[?？]\s*$")
+
+
+@dataclass(frozen=True)
+class Combination:
+    """How the rules and the model combine (module docstring); `unsure_*` may be overridden by Settings."""
+
+    firm: frozenset[str]  # rule outcomes (a type, or SELF_FIX) the model does not overrule
+    correction_at: float
+    unsure_low: float
+    unsure_high: float
+
+
+@dataclass(frozen=True)
+class LearnedDetector:
+    """The trained model, the embedder it was trained with (a callable: detection does no I/O), the combination."""
+
+    model: LinearTextModel
+    embed: EmbedFn
+    combination: Combination
+
+    def probabilities(self, message: str, previous_assistant: str | None, families: frozenset[str]) -> dict[str, float]:
+        # The embedding block is the message's vector and the previous answer's side by side, embedded in one call.
+        pair = self.embed([message, previous_assistant or ""])
+        row = self.model.predict([message], lambda _: pair.reshape(1, -1), [families])[0]
+        return {kind: float(p) for kind, p in zip(self.model.classes, row, strict=True)}
+
+
+def family_of(signal: str) -> str:
+    """A signal's family: its first two parts without the language suffix (process:order_first_then_zh ->
+    process:order_first_then); the rule block of the model has one column per family."""
+    return _LANGUAGE_SUFFIX.sub("", ":".join(signal.split(":")[:2]))
+
+
+def rule_outcome(found: Correction) -> str:
+    if found.is_correction:
+        return found.type.value
+    return SELF_FIX if any(signal.startswith("guard:self_typo") for signal in found.signals) else NONE
+
+
+def families(found: Correction, previous_assistant: str | None, message: str) -> frozenset[str]:
+    """What the rules know about a turn, as the model's rule-block flags: the families of every signal, the rules'
+    outcome, and two facts about the pair the message alone does not show (the assistant had asked a question, so a
+    short reply is likely an answer; the message repeats or changes a number the assistant gave)."""
+    flags = {family_of(signal) for signal in found.signals} | {f"outcome:{rule_outcome(found)}"}
+    previous = fold(previous_assistant).text if previous_assistant else ""
+    if previous and _QUESTION_END.search(previous):
+        flags.add("pair:assistant_asked")
+    numbers, before = set(_NUMBER.findall(fold(message).text)), set(_NUMBER.findall(previous))
+    if numbers & before:
+        flags.add("pair:number_repeated")
+    if numbers - before and before:
+        flags.add("pair:number_changed")
+    return frozenset(flags)
+
+
+def decide(found: Correction, probabilities: Mapping[str, float], combination: Combination) -> tuple[str, bool]:
+    """The type chosen and whether the decision is unsure (module docstring)."""
+    outcome = rule_outcome(found)
+    if outcome in combination.firm:
+        return (found.type.value, False)
+    correction = 1.0 - probabilities.get(NONE, 0.0)
+    unsure = combination.unsure_low <= correction < combination.unsure_high
+    if correction < combination.correction_at:
+        return (NONE, unsure)
+    kinds = [kind for kind in probabilities if kind != NONE]
+    return (max(kinds, key=lambda kind: (probabilities[kind], kind)), unsure)
+
+
+def combine(
+    found: Correction, message: str, probabilities: Mapping[str, float], combination: Combination
+) -> Correction:
+    """The rules' finding with the type the combination decides, the probabilities and the unsure flag."""
+    chosen, unsure = decide(found, probabilities, combination)
+    kind = CorrectionType(chosen)
+    rounded = {name: round(p, 4) for name, p in probabilities.items()}
+    signals = (*found.signals, f"learned:{chosen}:{probabilities.get(chosen, 0.0):.2f}")
+    if kind is found.type:
+        return dataclasses.replace(found, signals=signals, probabilities=rounded, unsure=unsure)
+    if kind is CorrectionType.NONE:
+        return Correction(CorrectionType.NONE, 0.0, signals=signals, probabilities=rounded, unsure=unsure)
+    # The model found a correction the rules typed otherwise or not at all: the rules' quotes stay (a clause of the
+    # message they read), the whole message otherwise; the confidence is never above a general correction's (no
+    # value was extracted by the model), so a weak one holds narrowly (scope.py).
+    confidence = round(min(probabilities[chosen], GENERAL), 2)
+    if found.is_correction:
+        confidence = min(confidence, found.confidence) if kind is CorrectionType.FACTUAL else confidence
+    return dataclasses.replace(
+        found,
+        type=kind,
+        confidence=confidence,
+        corrected=found.corrected or message.strip() or None,
+        original=found.original if kind is not CorrectionType.NEGATIVE else None,
+        signals=signals,
+        probabilities=rounded,
+        unsure=unsure,
+    )

@@ -1,0 +1,140 @@
+"""The learned correction detector: the shipped model file (pickle-free, current with the corpus, in the plugin
+package), the combination with the rules (firm outcomes, the model's decision, the unsure band from Settings), and
+record_turn with it on the in-memory store. The examples are written for these tests, not taken from the corpus or
+an evaluation set."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import zipfile
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from hindsight_insights.config import Settings
+from hindsight_insights.detection.classifier import FloatArray
+from hindsight_insights.detection.correction_types import Correction, CorrectionType
+from hindsight_insights.detection.corrections import detect
+from hindsight_insights.detection.learned_corrections import Combination, LearnedDetector, decide, family_of
+from hindsight_insights.detector_model import MODEL_PATH, learned_detector, load_detector_model
+from hindsight_insights.embedder import Embedder
+from hindsight_insights.governance.recording import record_turn
+from hindsight_insights.models import TurnDraft
+from scripts.package_plugin import ROOT, plugin_files
+from scripts.train_detector import CLASSES, CORPUS
+from testkit.memory_store import MemoryStore
+
+
+@pytest.fixture(scope="module")
+def learned(embedder: Embedder) -> LearnedDetector:
+    result = learned_detector(embedder, Settings(detector=True))
+    assert result is not None, "the shipped model was trained with another embedder"
+    return result
+
+
+def test_the_model_file_holds_plain_arrays_only_ships_and_is_small() -> None:
+    with zipfile.ZipFile(MODEL_PATH) as archive:
+        assert sorted(archive.namelist()) == ["bias.npy", "idf.npy", "meta.npy", "vocabulary.npy", "weights.npy"]
+    with np.load(MODEL_PATH, allow_pickle=False) as arrays:  # raises on any object array
+        assert all(arrays[name].dtype != object for name in arrays.files)
+    assert MODEL_PATH.stat().st_size < 1024 * 1024
+    assert MODEL_PATH in plugin_files(ROOT)
+
+
+def test_the_model_is_current_with_the_corpus() -> None:
+    """Retrain (make train-detector) when the corpus changes."""
+    model = load_detector_model()
+    assert model.settings["corpus_sha256"] == hashlib.sha256(CORPUS.read_bytes()).hexdigest()
+    assert model.classes == CLASSES
+    assert model.embedding_dim == 1024  # the message's and the previous answer's vectors side by side
+
+
+def test_without_the_trained_embedder_or_when_off_the_rules_decide_alone(embedder: Embedder) -> None:
+    class Other:
+        id = "another-model"
+        dimension = 3
+
+        def embed(self, texts: Sequence[str], *, query: bool = False) -> FloatArray:
+            return np.zeros((len(texts), 3), dtype=np.float32)
+
+    assert learned_detector(Other(), Settings()) is None
+    assert learned_detector(embedder, Settings(detector=False)) is None
+    alone = detect("Please stop opening every reply with a greeting, just answer.", "Hello there! Happy to help.")
+    assert alone.probabilities == {} and not alone.unsure
+
+
+def test_probabilities_are_calibrated_and_explained(learned: LearnedDetector) -> None:
+    found = detect("Wrong, the warehouse closes at 6 pm, not 8 pm.", "The warehouse closes at 8 pm.", learned)
+    assert found.type is CorrectionType.FACTUAL
+    assert set(found.probabilities) == set(CLASSES) and sum(found.probabilities.values()) == pytest.approx(1, 1e-3)
+    assert found.corrected and found.original  # the rules' quotes stay
+    assert any(signal.startswith("learned:factual:") for signal in found.signals)
+
+
+@pytest.mark.parametrize(
+    ("message", "before", "expected"),
+    [
+        ("这回答跟我问的完全不沾边", "您可以在设置里修改密码。", CorrectionType.NEGATIVE),
+        (
+            "I only ever read the first two lines of your replies, keep them that short.",
+            "Here is a detailed five-paragraph overview of the release.",
+            CorrectionType.PREFERENCE,
+        ),
+    ],
+)
+def test_the_model_finds_what_the_rules_miss(
+    learned: LearnedDetector, message: str, before: str, expected: CorrectionType
+) -> None:
+    assert detect(message, before).type is CorrectionType.NONE
+    found = detect(message, before, learned)
+    assert found.type is expected and found.corrected == message and 0 < found.confidence <= 0.7
+
+
+def test_a_weak_finding_stays_none_and_is_unsure(learned: LearnedDetector) -> None:
+    """P(correction) below correction_at but inside the band: none, for a workspace model to be asked about."""
+    found = detect("我们公司的报销上限早就调到八百了", "根据规定，差旅报销的上限是五百元。", learned)
+    assert found.type is CorrectionType.NONE and found.unsure
+
+
+def test_a_thank_you_stays_none(learned: LearnedDetector) -> None:
+    found = detect("Great, that worked perfectly, thank you!", "Try restarting the router first.", learned)
+    assert found.type is CorrectionType.NONE and found.confidence == 0.0
+
+
+def test_firm_outcomes_keep_the_rules_type_and_the_band_marks_unsure() -> None:
+    rules = Correction(CorrectionType.PREFERENCE, 0.9, corrected="x", signals=("preference:tone",))
+    leaning_process = {"factual": 0.05, "preference": 0.1, "process": 0.6, "negative": 0.05, "none": 0.2}
+    firm = Combination(frozenset({"preference"}), 0.5, 0.3, 0.9)
+    assert decide(rules, leaning_process, firm) == ("preference", False)
+    free = dataclasses.replace(firm, firm=frozenset())
+    assert decide(rules, leaning_process, free) == ("process", True)  # P(correction) 0.8 is inside [0.3, 0.9)
+    assert decide(rules, leaning_process, dataclasses.replace(free, unsure_high=0.75)) == ("process", False)
+    nothing = Correction(CorrectionType.NONE, 0.0)
+    assert decide(nothing, {**leaning_process, "process": 0.0, "none": 0.8}, free) == ("none", False)
+    assert family_of("process:order_first_then_zh") == "process:order_first_then"
+
+
+def test_settings_override_the_trained_unsure_band(embedder: Embedder) -> None:
+    detector = learned_detector(embedder, Settings(detector_unsure_low=0.0, detector_unsure_high=1.0))
+    assert detector is not None and detector.combination.unsure_high == 1.0
+    found = detect("hmm, not sure that's right", "The refund takes 5 days.", detector)
+    assert found.unsure or found.type.value in detector.combination.firm
+
+
+def test_record_turn_with_the_detector_on_the_in_memory_store(learned: LearnedDetector) -> None:
+    store = MemoryStore(Settings(project="detector_memory"))
+
+    def draft(message: str, answer: str) -> TurnDraft:
+        return TurnDraft.parse(
+            {"session_id": "s1", "user_id": "u1", "scene": "报销", "user_message": message, "assistant_message": answer}
+        )
+
+    record_turn(store, draft("打印机连不上", "Try turning the printer off and on again."), store.settings)
+    said = record_turn(
+        store, draft("that did nothing, the printer is still offline", "…"), store.settings, None, learned
+    )
+    assert said.correction.type is CorrectionType.NEGATIVE and said.correction.probabilities
+    assert said.turn.signals.detected.type == "negative"
+    assert said.corrected_turn is not None and said.learned
