@@ -78,7 +78,9 @@ def load_screening_eval(path: Path = SCREENING_EVAL) -> dict[str, list[dict[str,
         items.append({**item, "label": label, "category": item.get("category", "?"), "insight": insight})
     return {
         "items": items,
-        "redaction": [{"text": r["text"], "secrets": list(r.get("secrets", []))} for r in redaction],
+        "redaction": [
+            {"text": r["text"], "secrets": list(r.get("secrets", [])), "kind": r.get("kind", "?")} for r in redaction
+        ],
     }
 
 
