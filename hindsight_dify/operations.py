@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from hindsight_dify.cascade import cascade_for
 from hindsight_dify.dify_model import DifyModelReflector, LlmInvocation, ModelSelection
 from hindsight_dify.params import Parameters, recent_turns
 from hindsight_dify.results import ToolResult
@@ -65,6 +66,7 @@ def save_insight(store: InsightStore, parameters: Parameters, context: Context) 
     only from Dify's runtime and the builder's settings (commands.Provenance)."""
     user = acting_user(parameters, context)
     scope = _builder_scope(parameters)
+    cascade = cascade_for(store, parameters, context.llm)
     raw_json = parameters.text("insight_json")
     ignored: list[str] = []
     if raw_json is not None:
@@ -86,7 +88,7 @@ def save_insight(store: InsightStore, parameters: Parameters, context: Context) 
         data["tags"] = parameters.text_list("tags")
         content, source = InsightContent.parse(data), "dify:save_insight"
     provenance = Provenance(source, user, context.conversation_id, scope=scope)
-    placements = write(store, WriteCommand(content, provenance))
+    placements = write(store, WriteCommand(content, provenance), cascade=cascade)
     return _with_ignored(_saved(content, placements), ignored + parameters.ignored())
 
 
@@ -167,6 +169,7 @@ def search_insight(store: InsightStore, parameters: Parameters, context: Context
 
 
 def record_turn(store: InsightStore, parameters: Parameters, context: Context) -> ToolResult:
+    cascade = cascade_for(store, parameters, context.llm)
     feedback = parameters.text("feedback")
     injected = []
     for value in parameters.text_list("injected_insight_ids"):
@@ -194,7 +197,7 @@ def record_turn(store: InsightStore, parameters: Parameters, context: Context) -
             "answer_confidence": parameters.number("answer_confidence", 0.0, 1.0),
         }
     )
-    recorded = record(store, draft, store.settings)
+    recorded = record(store, draft, store.settings, cascade=cascade)
     turn, correction = recorded.turn, recorded.turn.signals.detected
     flagged_by_the_flow = draft.signals.model_dump(include={"tool_error", "stopped_generation", "correction"})
     signals = [name for name, on in flagged_by_the_flow.items() if on]
@@ -207,7 +210,9 @@ def record_turn(store: InsightStore, parameters: Parameters, context: Context) -
         "signals": signals,
         "correction": correction.model_dump(mode="json"),
         "learned": [
-            {"id": str(p.result.id), "status": p.result.status, "scope": p.scope.value} for p in recorded.learned
+            {"id": str(p.result.id), "status": p.result.status, "scope": p.scope.value}
+            | ({"review_reason": p.review_reason} if p.review_reason else {})
+            for p in recorded.learned
         ],
         "corrected_turn": str(recorded.corrected_turn.id) if recorded.corrected_turn else None,
     }

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from hindsight_insights.admission import admit_turn
+from hindsight_insights.cascade import Cascade
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
@@ -39,7 +40,14 @@ class Recorded:
     unseen_injected: list[uuid.UUID] = field(default_factory=list)  # ids this user could not have been given
 
 
-def record_turn(store: RecordingStore, draft: TurnDraft, settings: Settings, now: datetime | None = None) -> Recorded:
+def record_turn(
+    store: RecordingStore,
+    draft: TurnDraft,
+    settings: Settings,
+    now: datetime | None = None,
+    *,
+    cascade: Cascade | None = None,  # the call's workspace model, for what the screen is unsure of (cascade.py)
+) -> Recorded:
     now = now or datetime.now(UTC)
     if draft.message_id and (stored := store.turns.get(turn_uuid(draft))) is not None:
         return Recorded(stored, NO_CORRECTION, None, [], repeated=True)
@@ -70,7 +78,7 @@ def record_turn(store: RecordingStore, draft: TurnDraft, settings: Settings, now
         )
         corrected_turn = store.turns.mark_corrected(previous, record)
     lesson = lesson_for(correction, turn, settings, now)
-    learned = write(store, lesson) if lesson is not None else []
+    learned = write(store, lesson, cascade=cascade) if lesson is not None else []
     return Recorded(turn, correction, corrected_turn, learned, repeated=False, unseen_injected=unseen)
 
 
