@@ -119,7 +119,8 @@ def _saved(content: InsightContent, placements: list[Placed]) -> ToolResult:
     if redacted:
         body["redacted"] = redacted
         notes.append(f"removed before storing: {', '.join(redacted)}")
-    return ToolResult(text=f"Insight {first.status}: {content.topic} ({first.id}){_clauses(notes)}.", json=body)
+    topic = placements[0].topic or content.topic  # as stored: redacted
+    return ToolResult(text=f"Insight {first.status}: {topic} ({first.id}){_clauses(notes)}.", json=body)
 
 
 def _insight_summary(insight: Insight, channel: str, score: float | None = None) -> dict[str, Any]:

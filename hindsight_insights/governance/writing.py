@@ -35,6 +35,7 @@ class Placed:
     result: SaveResult
     redacted: list[str]  # the kinds of secret or personal data removed before it was stored
     review_reason: str | None  # why it waits for a reviewer, when it does
+    topic: str = ""  # as stored (redacted): what a tool may echo
 
 
 def write(
@@ -70,7 +71,7 @@ def write_many(
 def _save(store: LearningStore, admitted: Admitted, now: datetime | None) -> Placed:
     result = store.save(admitted, now=now)
     reason = admitted.draft.review_reason if result.insight_status is InsightStatus.PENDING_REVIEW else None
-    return Placed(admitted.target.scope, result, admitted.redacted, reason)
+    return Placed(admitted.target.scope, result, admitted.redacted, reason, admitted.draft.topic)
 
 
 def _verified_by_agreement(store: LearningStore, draft: InsightDraft, held: Placed) -> Placed:
@@ -94,7 +95,7 @@ def _verified_by_agreement(store: LearningStore, draft: InsightDraft, held: Plac
         insight_status=approved.status,
         supersedes=approved.supersedes,
     )
-    return Placed(Scope.PROJECT, result, held.redacted, None)
+    return Placed(Scope.PROJECT, result, held.redacted, None, held.topic)
 
 
 def _conflicting_rule(store: LearningStore, draft: InsightDraft) -> str | None:
