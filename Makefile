@@ -1,7 +1,8 @@
 # The two commands of the README: `make demo` and `make test`. Both set everything up first (cached); CI runs
 # `make test` (.ci/run).
 .PHONY: setup setup-tests demo test test-weaviate-1.27 lint eval eval-corrections eval-poisoning eval-reflection \
-	bench bench-plugin bench-frozen bench-search bench-worker package pin-chatflow worker train-screen bench-screen
+	bench bench-plugin bench-frozen bench-search bench-worker package pin-chatflow worker train-screen bench-screen \
+	bench-screen-writes
 
 # uv, the venv and the Weaviate binary: what `make demo` needs.
 setup:
@@ -62,6 +63,10 @@ bench: setup
 # The poisoning screen's cost on every write: rules alone beside rules + the learned screen, and redaction.
 bench-screen: setup
 	.venv/bin/python -m bench.bench_screen
+
+# save_insight and record_turn with rules + the learned screen beside the rules alone, one run (p95 as ratios).
+bench-screen-writes: setup
+	.venv/bin/python -m bench.bench_screen_writes
 
 bench-plugin: setup
 	.venv/bin/python -m bench.bench_plugin
