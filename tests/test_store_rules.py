@@ -129,8 +129,9 @@ store = open_store(Settings.model_validate(spec["settings"]))
 while time.time() < spec["start"]:
     time.sleep(0.001)
 for action in spec["actions"]:
-    store.save(admitted_as_is(InsightDraft.parse({"topic": "退货地址", "kind": "fact", "scene": "售后服务",
-                                                  "action": action, "evidence": action, "confidence": 0.9})))
+    draft = InsightDraft.parse({"topic": "退货地址", "kind": "fact", "scene": "售后服务", "action": action,
+                                "evidence": action, "confidence": 0.9})
+    store.save(admitted_as_is(draft))
 store.close()
 """
 

@@ -34,8 +34,8 @@ from tests.reflection_support import FakeAnthropicApi, anthropic_engine, insight
 from tests.test_dify_reflect import RecordingLlm
 
 TOOLS = Path(__file__).resolve().parent.parent / "tools"
-SECRETS = ("lao.wang@example.com", "AKIAIOSFODNN7EXAMPLE", "13812345678")
-LEAKY = "以后报价单发到 lao.wang@example.com，密钥 AKIAIOSFODNN7EXAMPLE，有事打 13812345678"
+SECRETS = ("lao.wang@mail.hindsight-demo.cn", "AKIAIOSFODNN7EXAMPLE", "13812345678")
+LEAKY = "以后报价单发到 lao.wang@mail.hindsight-demo.cn，密钥 AKIAIOSFODNN7EXAMPLE，有事打 13812345678"
 # What a model adds to take over a write: another user, project scope, a reviewed status, a trusted source.
 TAKEOVER = {"user_id": "bob", "scope": "project", "status": "active", "source": "reviewer"}
 
