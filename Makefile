@@ -2,7 +2,7 @@
 # `make test` (.ci/run).
 .PHONY: setup setup-tests demo test test-weaviate-1.27 lint eval eval-corrections eval-poisoning eval-reflection \
 	bench bench-plugin bench-frozen bench-search bench-worker package pin-chatflow worker train-screen bench-screen \
-	train-detector bench-detector
+	train-detector bench-detector bench-screen-writes
 
 # uv, the venv and the Weaviate binary: what `make demo` needs.
 setup:
@@ -72,6 +72,10 @@ bench: setup
 # The poisoning screen's cost on every write: rules alone beside rules + the learned screen, and redaction.
 bench-screen: setup
 	.venv/bin/python -m bench.bench_screen
+
+# save_insight and record_turn with rules + the learned screen beside the rules alone, one run (p95 as ratios).
+bench-screen-writes: setup
+	.venv/bin/python -m bench.bench_screen_writes
 
 bench-plugin: setup
 	.venv/bin/python -m bench.bench_plugin

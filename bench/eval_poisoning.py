@@ -7,11 +7,12 @@ holds without a workspace model; "suspect" alone is also shown). Malicious items
 must pass. Redaction: every listed secret must be gone from detection.redaction.redact's output, and the texts
 without secrets (order numbers, prices, dates, hotlines) must come back unchanged.
 
-screening_eval.json is read leniently, since it is written apart from this code: a list of items, or an object with
-"items" (insights) and optionally "redaction". An insight item has a label (attack/malicious, or benign), optionally
-a category, and its fields either under "insight" or at top level (topic, action, observation; or "text"). A
-redaction item has "text" and "secrets" (a list; empty for a clean text); items of the main list that carry
-"secrets" are redaction items too.
+screening_eval.json is written apart from this code. Its layout: an object with "attacks" and "benign" (insight
+items: id, category, lang, topic, action, observation; every attack must be held, every benign item must pass),
+"secrets" (id, kind, lang, text, and the "secret" substring that must never be stored) and "clean" (id, lang, text:
+no secret, must come back unchanged). The reader also takes the older generic layouts: a list of items, or an
+object with "items" (a label attack/malicious or benign, fields under "insight" or at top level, or "text") and
+"redaction" (text and a list of "secrets").
 
 The holdout split is the headline; `--errors` lists the tune split's failures only (never the holdout's, never the
 screening set's).
@@ -59,8 +60,13 @@ def load_screening_eval(path: Path = SCREENING_EVAL) -> dict[str, list[dict[str,
     if not path.exists():
         return None
     raw = json.loads(path.read_text(encoding="utf-8"))
-    listed = raw if isinstance(raw, list) else raw.get("items", [])
+    listed = raw if isinstance(raw, list) else list(raw.get("items", []))
     redaction = [] if isinstance(raw, list) else list(raw.get("redaction", []))
+    if isinstance(raw, dict):  # the sectioned layout: attacks, benign, secrets, clean
+        listed += [{**item, "label": "attack"} for item in raw.get("attacks", [])]
+        listed += [{**item, "label": "benign"} for item in raw.get("benign", [])]
+        redaction += [{**item, "secrets": _secrets_of(item)} for item in raw.get("secrets", [])]
+        redaction += [{**item, "secrets": []} for item in raw.get("clean", [])]
     items = []
     for item in listed:
         if "secrets" in item and "label" not in item:
@@ -72,8 +78,18 @@ def load_screening_eval(path: Path = SCREENING_EVAL) -> dict[str, list[dict[str,
         items.append({**item, "label": label, "category": item.get("category", "?"), "insight": insight})
     return {
         "items": items,
-        "redaction": [{"text": r["text"], "secrets": list(r.get("secrets", []))} for r in redaction],
+        "redaction": [
+            {"text": r["text"], "secrets": list(r.get("secrets", [])), "kind": r.get("kind", "?")} for r in redaction
+        ],
     }
+
+
+def _secrets_of(item: dict[str, Any]) -> list[str]:
+    """A secrets item's secret strings: "secret" (one) or "secrets" (a list)."""
+    secrets = item.get("secrets")
+    if isinstance(secrets, list):
+        return [str(secret) for secret in secrets]
+    return [str(item["secret"])] if item.get("secret") else []
 
 
 def quarantined(item: dict[str, Any], learned: LearnedScreen | None = None, *, unsure_held: bool = True) -> bool:
@@ -124,10 +140,12 @@ class RedactionReport:
     removed: int  # listed secrets no longer in the output
     benign: int
     unchanged: int  # texts without secrets that came back unchanged
+    left_by: dict[str, int]  # kind of the secrets still in the output -> count (items with a "kind")
 
 
 def evaluate_redaction(items: list[dict[str, Any]]) -> RedactionReport:
     with_secrets = cleaned = secrets = removed = benign = unchanged = 0
+    left: Counter[str] = Counter()
     for item in items:
         output = redact(item["text"]).text
         if item["secrets"]:
@@ -136,10 +154,12 @@ def evaluate_redaction(items: list[dict[str, Any]]) -> RedactionReport:
             secrets += len(gone)
             removed += sum(gone)
             cleaned += all(gone)
+            left[str(item.get("kind", "?"))] += len(gone) - sum(gone)
         else:
             benign += 1
             unchanged += output == item["text"]
-    return RedactionReport(with_secrets, cleaned, secrets, removed, benign, unchanged)
+    left_by = {kind: count for kind, count in left.items() if count}
+    return RedactionReport(with_secrets, cleaned, secrets, removed, benign, unchanged, left_by)
 
 
 def render(split: str, screens: dict[str, ScreenReport], redacted: RedactionReport) -> str:
@@ -153,7 +173,9 @@ def render(split: str, screens: dict[str, ScreenReport], redacted: RedactionRepo
         ]
     lines.append(
         f"redaction: texts with every secret gone {redacted.cleaned}/{redacted.with_secrets}, "
-        f"secrets removed {redacted.removed}/{redacted.secrets} (not redacted: {redacted.secrets - redacted.removed}), "
+        f"secrets removed {redacted.removed}/{redacted.secrets} (not redacted: {redacted.secrets - redacted.removed}"
+        + (f", by kind: {redacted.left_by}" if redacted.left_by else "")
+        + "), "
         f"clean texts unchanged {redacted.unchanged}/{redacted.benign} "
         f"(altered: {redacted.benign - redacted.unchanged})"
     )

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from hindsight_dify.cascade import cascade_for
 from hindsight_dify.dify_model import DifyModelReflector, LlmInvocation, ModelSelection
 from hindsight_dify.params import Parameters, recent_turns
 from hindsight_dify.results import ToolResult
@@ -66,6 +67,7 @@ def save_insight(store: InsightStore, parameters: Parameters, context: Context) 
     only from Dify's runtime and the builder's settings (commands.Provenance)."""
     user = acting_user(parameters, context)
     scope = _builder_scope(parameters)
+    cascade = cascade_for(store, parameters, context.llm)
     raw_json = parameters.text("insight_json")
     ignored: list[str] = []
     if raw_json is not None:
@@ -87,7 +89,7 @@ def save_insight(store: InsightStore, parameters: Parameters, context: Context) 
         data["tags"] = parameters.text_list("tags")
         content, source = InsightContent.parse(data), "dify:save_insight"
     provenance = Provenance(source, user, context.conversation_id, scope=scope)
-    placements = write(store, WriteCommand(content, provenance))
+    placements = write(store, WriteCommand(content, provenance), cascade=cascade)
     return _with_ignored(_saved(content, placements), ignored + parameters.ignored())
 
 
@@ -118,7 +120,8 @@ def _saved(content: InsightContent, placements: list[Placed]) -> ToolResult:
     if redacted:
         body["redacted"] = redacted
         notes.append(f"removed before storing: {', '.join(redacted)}")
-    return ToolResult(text=f"Insight {first.status}: {content.topic} ({first.id}){_clauses(notes)}.", json=body)
+    topic = placements[0].topic or content.topic  # as stored: redacted
+    return ToolResult(text=f"Insight {first.status}: {topic} ({first.id}){_clauses(notes)}.", json=body)
 
 
 def _insight_summary(insight: Insight, channel: str, score: float | None = None) -> dict[str, Any]:
@@ -168,6 +171,7 @@ def search_insight(store: InsightStore, parameters: Parameters, context: Context
 
 
 def record_turn(store: InsightStore, parameters: Parameters, context: Context) -> ToolResult:
+    cascade = cascade_for(store, parameters, context.llm)
     feedback = parameters.text("feedback")
     injected = []
     for value in parameters.text_list("injected_insight_ids"):
@@ -195,7 +199,8 @@ def record_turn(store: InsightStore, parameters: Parameters, context: Context) -
             "answer_confidence": parameters.number("answer_confidence", 0.0, 1.0),
         }
     )
-    recorded = record(store, draft, store.settings, detector=learned_detector(store.embedder, store.settings))
+    detector = learned_detector(store.embedder, store.settings)
+    recorded = record(store, draft, store.settings, detector=detector, cascade=cascade)
     turn, correction = recorded.turn, recorded.turn.signals.detected
     flagged_by_the_flow = draft.signals.model_dump(include={"tool_error", "stopped_generation", "correction"})
     signals = [name for name, on in flagged_by_the_flow.items() if on]
@@ -208,7 +213,9 @@ def record_turn(store: InsightStore, parameters: Parameters, context: Context) -
         "signals": signals,
         "correction": correction.model_dump(mode="json"),
         "learned": [
-            {"id": str(p.result.id), "status": p.result.status, "scope": p.scope.value} for p in recorded.learned
+            {"id": str(p.result.id), "status": p.result.status, "scope": p.scope.value}
+            | ({"review_reason": p.review_reason} if p.review_reason else {})
+            for p in recorded.learned
         ],
         "corrected_turn": str(recorded.corrected_turn.id) if recorded.corrected_turn else None,
         # The learned detector's class probabilities and whether its decision is unsure (a model may be asked).

@@ -21,6 +21,7 @@ from hindsight_insights.config import Settings
 from hindsight_insights.connection import WeaviateUnreachable
 from hindsight_insights.embedder import Embedder, OpenAICompatibleEmbedder, Vectors, load_embedder
 from hindsight_insights.errors import HindsightError, InvalidInput
+from hindsight_insights.screening import screen_for
 from hindsight_insights.store import InsightStore, open_store
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,8 @@ class StoreCache:
                 return cached
         # Connect outside the lock: a slow or unreachable server must not hold up calls for other credentials.
         cooperate_with_gevent()
-        store = open_store(settings, plugin_embedder(settings))
+        embedder = plugin_embedder(settings)
+        store = open_store(settings, embedder, screen_for(settings, embedder, plugin_embedder))
         with self._lock:
             raced = self._stores.get(key)
             if raced is not None and raced.is_connected():

@@ -1,8 +1,10 @@
 """What may be stored, and in what state. Every write (governance/writing.py) passes through here before the store
 sees it:
 
-1. the poisoning screen (poisoning.py) runs on the text as given: instruction-like content, role changes, prompt
-   exfiltration, data sent to an address, privilege escalation, in any disguise, is held for review, never active;
+1. the poisoning screen (screening.py: the rules of poisoning.py and the learned screen, built once per process and
+   handed down by the store) runs on the text as given: instruction-like content, role changes, prompt exfiltration,
+   data sent to an address, privilege escalation, in any disguise, is held for review, never active. What the
+   learned screen is unsure of goes to the workspace model when the call has one (a cascade.Cascade), else is held;
 2. secrets and personal data are redacted (redaction.py) in every text field, whatever happens next;
 3. scope (scope.py, from the command's trusted provenance only): what one user's conversation teaches stays with
    that user; a write asking for project scope is also written project-wide, held for review.
@@ -14,13 +16,15 @@ transcript word for word.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
+from hindsight_insights.cascade import Cascade
 from hindsight_insights.commands import WriteCommand
 from hindsight_insights.config import Settings
-from hindsight_insights.detection.poisoning import screen
 from hindsight_insights.detection.redaction import redact
 from hindsight_insights.models import Evidence, InsightContent, InsightDraft, InsightStatus, TurnDraft
 from hindsight_insights.scope import Target, decide_scope
+from hindsight_insights.screening import Screen, decide
 
 _ADMISSION = object()  # only this module holds it, so only admission makes an Admitted
 
@@ -41,17 +45,27 @@ class Admitted:
             raise TypeError("an Admitted is made by admission.admit only")
 
 
-def admit(command: WriteCommand, settings: Settings) -> list[Admitted]:
-    """The drafts a command may be stored as, the user's first (or the only one): the content screened and redacted
-    once, then placed on each target that scope.py decides from the command's provenance."""
+def admit(
+    command: WriteCommand,
+    settings: Settings,
+    screen: Screen,
+    cascade: Cascade | None = None,
+    now: datetime | None = None,
+) -> list[Admitted]:
+    """The drafts a command may be stored as, the user's first (or the only one): the content screened (by the
+    process's `screen`; unsure items asked of the call's workspace model, if it has a `cascade`) and redacted once,
+    then placed on each target that scope.py decides from the command's provenance."""
     content, provenance = command.content, command.provenance
-    screening = screen(content.topic, content.action, content.observation, content.evidence.quote, *content.tags)
+    texts = screened_texts(content)
+    decision = decide(
+        screen, texts, cascade, now or datetime.now(UTC), learned_reads=_written_by_others(command, texts)
+    )
     clean, redacted = _redacted(content, provenance.session_id)
     suspect_reason = None
-    if screening.suspect:
+    if decision.held and decision.reason:
         # Also over a project copy's own reason: a suspect must never wait for something that approves it by
         # itself (a second user's agreement). The reasons quote the text, so they are redacted like it.
-        suspect_reason = redact("possible prompt injection: " + "; ".join(screening.reasons)).text[:500]
+        suspect_reason = redact(decision.reason).text[:500]
     admitted = []
     for target in decide_scope(provenance, settings):
         reason = suspect_reason or target.review_reason
@@ -63,8 +77,32 @@ def admit(command: WriteCommand, settings: Settings) -> list[Admitted]:
             "review_reason": reason,
         }
         draft = InsightDraft.parse(data)
-        admitted.append(Admitted(draft, redacted, target, screening.suspect, _made_by=_ADMISSION))
+        admitted.append(Admitted(draft, redacted, target, decision.held, _made_by=_ADMISSION))
     return admitted
+
+
+def screened_texts(content: InsightContent) -> dict[str, str]:
+    """What the screen reads of an insight, by field name: every text that can reach a rules block."""
+    texts = {
+        "topic": content.topic,
+        "action": content.action,
+        "observation": content.observation,
+        "evidence": content.evidence.quote,
+    }
+    texts |= {f"tag {i + 1}": tag for i, tag in enumerate(content.tags)}
+    if content.condition_detail:
+        texts["condition"] = content.condition_detail
+    return texts
+
+
+def _written_by_others(command: WriteCommand, texts: dict[str, str]) -> dict[str, str]:
+    """What the learned screen reads: the words of whoever wrote the content. A detector lesson is our own template
+    (prompts/corrections/) wrapped around the user's message, whose second-person wording ("follow their request")
+    the model would read as an instruction; it reads the user's message (the evidence) alone there. The patterns
+    still read every field."""
+    if command.provenance.correction is None:
+        return texts
+    return {"evidence": command.content.evidence.quote}
 
 
 def hold(admitted: Admitted, reason: str) -> Admitted:

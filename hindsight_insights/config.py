@@ -148,6 +148,22 @@ class Settings(BaseSettings):
 
     prompts_dir: Path = Field(default_factory=lambda: Path(__file__).resolve().parent.parent / "prompts")
 
+    # The poisoning screen on every write (screening.py, admission.py; docs/architecture.md "Admission"). Unset
+    # thresholds are the trained band's (chosen on the training corpus's folds: suspect 0.50, unsure 0.38).
+    screen_learned: bool = Field(
+        True, description="Rules + the learned screen; false: the rules alone. Always the built-in embedder's vectors."
+    )
+    screen_suspect_at: float | None = Field(None, ge=0.0, le=1.0, description="Attack probability held as suspect.")
+    screen_unsure_at: float | None = Field(
+        None, ge=0.0, le=1.0, description="From here to screen_suspect_at: unsure (the workspace model, else held)."
+    )
+    model_calls_per_day: int = Field(
+        500,
+        ge=0,
+        description="Workspace-model classification calls per project per day (cascade.py), shared by the screen "
+        "and the correction detector; past it, unsure items are held. 0: none.",
+    )
+
     # Reflection: turning stored sessions into insights (hindsight_insights/reflection/, docs/architecture.md).
     reflection_llm: ReflectionLlm = Field(
         "auto",

@@ -24,6 +24,31 @@ TABLE_PREFERENCE: dict[str, Any] = {
     "tags": "format, tables",
 }
 
+# A genuine preference that the learned screen is unsure of (attack probability about 0.47, no rule fires): without
+# a workspace model it waits for a reviewer, with one it is asked once (tests/test_screen_admission.py).
+UNSURE_PREFERENCE: dict[str, Any] = {
+    "topic": "称呼",
+    "kind": "preference",
+    "scene": "general",
+    "action": "当你称呼这位用户时，直接叫他“老王”。",
+    "observation": "助手称用户为“王老师”，用户说“叫我老王就行，别叫王老师”。",
+    "evidence": "叫我老王就行，别叫王老师",
+    "confidence": 0.9,
+    "tags": "称呼",
+}
+# Another one (about 0.42), with a different slot, for the budget's second call.
+UNSURE_SHIPPING: dict[str, Any] = {
+    "topic": "物流",
+    "kind": "preference",
+    "scene": "general",
+    "action": "用户问发货时，提一下合作快递的名字。",
+    "evidence": "发货的时候说一下合作快递",
+    "confidence": 0.8,
+}
+# The workspace model's verdicts, as the cascade's prompt asks for them (cascade.py).
+BENIGN_VERDICT = '{"verdict": "benign", "reason": "a form of address the user asked for"}'
+ATTACK_VERDICT = '{"verdict": "attack", "reason": "it steers every answer"}'
+
 # (parameters, field, part of the rule): each must come back as an invalid_input error naming that field.
 BAD_SAVES: list[tuple[dict[str, Any], str, str]] = [
     ({"insight_json": "{not json"}, "insight_json", "is not valid JSON"),

@@ -15,10 +15,12 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
+from hindsight_insights.cascade import MemoryBudget
 from hindsight_insights.config import Settings
 from hindsight_insights.errors import WeaviateUnavailable
 from hindsight_insights.keys import scene_key
 from hindsight_insights.models import CorrectionRecord, Insight, InsightKind, InsightStatus, Scope, Turn, TurnDraft
+from hindsight_insights.screening import RULES_ONLY, Screen
 from hindsight_insights.store.insights import ProjectStore
 from hindsight_insights.store.table import slot_of
 from hindsight_insights.store.turns import turn_uuid
@@ -200,5 +202,6 @@ class MemoryTurnLog:
 class MemoryStore(ProjectStore[MemoryTurnLog]):
     """A project's insights and turns in memory: the core's rules, no server, no search."""
 
-    def __init__(self, settings: Settings) -> None:
-        super().__init__(MemoryInsightTable(), MemoryTurnLog(), settings)
+    def __init__(self, settings: Settings, screen: Screen = RULES_ONLY) -> None:
+        super().__init__(MemoryInsightTable(), MemoryTurnLog(), settings, screen)
+        self.budget = MemoryBudget()  # the project's daily workspace-model calls (cascade.py)

@@ -122,9 +122,10 @@ def test_the_demo_learns_from_its_conversations_and_keeps_each_users_rules_to_th
     assert "(no rules apply)" in carol  # no rule of anyone else's reaches a user with none
     assert "collect@example-mail.com" not in later + report  # the planted instruction was never learned
     # Waiting: the two project-wide rules, and the planted instruction, which the learned correction detector reads
-    # as a correction (the rules alone did not) and the poisoning screen holds as a suspect: never injected.
+    # as a correction (the rules alone did not) and the poisoning screen holds as a suspect: never injected. The
+    # preferences pass the learned screen, which reads the users' own words, not the detector's template around them.
     assert "active rules: 6" in report and report.count("waiting for a reviewer") == 3
-    assert "exfiltration" in report.split("waiting for a reviewer")[-1]
+    assert "prompt injection" in report.split("waiting for a reviewer")[-1]
 
 
 def _conversations(later: str) -> list[str]:

@@ -15,21 +15,28 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
+import weaviate
 
 from hindsight_insights.models import Insight, InsightStatus
 from hindsight_insights.store import InsightStore
+from hindsight_insights.store.budget import WeaviateBudget
 from hindsight_insights.weaviate_server import LocalWeaviate, free_port
 from scripts.package_plugin import BUILDER_README, ROOT
 from testkit.cases import (
+    ATTACK_VERDICT,
+    BENIGN_VERDICT,
     MODEL_SELECTOR,
     NAME_QUOTE,
     NAME_TURNS,
     RETURN_ADDRESS,
+    UNSURE_PREFERENCE,
     insight_reply,
     preference_of,
 )
@@ -418,6 +425,65 @@ def test_reflect_session_when_the_workspaces_model_fails(
         for line in ours
     )
     assert [line for line in ours if "plugin stderr" in line] == []
+
+
+# ---- the screen's workspace-model cascade ----------------------------------------------------------------------------
+
+
+def screen_save(
+    daemon: Installed, credentials: dict[str, Any], replies: list[str | ModelFailure]
+) -> tuple[ToolOutput, list[InnerCall]]:
+    """save_insight of a preference the learned screen is unsure of, with the builder's model set."""
+    inner_api = daemon.stack.inner_api
+    before = len(inner_api.calls_to("invoke/llm"))
+    inner_api.reply = ReplyQueue(list(replies))
+    parameters = {**UNSURE_PREFERENCE, "model": MODEL_SELECTOR}
+    output = daemon.client.invoke_tool("save_insight", parameters, credentials, user_id="lao-wang")
+    return output, inner_api.calls_to("invoke/llm")[before:]
+
+
+@pytest.mark.parametrize(
+    ("reply", "held_because"),
+    [
+        (BENIGN_VERDICT, None),
+        (ATTACK_VERDICT, "judged it attack"),
+        ('{"verdict": "maybe"}', "gave no valid verdict"),
+        (ModelFailure("[openai] Error: You exceeded your current quota"), "You exceeded your current quota"),
+    ],
+    ids=["benign", "attack", "malformed", "model-failure"],
+)
+def test_save_insight_asks_the_workspaces_model_what_the_screen_is_unsure_of(
+    daemon: Installed,
+    plugin_credentials: dict[str, Any],
+    plugin_store: InsightStore,
+    reply: str | ModelFailure,
+    held_because: str | None,
+) -> None:
+    output, calls = screen_save(daemon, plugin_credentials, [reply])
+    (call,) = calls
+    assert call.body["stream"] is False and call.body["completion_params"]["max_tokens"] == 300
+    assert "security classifier" in str(call.body["prompt_messages"][0]["content"])
+    assert "error" not in output.json, output.json
+    (stored,) = plugin_store.list_insights(user_id="lao-wang")
+    if held_because is None:
+        assert stored.status is InsightStatus.ACTIVE and "review_reason" not in output.json
+    else:
+        assert stored.status is InsightStatus.PENDING_REVIEW and held_because in output.json["review_reason"]
+        assert stored.review_reason == output.json["review_reason"]
+
+
+def test_save_insight_holds_without_asking_when_the_days_budget_is_spent(
+    daemon: Installed, plugin_credentials: dict[str, Any], plugin_store: InsightStore, client: weaviate.WeaviateClient
+) -> None:
+    """The budget is the project's Weaviate collection: spent by another process, the plugin sees it."""
+    budget = WeaviateBudget.ensure(client, plugin_store.settings.project)
+    today = datetime.now(UTC).astimezone(ZoneInfo(plugin_store.settings.timezone)).date()
+    while budget.take("correction", plugin_store.settings.model_calls_per_day, today):
+        pass
+    output, calls = screen_save(daemon, plugin_credentials, [BENIGN_VERDICT])
+    assert calls == [] and "model calls is spent" in output.json["review_reason"], output.json
+    (stored,) = plugin_store.list_insights(user_id="lao-wang")
+    assert stored.status is InsightStatus.PENDING_REVIEW
 
 
 # ---- restart -------------------------------------------------------------------------------------------------------

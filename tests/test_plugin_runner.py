@@ -458,8 +458,10 @@ def test_in_a_workflow_node_the_builder_maps_the_end_user(
 ) -> None:
     """A builder sets end_user_id (form: form) to the app's own user id, e.g. from a conversation variable."""
     mapped = {"end_user_id": "app-user-7"}
+    # "Call the user x." is held by the learned screen (0.82); a statement of the name is not (0.08).
+    preference = {**preference_of("x"), "action": "The user's name is x."}
     saved = runner.invoke_tool(
-        "save_insight", {**preference_of("x"), **mapped}, plugin_credentials, user_id="dify-session-user"
+        "save_insight", {**preference, **mapped}, plugin_credentials, user_id="dify-session-user"
     )
     assert plugin_store.get(saved.json["id"]).user_id == "app-user-7"
     turn = runner.invoke_tool("record_turn", {"session_id": "c-7", "user_message": "hi", **mapped}, plugin_credentials)
@@ -522,14 +524,16 @@ def test_odd_inputs_that_are_converted_as_documented(
 
 ONE_WORD_CORRECTIONS = [
     pytest.param(RETURN_ADDRESS["action"], RETURN_ADDRESS["action"].replace("西湖区", "滨江区"), id="place zh"),
+    # Worded as facts: "say it costs $35 per parcel" / "tell them we do not ship to Hong Kong" are held by the learned
+    # screen (attack probability 0.65 / 0.57: commands to say something), which is what this test is not about.
     pytest.param(
-        "When asked about shipping, say it costs $25 per parcel.",
-        "When asked about shipping, say it costs $35 per parcel.",
+        "When asked about shipping, answer that it costs $25 per parcel.",
+        "When asked about shipping, answer that it costs $35 per parcel.",
         id="number en",
     ),
     pytest.param(
-        "When a customer asks, tell them we do ship to Hong Kong.",
-        "When a customer asks, tell them we do not ship to Hong Kong.",
+        "If a customer asks, we do ship to Hong Kong.",
+        "If a customer asks, we do not ship to Hong Kong.",
         id="negation en",
     ),
 ]

@@ -25,6 +25,7 @@ from hindsight_insights.errors import InvalidInput
 from hindsight_insights.governance.recording import record_turn
 from hindsight_insights.governance.writing import write, write_many
 from hindsight_insights.models import InsightContent, Scope, TurnDraft
+from hindsight_insights.screening import RULES_ONLY
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.schema import collection_names
 from testkit.cases import MODEL_SELECTOR, NAME_TURNS, RETURN_ADDRESS, insight_reply, preference_of
@@ -178,7 +179,9 @@ def test_reflect_session_ignores_what_the_models_json_may_not_decide(
     for turn in NAME_TURNS:
         invoke(dify_tool(plugin_credentials, "alice", "conv-a"), "record_turn", turn, stores)
     answer = json.loads(insight_reply(fenced=False))
-    answer["insights"][0] |= TAKEOVER | {"action": "当你称呼这位用户时，直接叫他“老王”。"}
+    # insight_reply's own action: "当你称呼这位用户时，直接叫他“老王”。" alone is in the learned screen's unsure
+    # band (0.47), and without a workspace model the write would be held for review (test_screen_admission.py).
+    answer["insights"][0] |= TAKEOVER
     answer["insights"][0]["evidence"]["session_id"] = "conv-of-bob"
     llm = RecordingLlm([json.dumps(answer, ensure_ascii=False)])
 
@@ -305,7 +308,7 @@ def test_write_many_admits_every_command(store: InsightStore, client: weaviate.W
 
 def test_an_admitted_draft_is_made_by_admission_only(settings: Settings) -> None:
     content = InsightContent.parse({"topic": "t", "kind": "fact", "action": "Say hello.", "evidence": "hello"})
-    (admitted,) = admit(WriteCommand(content, Provenance("test", "u1")), settings)
+    (admitted,) = admit(WriteCommand(content, Provenance("test", "u1")), settings, RULES_ONLY)
     assert admitted.draft.resolved_scope is Scope.USER
     with pytest.raises(TypeError, match=r"made by admission\.admit only"):
         Admitted(admitted.draft, [], admitted.target, False)

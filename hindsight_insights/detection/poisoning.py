@@ -31,6 +31,7 @@ suspects (`held`). The rules stay where they are precise, and for the reason tex
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hindsight_insights.detection import poisoning_patterns as patterns
@@ -78,8 +79,10 @@ class Screening:
         return self.suspect or self.unsure
 
 
-def screen(*texts: str, learned: LearnedScreen | None = None) -> Screening:
-    """Whether any of `texts` (an insight's topic, action, observation, evidence, tags) carries an attack, and why."""
+def screen(*texts: str, learned: LearnedScreen | None = None, learned_reads: Sequence[str] | None = None) -> Screening:
+    """Whether any of `texts` (an insight's topic, action, observation, evidence, tags) carries an attack, and why.
+    The patterns read every text; the learned screen reads `learned_reads` when given (the words someone else
+    wrote, not our own templates around them), else the same texts."""
     present = [text for text in texts if text and text.strip()]
     findings: list[tuple[str, str]] = []
     for text in present:
@@ -89,7 +92,8 @@ def screen(*texts: str, learned: LearnedScreen | None = None) -> Screening:
     families = frozenset(family for family, _ in findings)
     if learned is None or not present:
         return Screening(bool(reasons), reasons, families=families)
-    probability = learned.probability(present, families)
+    read = present if learned_reads is None else [text for text in learned_reads if text and text.strip()]
+    probability = learned.probability(read, families) if read else 0.0
     suspect = bool(reasons) or probability >= learned.band.suspect_at
     if probability >= learned.band.suspect_at:
         reasons.append(f"learned screen: attack probability {probability:.2f}")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from hindsight_insights.admission import admit_turn
+from hindsight_insights.cascade import Cascade
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
@@ -51,6 +52,8 @@ def record_turn(
     settings: Settings,
     now: datetime | None = None,
     detector: LearnedDetector | None = None,
+    *,
+    cascade: Cascade | None = None,  # the call's workspace model, for what the screen is unsure of (cascade.py)
 ) -> Recorded:
     now = now or datetime.now(UTC)
     if store.turns.holds_other_users(draft.session_id, draft.user_id):
@@ -93,7 +96,7 @@ def record_turn(
         )
         corrected_turn = store.turns.mark_corrected(previous, record)
     lesson = lesson_for(correction, turn, settings, now)
-    learned = write(store, lesson) if lesson is not None else []
+    learned = write(store, lesson, cascade=cascade) if lesson is not None else []
     return Recorded(turn, correction, corrected_turn, learned, repeated=False, unseen_injected=unseen)
 
 

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 
 from hindsight_insights import ranking
 from hindsight_insights.admission import Admitted, admit, hold
+from hindsight_insights.cascade import Cascade
 from hindsight_insights.commands import WriteCommand
 from hindsight_insights.models import InsightDraft, InsightStatus, SaveResult, Scope
 from hindsight_insights.scope import AWAITING_AGREEMENT, promotable_by_agreement
@@ -34,12 +35,17 @@ class Placed:
     result: SaveResult
     redacted: list[str]  # the kinds of secret or personal data removed before it was stored
     review_reason: str | None  # why it waits for a reviewer, when it does
+    topic: str = ""  # as stored (redacted): what a tool may echo
 
 
-def write(store: LearningStore, command: WriteCommand, *, now: datetime | None = None) -> list[Placed]:
-    """Admit a command and save it where the rules put it; the first placement is the user's (or the only one)."""
+def write(
+    store: LearningStore, command: WriteCommand, *, cascade: Cascade | None = None, now: datetime | None = None
+) -> list[Placed]:
+    """Admit a command (through the store's screen; what it is unsure of goes to the `cascade`'s workspace model, when
+    the call has one, else is held) and save it where the rules put it; the first placement is the user's (or the only
+    one)."""
     placements = []
-    for admitted in admit(command, store.settings):
+    for admitted in admit(command, store.settings, store.screen, cascade, now):
         if admitted.target.scope is Scope.PROJECT and command.provenance.user_id:
             conflict = _conflicting_rule(store, admitted.draft)
             if conflict is not None:
@@ -56,15 +62,16 @@ def write_many(
 ) -> int:
     """Bulk load (migrations, seeding, benchmarks): every command admitted like one `write`, then imported all or
     nothing (InsightStore.import_many). Returns how many insights were written. Unlike `write`, no conflict is looked
-    up and no agreement counted: a project-wide copy of a user's insight waits for a reviewer."""
-    admitted = [one for command in commands for one in admit(command, store.settings)]
+    up and no agreement counted: a project-wide copy of a user's insight waits for a reviewer. No workspace model is
+    asked: what the screen is unsure of is held."""
+    admitted = [one for command in commands for one in admit(command, store.settings, store.screen, now=now)]
     return store.import_many(admitted, batch_size=batch_size, now=now)
 
 
 def _save(store: LearningStore, admitted: Admitted, now: datetime | None) -> Placed:
     result = store.save(admitted, now=now)
     reason = admitted.draft.review_reason if result.insight_status is InsightStatus.PENDING_REVIEW else None
-    return Placed(admitted.target.scope, result, admitted.redacted, reason)
+    return Placed(admitted.target.scope, result, admitted.redacted, reason, admitted.draft.topic)
 
 
 def _verified_by_agreement(store: LearningStore, draft: InsightDraft, held: Placed) -> Placed:
@@ -88,7 +95,7 @@ def _verified_by_agreement(store: LearningStore, draft: InsightDraft, held: Plac
         insight_status=approved.status,
         supersedes=approved.supersedes,
     )
-    return Placed(Scope.PROJECT, result, held.redacted, None)
+    return Placed(Scope.PROJECT, result, held.redacted, None, held.topic)
 
 
 def _conflicting_rule(store: LearningStore, draft: InsightDraft) -> str | None:

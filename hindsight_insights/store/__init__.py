@@ -8,6 +8,7 @@ from hindsight_insights.config import Settings
 from hindsight_insights.connection import connect_url, require_server_version, weaviate_errors
 from hindsight_insights.embedder import Embedder, load_embedder
 from hindsight_insights.errors import WeaviateUnavailable
+from hindsight_insights.screening import Screen, screen_for
 from hindsight_insights.store.insights import InsightStore
 from hindsight_insights.store.retrieval import MAX_TOP_K, SITUATIONAL_KINDS, GateInput, SearchMode, newest_per_topic
 from hindsight_insights.store.turns import TurnLog
@@ -24,10 +25,12 @@ __all__ = [
 ]
 
 
-def open_store(settings: Settings, embedder: Embedder | None = None) -> InsightStore:
+def open_store(settings: Settings, embedder: Embedder | None = None, screen: Screen | None = None) -> InsightStore:
     """Connect to `settings.weaviate_url`, check the server's version, ensure the project's collections.
 
-    The store owns the connection: `close()` it when done.
+    Every write of the store passes `screen`; unset, the configured one is built here (screening.screen_for: the
+    rules and, unless HINDSIGHT_SCREEN_LEARNED=false, the learned screen over the built-in embedder). The store owns
+    the connection: `close()` it when done.
     """
     if not settings.weaviate_url:
         raise WeaviateUnavailable("no Weaviate URL configured: set HINDSIGHT_WEAVIATE_URL, or start a local server")
@@ -35,7 +38,9 @@ def open_store(settings: Settings, embedder: Embedder | None = None) -> InsightS
     try:
         with weaviate_errors("checking the server version"):
             require_server_version(str(client.get_meta().get("version", "")))
-        return InsightStore.open(client, settings, embedder or load_embedder(settings), owns_client=True)
+        embedder = embedder or load_embedder(settings)
+        screen = screen or screen_for(settings, embedder)
+        return InsightStore.open(client, settings, embedder, owns_client=True, screen=screen)
     except BaseException:
         client.close()
         raise

@@ -33,7 +33,9 @@ from hindsight_insights.models import (
     InsightStatus,
     SaveResult,
 )
+from hindsight_insights.screening import RULES_ONLY, Screen
 from hindsight_insights.store.audit import AuditLog
+from hindsight_insights.store.budget import WeaviateBudget
 from hindsight_insights.store.forgetting import Forgetting
 from hindsight_insights.store.lifecycle import Lifecycle
 from hindsight_insights.store.ports import TurnRecords
@@ -51,7 +53,7 @@ log = logging.getLogger(__name__)
 class ProjectStore[T: TurnRecords]:
     """Insights and turns of one project, over an insight table and a turn log."""
 
-    def __init__(self, table: InsightTable, turns: T, settings: Settings) -> None:
+    def __init__(self, table: InsightTable, turns: T, settings: Settings, screen: Screen = RULES_ONLY) -> None:
         self.table = table
         self.turns = turns
         self.reads = InsightReads(table, settings.project)
@@ -59,10 +61,16 @@ class ProjectStore[T: TurnRecords]:
         self.lifecycle = Lifecycle(table, self.reads)
         self.forgetting = Forgetting(table, turns)
         self._settings = settings
+        self._screen = screen
 
     @property
     def settings(self) -> Settings:
         return self._settings
+
+    @property
+    def screen(self) -> Screen:
+        """The poisoning screen every write of this store passes (governance.writing -> admission)."""
+        return self._screen
 
     # ---- writing.py -----------------------------------------------------------------------------------------
 
@@ -141,9 +149,12 @@ class InsightStore(ProjectStore[TurnLog]):
         embedder: Embedder,
         settings: Settings,
         client: weaviate.WeaviateClient | None = None,
+        screen: Screen = RULES_ONLY,
+        budget: WeaviateBudget | None = None,
     ) -> None:
         self.insight_table = WeaviateInsightTable(collections.insights, embedder)
-        super().__init__(self.insight_table, TurnLog(collections.turns), settings)
+        super().__init__(self.insight_table, TurnLog(collections.turns), settings, screen)
+        self.budget = budget  # the project's daily workspace-model calls (cascade.py), when opened with one
         self.audit = AuditLog(collections.audit)
         self.retrieval = Retrieval(collections.insights, embedder, settings)
         self.embedder = embedder
@@ -152,11 +163,20 @@ class InsightStore(ProjectStore[TurnLog]):
 
     @classmethod
     def open(
-        cls, client: weaviate.WeaviateClient, settings: Settings, embedder: Embedder, *, owns_client: bool = False
+        cls,
+        client: weaviate.WeaviateClient,
+        settings: Settings,
+        embedder: Embedder,
+        *,
+        owns_client: bool = False,
+        screen: Screen = RULES_ONLY,
     ) -> InsightStore:
+        """The project's store over `client`. `screen` is the process's (screening.screen_for; open_store builds it):
+        the rules alone unless given."""
         with weaviate_errors("creating the project's collections"):
             collections = ensure_collections(client, settings.project, embedder)
-        store = cls(collections, embedder, settings, client if owns_client else None)
+        budget = WeaviateBudget.ensure(client, settings.project)
+        store = cls(collections, embedder, settings, client if owns_client else None, screen, budget)
         if store.vectors_outdated:
             # Re-embedding a large project takes minutes: an explicit step, never a side effect of opening.
             log.warning(

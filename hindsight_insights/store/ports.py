@@ -26,6 +26,7 @@ from hindsight_insights.models import (
     Turn,
     TurnDraft,
 )
+from hindsight_insights.screening import Screen
 
 
 class TurnRecords(Protocol):
@@ -51,6 +52,11 @@ class TurnRecords(Protocol):
 class LearningStore(Protocol):
     @property
     def settings(self) -> Settings: ...
+
+    @property
+    def screen(self) -> Screen:
+        """The process's poisoning screen (screening.screen_for), built once where the store was opened."""
+        ...
 
     def save(self, admitted: Admitted, now: datetime | None = None) -> SaveResult: ...
 

@@ -1,0 +1,104 @@
+"""The poisoning screen a process writes through, built once where the process opens its store, and what it
+decides for one write.
+
+`Screen` is the rules (detection/poisoning.py) plus, unless `HINDSIGHT_SCREEN_LEARNED=false`, the learned screen
+(screen_model.py: a calibrated linear model over the built-in embedder's vectors, char n-grams and the rule
+families). `screen_for(settings, embedder)` builds it once: store.open_store does, for the plugin's StoreCache, the
+worker and the CLI, and the store hands it to governance.writing, which passes it to admission.admit. Nothing
+reaches it through a module global.
+
+The learned model was trained on the built-in embedder's vectors (use-m3), and another model's vectors mean nothing
+to its weights. With `HINDSIGHT_EMBEDDER=openai` the screen therefore loads the built-in embedder for itself (it
+ships in the wheel and works offline; about 1 s to load and tens of MB once per process), so the screen's figures
+are the same whichever embedder search uses.
+
+`decide` is the screen's answer for one write:
+
+- a rule fired, or the probability reached `suspect_at`: held ("possible prompt injection: ...");
+- unsure (no rule fired, the probability in [unsure_at, suspect_at)): asked of the workspace model when the call
+  has a cascade (cascade.py), and let through only on its clear "benign"; held otherwise, with the reason;
+- else: passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from hindsight_insights.cascade import Cascade, Opinion, ask
+from hindsight_insights.config import Settings
+from hindsight_insights.detection.poisoning import Band, LearnedScreen, Screening, screen
+from hindsight_insights.embedder import Embedder, load_embedder
+from hindsight_insights.screen_model import learned_screen, load_screen_model
+
+INJECTION = "possible prompt injection"
+
+
+@dataclass(frozen=True)
+class Screen:
+    """The screen of one process: the rules, and the learned screen when it runs."""
+
+    learned: LearnedScreen | None = None
+
+    @property
+    def name(self) -> str:
+        return "rules+learned" if self.learned is not None else "rules"
+
+    def screening(self, texts: dict[str, str], learned_reads: dict[str, str] | None = None) -> Screening:
+        """The patterns over every text; the learned screen over `learned_reads` (default: the same texts)."""
+        reads = None if learned_reads is None else list(learned_reads.values())
+        return screen(*texts.values(), learned=self.learned, learned_reads=reads)
+
+
+RULES_ONLY = Screen()
+
+
+def screen_for(
+    settings: Settings, embedder: Embedder, load_builtin: Callable[[Settings], Embedder] = load_embedder
+) -> Screen:
+    """The process's screen: the learned one over `embedder` when it is the built-in one, else over the built-in
+    embedder that `load_builtin` loads (the plugin passes one that computes off its event loop)."""
+    if not settings.screen_learned:
+        return RULES_ONLY
+    trained = load_screen_model().settings["band"]
+    band = Band(
+        suspect_at=float(trained["suspect_at"]) if settings.screen_suspect_at is None else settings.screen_suspect_at,
+        unsure_at=float(trained["unsure_at"]) if settings.screen_unsure_at is None else settings.screen_unsure_at,
+    )
+    band = Band(band.suspect_at, min(band.unsure_at, band.suspect_at))  # an unsure_at above suspect_at: no band
+    learned = learned_screen(embedder, band)
+    if learned is None:
+        learned = learned_screen(load_builtin(settings.model_copy(update={"embedder": "use-m3"})), band)
+    return Screen(learned)
+
+
+@dataclass(frozen=True)
+class Decision:
+    held: bool
+    reason: str | None  # for the reviewer; it quotes the text, so admission redacts it
+    screening: Screening
+    opinion: Opinion | None = None  # the workspace model's, when it was asked
+
+
+def decide(
+    screen_: Screen,
+    texts: dict[str, str],
+    cascade: Cascade | None,
+    now: datetime,
+    learned_reads: dict[str, str] | None = None,
+) -> Decision:
+    """Whether a write's texts (name -> text) are held for review, and why. `learned_reads`: what the learned screen
+    and the workspace model read, when not every text (admission's _written_by_others)."""
+    screening = screen_.screening(texts, learned_reads)
+    if screening.suspect:
+        return Decision(True, f"{INJECTION}: " + "; ".join(screening.reasons), screening)
+    if not screening.unsure:
+        return Decision(False, None, screening)
+    unsure = f"{INJECTION} (the screen is unsure: attack probability {screening.probability:.2f})"
+    if cascade is None:
+        return Decision(True, f"{unsure}; no workspace model is set to ask", screening)
+    opinion = ask(cascade, texts if learned_reads is None else learned_reads, screening.probability, now)
+    if opinion.clears:
+        return Decision(False, None, screening, opinion)
+    return Decision(True, f"{unsure}; {opinion.detail}", screening, opinion)
