@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
@@ -29,6 +28,7 @@ from hindsight_insights.reflection import REFLECTION_SCHEMA, LlmError
 from hindsight_insights.store import InsightStore
 from scripts.package_plugin import ROOT
 from testkit.cases import MODEL_SELECTOR, NAME_QUOTE, NAME_TURNS, insight_reply
+from testkit.recording_llm import RecordingLlm
 from testkit.sdk import (
     AssistantPromptMessage,
     LLMModelConfig,
@@ -39,31 +39,6 @@ from testkit.sdk import (
     TextPromptMessageContent,
     UserPromptMessage,
 )
-
-
-@dataclass
-class RecordingLlm:
-    """The tool session's `model.llm`: records each invoke and answers the next reply, or raises it as the SDK
-    raises a failed backwards call (a bare Exception with Dify's message)."""
-
-    replies: list[str | Exception]
-    calls: list[dict[str, Any]] = field(default_factory=list)
-
-    def invoke(
-        self,
-        model_config: Any,
-        prompt_messages: list[Any],
-        tools: list[Any] | None = None,
-        stop: list[str] | None = None,
-        stream: bool = True,
-    ) -> Any:
-        self.calls.append({"model_config": model_config, "prompt_messages": prompt_messages, "stream": stream})
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            raise reply
-        usage = LLMUsage.empty_usage().model_copy(update={"prompt_tokens": 3100, "completion_tokens": 140})
-        return LLMResult(model=model_config["model"], message=AssistantPromptMessage(content=reply), usage=usage)
-
 
 # ---- the SDK stays out of the adapter's imports ----------------------------------------------------------------------
 

@@ -29,9 +29,9 @@ from hindsight_insights.screening import RULES_ONLY
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.schema import collection_names
 from testkit.cases import MODEL_SELECTOR, NAME_TURNS, RETURN_ADDRESS, insight_reply, preference_of
+from testkit.recording_llm import RecordingLlm
 from testkit.runner import RunnerPlugin
 from tests.reflection_support import FakeAnthropicApi, anthropic_engine, insight_json, message, ok, text
-from tests.test_dify_reflect import RecordingLlm
 
 TOOLS = Path(__file__).resolve().parent.parent / "tools"
 SECRETS = ("lao.wang@mail.hindsight-demo.cn", "AKIAIOSFODNN7EXAMPLE", "13812345678")
