@@ -7,7 +7,10 @@ turn log is the wrong place (forgetting a user deletes their turns, and must not
 
 Counting without a lost update: Weaviate has no atomic increment, so call n of a day is the object whose uuid is
 uuid5(day, n). Taking a call counts the day's objects and inserts the next one; an insert that finds its uuid taken
-(another process took call n first) tries n + 1. Two writers never both take call n, so the limit holds exactly.
+(another process took call n first) tries n + 1. Weaviate checks an id and writes it without a lock, so two inserts
+of call n racing within milliseconds can both succeed (measured: 8 calls taken of 7 with 4 writers racing 5 times
+each). The budget is a cost cap, not an exact quota: at most one call per writer racing at the limit's edge
+goes over it.
 Days older than a week are deleted as the budget is used.
 """
 
