@@ -13,7 +13,10 @@ on the session once it has ended. Later conversations then go through search_ins
                     its forbidden text
   secret            no stored insight or turn holds the secret, and the lesson still reached the user
 
-The holdout split is reported first; nothing in the extractor or the detector was tuned on it.
+The holdout split is reported first; nothing in the extractor or the detector was tuned on it. Then the separate
+never-tuned set bench/data/reflection_eval_sessions.json (same format, no "split": the whole file is one set, "eval"),
+recorded with the learned correction detector on, as record_turn runs in Dify; its failures stay hidden like the
+holdout's, so that nothing is tuned on it.
 
     make eval-reflection    (or: .venv/bin/python -m bench.eval_reflection)
 """
@@ -43,6 +46,9 @@ from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import running_weaviate
 
 DATA = Path(__file__).parent / "data" / "reflection_sessions.json"
+EVAL_DATA = Path(__file__).parent / "data" / "reflection_eval_sessions.json"
+EVAL = "eval"  # the split of a session that has none: the never-tuned set
+HIDDEN = ("holdout", EVAL)  # splits whose failures are not printed unless --show-failures all
 
 
 @dataclass
@@ -178,11 +184,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--show-failures", choices=["tune", "all"], default="tune", help="holdout failures stay hidden")
     args = parser.parse_args()
-    sessions = json.loads(DATA.read_text())["sessions"]
+    sessions = json.loads(DATA.read_text())["sessions"] + json.loads(EVAL_DATA.read_text())["sessions"]
     by_split: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for session in sessions:
-        by_split[session["split"]].append(session)
-    base = Settings(project=f"eval-reflection-{uuid.uuid4().hex[:8]}", reflection_llm="offline")
+        by_split[session.get("split", EVAL)].append(session)
+    # The learned detector on whatever the environment says: record_turn runs with it in Dify.
+    base = Settings(project=f"eval-reflection-{uuid.uuid4().hex[:8]}", reflection_llm="offline", detector=True)
     with (
         tempfile.TemporaryDirectory() as data_dir,
         running_weaviate(base, Path(data_dir)) as settings,
@@ -190,13 +197,15 @@ def main() -> None:
         stores = StoreCache(settings)
         creds = credentials_for(settings)
         store = stores.store_for(creds)
-        results = {split: evaluate(store, stores, creds, by_split[split]) for split in ("holdout", "tune")}
+        results = {split: evaluate(store, stores, creds, by_split[split]) for split in ("holdout", "tune", EVAL)}
         with contextlib.suppress(Exception):
             store.close()
-    print(f"{len(sessions)} labelled sessions; offline extractor; holdout first (never tuned on)")
+    learned = "on" if settings.detector else "off"
+    print(f"{len(sessions)} labelled sessions; offline extractor; learned correction detector {learned}")
+    print(f"holdout first (never tuned on); {EVAL}: {len(by_split[EVAL])} sessions of {EVAL_DATA.name}, never tuned on")
     for split, tally in results.items():
-        if split == "holdout" and args.show_failures != "all":
-            tally.failures = [f"({len(tally.failures)} failures hidden: holdout)"] if tally.failures else []
+        if split in HIDDEN and args.show_failures != "all":
+            tally.failures = [f"({len(tally.failures)} failures hidden: {split})"] if tally.failures else []
         show(split, tally)
 
 

@@ -2,9 +2,10 @@
 `model-selector`, `form: form`, `scope: llm`), asked through the tool session's backwards LLM invocation
 (dify_model.py has the protocol), under the project's daily budget (store/budget.py).
 
-One call per unsure item, `stream=False`, `max_tokens` capped at cascade.MAX_OUTPUT_TOKENS whatever the builder's
-completion parameters say. A failed invocation (Dify's or the daemon's message in a bare Exception), or a call that
-came without access to Dify's models, is `cascade.ModelFailed`: the item is held, the call still succeeds.
+One call per unsure item (the screen's or the correction detector's), `stream=False`, `max_tokens` capped at
+cascade.MAX_OUTPUT_TOKENS whatever the builder's completion parameters say. A failed invocation (Dify's or the
+daemon's message in a bare Exception), or a call that came without access to Dify's models, is `cascade.ModelFailed`:
+the screen holds the item, the detector keeps its own decision; the call still succeeds.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class DifyVerdictModel:
             )
             content = answer_of(result, self._selection.model).content
         except Exception as error:  # the SDK raises a bare Exception carrying Dify's or the daemon's message
-            log.warning("the screen's backwards LLM invocation of %s failed: %s", self.label, error)
+            log.warning("the cascade's backwards LLM invocation of %s failed: %s", self.label, error)
             raise ModelFailed(str(error)[:300]) from error
         return content if isinstance(content, str) else json.dumps(content)
 

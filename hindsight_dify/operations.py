@@ -20,6 +20,7 @@ from hindsight_insights.commands import Provenance, WriteCommand
 from hindsight_insights.config import Language, Settings
 from hindsight_insights.detector_model import learned_detector
 from hindsight_insights.errors import HindsightError, InvalidInput, NotFound
+from hindsight_insights.governance.recording import Recorded
 from hindsight_insights.governance.recording import record_turn as record
 from hindsight_insights.governance.writing import Placed, write
 from hindsight_insights.llm_json import insight_from_llm_json
@@ -218,8 +219,7 @@ def record_turn(store: InsightStore, parameters: Parameters, context: Context) -
             for p in recorded.learned
         ],
         "corrected_turn": str(recorded.corrected_turn.id) if recorded.corrected_turn else None,
-        # The learned detector's class probabilities and whether its decision is unsure (a model may be asked).
-        "detector": {"probabilities": dict(recorded.correction.probabilities), "unsure": recorded.correction.unsure},
+        "detector": _detector_report(recorded),
     }
     flagged = f" with signals {', '.join(signals)}" if signals else ""
     text = f"Recorded turn {turn.turn_index} of session {turn.session_id}{flagged}."
@@ -236,6 +236,21 @@ def record_turn(store: InsightStore, parameters: Parameters, context: Context) -
         text += f"; learned {len(recorded.learned)} insight(s)." if recorded.learned else "."
     variables = {"correction_type": correction.type, "correction_confidence": correction.confidence}
     return _with_ignored(ToolResult(text=text, json=body, variables=variables), parameters.ignored())
+
+
+def _detector_report(recorded: Recorded) -> dict[str, Any]:
+    """The learned detector's class probabilities and whether its decision was unsure; with a `model`, whether the
+    workspace model was asked about it and what it said: `model_verdict` (a type) decided the correction, otherwise
+    (`model_outcome` malformed, failed, or budget: not asked) the detector's own decision stands."""
+    opinion = recorded.asked
+    return {
+        "probabilities": dict(recorded.correction.probabilities),
+        "unsure": recorded.correction.unsure,
+        "asked": opinion is not None and opinion.asked,
+        "model_verdict": opinion.verdict.value if opinion is not None and opinion.verdict is not None else None,
+        "model_outcome": opinion.outcome if opinion is not None else None,
+        "model_detail": opinion.detail if opinion is not None else None,
+    }
 
 
 def forget_user(store: InsightStore, parameters: Parameters, context: Context) -> ToolResult:

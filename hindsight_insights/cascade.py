@@ -1,18 +1,24 @@
 """The workspace-model cascade: what a rule-free classifier is unsure of goes to a model, one short call, under a
 daily budget per project.
 
-The learned screen (detection/poisoning.py) is calibrated, so its unsure band is where a second opinion pays. When a
-builder picked a model (save_insight's and record_turn's `model` setting), an unsure item is asked about in ONE
-classification call: the prompt is prompts/screening/ (rendered by prompts.render_prompt), at most
-MAX_OUTPUT_TOKENS tokens come back, and the answer must be one JSON object {"verdict": "benign" | "attack",
-"reason": "..."}. Only a clear "benign" lets the item through; "attack", a malformed answer, the day's budget spent
-or the model failing hold it for a reviewer, with the reason (screening.py decides, admission.py writes it).
+Two classifiers are calibrated, so their unsure bands are where a second opinion pays: the learned screen
+(detection/poisoning.py) and the learned correction detector (detection/learned_corrections.py). When a builder picked
+a model (save_insight's and record_turn's `model` setting), an unsure item is asked about in ONE classification call
+(`consult`): a jinja2 template under prompts/ rendered by prompts.render_prompt (part "system", then "user"), at most
+MAX_OUTPUT_TOKENS tokens back, and an answer that must be one JSON object of the purpose's shape (`parse_answer`);
+nothing else is accepted.
 
-The budget counts calls per project per day (in Settings.timezone), one count for every purpose: the screen's calls
-and, later, the correction detector's. `DailyBudget` is the port; store/budget.py keeps it in a Weaviate collection
-of the project, so it survives the plugin process restarting and is shared by every replica; `MemoryBudget` is the
-in-memory one for tests. The core never talks to Dify: `VerdictModel` is what hindsight_dify/cascade.py implements
-over the tool session's backwards LLM invocation.
+  * the screen (`ask`, prompts/screening/verdict.md.j2): {"verdict": "benign" | "attack", "reason": "..."}. Only a
+    clear "benign" lets the item through; "attack", a malformed answer, the day's budget spent or the model failing
+    hold it for a reviewer, with the reason (screening.py decides, admission.py writes it);
+  * the correction detector (`CorrectionAsker`, prompts/corrections/verdict.md.j2): which of factual / preference /
+    process / negative / none the user's message is, read with the assistant's answer before it. A clear verdict
+    decides the type (learned_corrections.settle); anything else leaves the detector's own decision.
+
+The budget counts calls per project per day (in Settings.timezone), one count for every purpose. `DailyBudget` is
+the port; store/budget.py keeps it in a Weaviate collection of the project, so it survives the plugin process
+restarting and is shared by every replica; `MemoryBudget` is the in-memory one for tests. The core never talks to
+Dify: `VerdictModel` is what hindsight_dify/cascade.py implements over the tool session's backwards LLM invocation.
 """
 
 from __future__ import annotations
@@ -23,20 +29,24 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.prompts import render_prompt
 
 MAX_OUTPUT_TOKENS = 300  # one verdict and a sentence of reason
 PURPOSE_SCREEN = "screen"
-PURPOSE_CORRECTION = "correction"  # the correction detector's cascade, when it has one: the same budget
+PURPOSE_CORRECTION = "correction"  # the correction detector's: the same budget
+SCREEN_TEMPLATE = "screening/verdict.md.j2"
+CORRECTION_TEMPLATE = "corrections/verdict.md.j2"
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 _THINKING = re.compile(r"^\s*<think>.*?</think>\s*", re.DOTALL)
 
 Outcome = Literal["benign", "attack", "malformed", "budget", "failed"]
+Asked = Literal["answered", "malformed", "budget", "failed"]  # what became of one call, whatever its purpose
 
 
 class ModelFailed(Exception):
@@ -94,12 +104,30 @@ class Cascade:
 
 
 class Verdict(BaseModel):
-    """The model's answer, validated: nothing else is accepted."""
+    """The screen's answer, validated: nothing else is accepted."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     verdict: Literal["benign", "attack"]
     reason: str = Field("", max_length=1000)
+
+
+class CorrectionVerdict(BaseModel):
+    """The correction detector's answer: the type of the user's message, validated like the screen's."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    verdict: Literal["factual", "preference", "process", "negative", "none"]
+    reason: str = Field("", max_length=1000)
+
+
+@dataclass(frozen=True)
+class Reply[Shape: BaseModel]:
+    """One consultation: the validated answer, or None with what happened instead (`outcome`, `detail`)."""
+
+    outcome: Asked
+    detail: str
+    answer: Shape | None = None
 
 
 @dataclass(frozen=True)
@@ -114,37 +142,87 @@ class Opinion:
         return self.outcome == "benign"
 
 
-def parse_verdict(answer: str) -> Verdict | None:
-    """The answer as a Verdict, or None when it is anything but one JSON object of that shape (a ```json fence and a
-    leading <think> block are taken off; nothing else is forgiven)."""
+def parse_answer[Shape: BaseModel](answer: str, shape: type[Shape]) -> Shape | None:
+    """The answer as one `shape`, or None when it is anything but one JSON object of that shape (a ```json fence and
+    a leading <think> block are taken off; nothing else is forgiven)."""
     text = _THINKING.sub("", answer, count=1).strip()
     fenced = _FENCE.match(text)
     if fenced:
         text = fenced.group(1)
     try:
-        return Verdict.model_validate(json.loads(text))
+        return shape.model_validate(json.loads(text))
     except (ValueError, ValidationError):
         return None
 
 
-def render(prompts_dir: Path, texts: dict[str, str], probability: float | None) -> tuple[str, str]:
-    """The classification prompt: (system, user). The item's fields are data inside the user part."""
-    system = render_prompt(prompts_dir, "screening/verdict.md.j2", part="system", fields={}, probability=None)
-    user = render_prompt(prompts_dir, "screening/verdict.md.j2", part="user", fields=texts, probability=probability)
-    return system, user
-
-
-def ask(cascade: Cascade, texts: dict[str, str], probability: float | None, now: datetime) -> Opinion:
-    """One classification call about an insight's fields, if the day's budget allows it."""
-    if not cascade.budget.take(PURPOSE_SCREEN, cascade.limit, today(now, cascade.timezone)):
-        return Opinion("budget", f"the day's budget of {cascade.limit} model calls is spent")
-    system, user = render(cascade.prompts_dir, texts, probability)
+def consult[Shape: BaseModel](
+    cascade: Cascade, purpose: str, template: str, shape: type[Shape], now: datetime, **context: Any
+) -> Reply[Shape]:
+    """One classification call for `purpose`, if the day's budget allows it: `template` rendered with `context`
+    (part "system", then "user"), the answer parsed as `shape`."""
+    if not cascade.budget.take(purpose, cascade.limit, today(now, cascade.timezone)):
+        return Reply("budget", f"the day's budget of {cascade.limit} model calls is spent")
+    system = render_prompt(cascade.prompts_dir, template, part="system", **context)
+    user = render_prompt(cascade.prompts_dir, template, part="user", **context)
     try:
         answer = cascade.model.complete(system, user, MAX_OUTPUT_TOKENS)
     except ModelFailed as error:
-        return Opinion("failed", f"the workspace model {cascade.model.label} failed: {error}")
-    verdict = parse_verdict(answer)
-    if verdict is None:
-        return Opinion("malformed", f"the workspace model {cascade.model.label} gave no valid verdict")
-    said = f"the workspace model {cascade.model.label} judged it {verdict.verdict}"
-    return Opinion(verdict.verdict, f"{said}: {verdict.reason[:200]}" if verdict.reason else said)
+        return Reply("failed", f"the workspace model {cascade.model.label} failed: {error}")
+    parsed = parse_answer(answer, shape)
+    if parsed is None:
+        return Reply("malformed", f"the workspace model {cascade.model.label} gave no valid verdict")
+    return Reply("answered", f"the workspace model {cascade.model.label}", parsed)
+
+
+def _judged(reply: Reply[Any], verdict: str, reason: str) -> str:
+    said = f"{reply.detail} judged it {verdict}"
+    return f"{said}: {reason[:200]}" if reason else said
+
+
+def ask(cascade: Cascade, texts: dict[str, str], probability: float | None, now: datetime) -> Opinion:
+    """The screen's call about an insight's fields (name -> text; data inside the user part)."""
+    reply = consult(cascade, PURPOSE_SCREEN, SCREEN_TEMPLATE, Verdict, now, fields=texts, probability=probability)
+    if reply.outcome == "answered" and reply.answer is not None:
+        return Opinion(reply.answer.verdict, _judged(reply, reply.answer.verdict, reply.answer.reason))
+    return Opinion("malformed" if reply.outcome == "answered" else reply.outcome, reply.detail)
+
+
+@dataclass(frozen=True)
+class CorrectionOpinion:
+    """What the workspace model said about an unsure turn: `verdict` is None unless it answered clearly."""
+
+    outcome: Asked
+    detail: str
+    verdict: CorrectionType | None = None
+
+    @property
+    def asked(self) -> bool:
+        """Whether a call was made (a spent budget asks nothing)."""
+        return self.outcome != "budget"
+
+
+class CorrectionAsker:
+    """corrections.detect's second opinion for one turn (detect calls it at most once, on an unsure decision); it
+    keeps what the model said, for record_turn's report."""
+
+    def __init__(self, cascade: Cascade, now: datetime) -> None:
+        self._cascade = cascade
+        self._now = now
+        self.opinion: CorrectionOpinion | None = None
+
+    def __call__(self, message: str, previous_assistant: str | None, unsure: Correction) -> CorrectionType | None:
+        reply = consult(
+            self._cascade,
+            PURPOSE_CORRECTION,
+            CORRECTION_TEMPLATE,
+            CorrectionVerdict,
+            self._now,
+            message=message,
+            previous_assistant=previous_assistant or "",
+        )
+        if reply.answer is None:
+            self.opinion = CorrectionOpinion(reply.outcome, reply.detail)
+            return None
+        verdict = CorrectionType(reply.answer.verdict)
+        self.opinion = CorrectionOpinion("answered", _judged(reply, verdict.value, reply.answer.reason), verdict)
+        return verdict

@@ -35,7 +35,10 @@ from testkit.cases import (
     MODEL_SELECTOR,
     NAME_QUOTE,
     NAME_TURNS,
+    PREFERENCE_TYPE_VERDICT,
     RETURN_ADDRESS,
+    UNSURE_CORRECTION_TURNS,
+    UNSURE_PERCENT_QUOTE,
     UNSURE_PREFERENCE,
     insight_reply,
     preference_of,
@@ -484,6 +487,57 @@ def test_save_insight_holds_without_asking_when_the_days_budget_is_spent(
     assert calls == [] and "model calls is spent" in output.json["review_reason"], output.json
     (stored,) = plugin_store.list_insights(user_id="lao-wang")
     assert stored.status is InsightStatus.PENDING_REVIEW
+
+
+# ---- the correction detector's workspace-model cascade ---------------------------------------------------------------
+
+
+def record_unsure(
+    daemon: Installed, credentials: dict[str, Any], replies: list[str | ModelFailure]
+) -> tuple[ToolOutput, list[InnerCall]]:
+    """record_turn of UNSURE_CORRECTION_TURNS with the builder's model: the output of the second (unsure) turn."""
+    inner_api = daemon.stack.inner_api
+    before = len(inner_api.calls_to("invoke/llm"))
+    inner_api.reply = ReplyQueue(list(replies))
+    conversation = f"conv-{uuid.uuid4().hex[:8]}"
+    for turn in UNSURE_CORRECTION_TURNS:
+        parameters = {**turn, "model": MODEL_SELECTOR}
+        output = daemon.client.invoke_tool(
+            "record_turn", parameters, credentials, user_id="lao-wang", conversation_id=conversation
+        )
+        assert "error" not in output.json, output.json
+    return output, inner_api.calls_to("invoke/llm")[before:]
+
+
+def test_record_turn_asks_the_workspaces_model_what_the_detector_is_unsure_of(
+    daemon: Installed, plugin_credentials: dict[str, Any], client: weaviate.WeaviateClient, plugin_store: InsightStore
+) -> None:
+    # Verdict applied: the first call is the detector's (its lesson may then be screened: a benign verdict is queued).
+    output, calls = record_unsure(daemon, plugin_credentials, [PREFERENCE_TYPE_VERDICT, BENIGN_VERDICT])
+    detector, correction = output.json["detector"], output.json["correction"]
+    assert detector["unsure"] and detector["asked"] and detector["model_verdict"] == "preference", detector
+    assert (correction["type"], correction["corrected"]) == ("preference", UNSURE_PERCENT_QUOTE)
+    assert output.variables["correction_type"] == "preference" and len(output.json["learned"]) == 1
+    first = calls[0]
+    assert first.body["stream"] is False and first.body["completion_params"]["max_tokens"] == 300
+    system, user = (str(message["content"]) for message in first.body["prompt_messages"])
+    assert "preference" in system and UNSURE_PERCENT_QUOTE in user
+
+    # Malformed: the detector's own decision (none) stands, and the output says so.
+    output, calls = record_unsure(daemon, plugin_credentials, ["It is probably a preference."])
+    detector = output.json["detector"]
+    assert detector["asked"] and detector["model_verdict"] is None and detector["model_outcome"] == "malformed"
+    assert output.json["correction"]["type"] == "none" and output.json["learned"] == [] and len(calls) == 1
+
+    # The day's budget spent (by another process, in the project's Weaviate collection): not asked.
+    budget = WeaviateBudget.ensure(client, plugin_store.settings.project)
+    today = datetime.now(UTC).astimezone(ZoneInfo(plugin_store.settings.timezone)).date()
+    while budget.take("screen", plugin_store.settings.model_calls_per_day, today):
+        pass
+    output, calls = record_unsure(daemon, plugin_credentials, [PREFERENCE_TYPE_VERDICT])
+    detector = output.json["detector"]
+    assert not detector["asked"] and detector["model_outcome"] == "budget" and calls == []
+    assert output.json["correction"]["type"] == "none"
 
 
 # ---- restart -------------------------------------------------------------------------------------------------------

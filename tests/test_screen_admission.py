@@ -20,8 +20,9 @@ from hindsight_insights.cascade import (
     Cascade,
     MemoryBudget,
     ModelFailed,
+    Verdict,
     ask,
-    parse_verdict,
+    parse_answer,
 )
 from hindsight_insights.commands import Provenance, WriteCommand
 from hindsight_insights.config import Settings
@@ -230,7 +231,7 @@ def test_a_model_set_but_no_backwards_invocation_holds(
     ],
 )
 def test_the_verdict_is_parsed_strictly(answer: str, verdict: str | None) -> None:
-    parsed = parse_verdict(answer)
+    parsed = parse_answer(answer, Verdict)
     assert (parsed.verdict if parsed else None) == verdict
 
 

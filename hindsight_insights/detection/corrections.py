@@ -32,7 +32,9 @@ The decision, in order (the first that holds wins):
 
 With a learned detector (`detect(..., learned=...)`, learned_corrections.py) the rules' finding is one input of a
 calibrated model: where the rules hold firmly their type stands, elsewhere the model decides the type; the rules'
-quotes and signals stay, and the result carries the class probabilities and an `unsure` flag.
+quotes and signals stay, and the result carries the class probabilities and an `unsure` flag. An unsure decision
+goes to `second_opinion` when the caller passes one (record_turn with a workspace model: cascade.CorrectionAsker);
+the type it returns settles the decision (learned_corrections.settle), None leaves the detector's own.
 
 Each step skips the sentences its guards rule out: questions (a question about a correction is not one),
 hypotheticals, reported speech (from the reporting verb on), rhetorical and surprised questions, agreement, praise,
@@ -47,6 +49,7 @@ quantities (values, units and the words they are about), correction_types (the r
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from hindsight_insights.detection import correction_patterns as patterns
 from hindsight_insights.detection.correction_explicit import explicit
@@ -54,20 +57,30 @@ from hindsight_insights.detection.correction_implicit import implicit
 from hindsight_insights.detection.correction_turn import ReadMessage, quote, read
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.correction_wishes import preference, process, standing_wish
-from hindsight_insights.detection.learned_corrections import LearnedDetector, combine, families
+from hindsight_insights.detection.learned_corrections import LearnedDetector, combine, families, settle
 from hindsight_insights.detection.text import fold
 from hindsight_insights.models import Condition
 
-__all__ = ["Condition", "Correction", "CorrectionType", "detect"]
+__all__ = ["Condition", "Correction", "CorrectionType", "SecondOpinion", "detect"]
+
+# (message, previous assistant turn, the unsure decision) -> the type to settle on, or None to keep the decision.
+SecondOpinion = Callable[[str, str | None, Correction], CorrectionType | None]
 
 
-def detect(message: str, previous_assistant: str | None = None, learned: LearnedDetector | None = None) -> Correction:
+def detect(
+    message: str,
+    previous_assistant: str | None = None,
+    learned: LearnedDetector | None = None,
+    second_opinion: SecondOpinion | None = None,
+) -> Correction:
     """Whether `message` corrects the assistant's `previous_assistant` turn, and how (see the module docstring)."""
     turn = read(message, previous_assistant)
     found = _rules(turn)
     if learned is not None and message.strip():
         probabilities = learned.probabilities(message, previous_assistant, families(found, previous_assistant, message))
-        found = combine(found, message, probabilities, learned.combination)
+        combined = combine(found, message, probabilities, learned.combination)
+        settled = second_opinion(message, previous_assistant, combined) if combined.unsure and second_opinion else None
+        found = combined if settled is None else settle(found, combined, message, settled)
     return _with_condition(found, turn) if found.is_correction else found
 
 

@@ -15,7 +15,8 @@ The combination (its parameters chosen on the training corpus's out-of-fold pred
 
 The rules' quotes (corrected, original, topic, condition) are kept whatever the type; a correction the rules did
 not see quotes the whole message. `unsure` marks a decision the rules did not hold and whose P(correction) falls in
-the band [unsure_low, unsure_high): a later step may ask a workspace model about it.
+the band [unsure_low, unsure_high): the caller may ask a workspace model about it (cascade.CorrectionAsker), and a
+clear verdict settles the type (`settle`).
 """
 
 from __future__ import annotations
@@ -114,12 +115,41 @@ def combine(
         return dataclasses.replace(found, signals=signals, probabilities=rounded, unsure=unsure)
     if kind is CorrectionType.NONE:
         return Correction(CorrectionType.NONE, 0.0, signals=signals, probabilities=rounded, unsure=unsure)
-    # The model found a correction the rules typed otherwise or not at all: the rules' quotes stay (a clause of the
-    # message they read), the whole message otherwise; the confidence is never above a general correction's (no
-    # value was extracted by the model), so a weak one holds narrowly (scope.py).
+    # The model found a correction the rules typed otherwise or not at all: the confidence is never above a general
+    # correction's (no value was extracted by the model), so a weak one holds narrowly (scope.py).
     confidence = round(min(probabilities[chosen], GENERAL), 2)
     if found.is_correction:
         confidence = min(confidence, found.confidence) if kind is CorrectionType.FACTUAL else confidence
+    return _retyped(found, kind, confidence, message, signals, rounded, unsure)
+
+
+def settle(found: Correction, combined: Correction, message: str, kind: CorrectionType) -> Correction:
+    """An unsure `combined` decision settled by a workspace model's clear verdict `kind`; `found` is the rules'
+    finding. The type the detector chose keeps its result; the rules' type gets the rules' finding back; a type only
+    the model found is held at a general correction's confidence at most, like the learned model's own."""
+    signals = (*combined.signals, f"workspace_model:{kind.value}")
+    probabilities, unsure = combined.probabilities, combined.unsure
+    if kind is combined.type:
+        return dataclasses.replace(combined, signals=signals)
+    if kind is CorrectionType.NONE:
+        return Correction(CorrectionType.NONE, 0.0, signals=signals, probabilities=probabilities, unsure=unsure)
+    if kind is found.type:
+        return dataclasses.replace(found, signals=signals, probabilities=probabilities, unsure=unsure)
+    confidence = min(found.confidence, GENERAL) if found.is_correction else GENERAL
+    return _retyped(found, kind, confidence, message, signals, probabilities, unsure)
+
+
+def _retyped(
+    found: Correction,
+    kind: CorrectionType,
+    confidence: float,
+    message: str,
+    signals: tuple[str, ...],
+    probabilities: Mapping[str, float],
+    unsure: bool,
+) -> Correction:
+    """The rules' finding under a type a model chose: the rules' quotes stay (a clause of the message they read), the
+    whole message otherwise; a rejection replaces nothing, so it quotes no original."""
     return dataclasses.replace(
         found,
         type=kind,
@@ -127,6 +157,6 @@ def combine(
         corrected=found.corrected or message.strip() or None,
         original=found.original if kind is not CorrectionType.NEGATIVE else None,
         signals=signals,
-        probabilities=rounded,
+        probabilities=probabilities,
         unsure=unsure,
     )

@@ -4,7 +4,8 @@
 1. a retry of a recorded Dify message changes nothing: the stored turn is returned;
 2. the user's message is read by the correction detector, against the session's previous assistant answer (the
    rules, and the learned detector beside them when the caller passes one: detector_model.learned_detector, loaded
-   once per process by the caller);
+   once per process by the caller); with a workspace model (the call's cascade), a turn the learned detector is
+   unsure of is asked about once (cascade.CorrectionAsker), and what it said is returned (`Recorded.asked`);
 3. the turn is stored, redacted, with what the detector found (its signals flag the session for the worker), and
    with the injected insights this user could have been given: another user's id is left out and reported, so that
    no caller can mark someone else's insight as used (the worker's TTL keeps used insights);
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from hindsight_insights.admission import admit_turn
-from hindsight_insights.cascade import Cascade
+from hindsight_insights.cascade import Cascade, CorrectionAsker, CorrectionOpinion
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
@@ -44,6 +45,7 @@ class Recorded:
     learned: list[Placed]
     repeated: bool  # a retry of a message already recorded: nothing new was done
     unseen_injected: list[uuid.UUID] = field(default_factory=list)  # ids this user could not have been given
+    asked: CorrectionOpinion | None = None  # the workspace model's opinion of an unsure turn, when it was consulted
 
 
 def record_turn(
@@ -53,7 +55,7 @@ def record_turn(
     now: datetime | None = None,
     detector: LearnedDetector | None = None,
     *,
-    cascade: Cascade | None = None,  # the call's workspace model, for what the screen is unsure of (cascade.py)
+    cascade: Cascade | None = None,  # the call's workspace model, for what the detector and screen are unsure of
 ) -> Recorded:
     now = now or datetime.now(UTC)
     if store.turns.holds_other_users(draft.session_id, draft.user_id):
@@ -70,8 +72,9 @@ def record_turn(
     if draft.message_id and (stored := store.turns.get(turn_uuid(draft))) is not None:
         return Recorded(stored, NO_CORRECTION, None, [], repeated=True)
     previous = store.turns.latest(draft.session_id)
+    asker = CorrectionAsker(cascade, now) if cascade is not None else None
     correction = (
-        detect(draft.user_message, previous.assistant_message if previous else None, detector)
+        detect(draft.user_message, previous.assistant_message if previous else None, detector, asker)
         if draft.user_message.strip()
         else NO_CORRECTION
     )
@@ -97,7 +100,15 @@ def record_turn(
         corrected_turn = store.turns.mark_corrected(previous, record)
     lesson = lesson_for(correction, turn, settings, now)
     learned = write(store, lesson, cascade=cascade) if lesson is not None else []
-    return Recorded(turn, correction, corrected_turn, learned, repeated=False, unseen_injected=unseen)
+    return Recorded(
+        turn,
+        correction,
+        corrected_turn,
+        learned,
+        repeated=False,
+        unseen_injected=unseen,
+        asked=asker.opinion if asker is not None else None,
+    )
 
 
 def _redacted(correction: Correction) -> Correction:
