@@ -2,7 +2,7 @@
 
 In process: `detect` with a stand-in second opinion (the verdict settles the type, the rules' quotes kept), and
 record_turn through the plugin's runtime path (hindsight_dify.run over a StoreCache) with the tool session's
-`model.llm` stood in for by tests/test_screen_admission.py's RecordingLlm, against the real Weaviate. The same
+`model.llm` stood in for by testkit/recording_llm.py's RecordingLlm, against the real Weaviate. The same
 through Dify's plugin daemon and the inner-API stand-in: tests/test_plugin_daemon.py (marker `daemon`).
 """
 
@@ -38,7 +38,8 @@ from testkit.cases import (
     UNSURE_CORRECTION_TURNS,
     UNSURE_PERCENT_QUOTE,
 )
-from tests.test_screen_admission import FixedModel, RecordingLlm
+from testkit.recording_llm import RecordingLlm
+from tests.test_screen_admission import FixedModel
 
 # The rules read "first … then" as a process; the learned detector leans to none, unsure (P(correction) 0.57).
 LEAD = "Lead with the answer, then the reasoning."

@@ -186,11 +186,13 @@ def test_record_turn_asks_the_model_about_what_the_screen_is_unsure_of_in_a_dete
         (without,) = record(None, "conv-1")
         assert without["status"] == "pending_review" and "no workspace model" in without["review_reason"]
         plugin_store.delete(without["id"])
-        llm = RecordingLlm([BENIGN_VERDICT])
+        # The detector is unsure of the first turn (a request), so the model is asked what kind of correction it is
+        # (tests/test_correction_cascade.py) and says none; then whether the second turn's lesson is safe.
+        llm = RecordingLlm(['{"verdict": "none", "reason": "a request"}', BENIGN_VERDICT])
         (asked,) = record(llm, "conv-2")
-        assert asked["status"] in ("created", "superseded") and "review_reason" not in asked and len(llm.calls) == 1
-        (call,) = llm.calls
-        assert NAME_QUOTE in str(call["prompt_messages"][-1].content)  # the user's words, not our template
+        assert asked["status"] in ("created", "superseded") and "review_reason" not in asked and len(llm.calls) == 2
+        screened = str(llm.calls[1]["prompt_messages"][-1].content)
+        assert NAME_QUOTE in screened and "遵循其要求" not in screened  # the user's words, not our template
     finally:
         stores.close()
 
