@@ -43,7 +43,7 @@ def test_the_package_holds_the_plugin_and_nothing_else(packages: tuple[Path, Pat
     assert files["README.md"] == (ROOT / BUILDER_README).read_bytes()  # the plugin page, not the developer README
     assert "readme/README_zh_Hans.md" in files and "readme/README.md" not in files
     assert any(name.startswith("hindsight_insights/") for name in files)
-    for left_out in ("tests/", "testkit/", "bench/", "scripts/", "examples/", ".venv/", "dist/"):
+    for left_out in ("tests/", "testkit/", "bench/", "training/", "scripts/", "examples/", ".venv/", "dist/"):
         assert not any(name.startswith(left_out) for name in files), left_out
     assert ".git" not in files  # a worktree's .git file names this machine's paths
     assert not any(name.endswith(".pyc") or "__pycache__" in name for name in files)
