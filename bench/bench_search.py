@@ -45,7 +45,8 @@ from hindsight_insights.governance.writing import write_many
 from hindsight_insights.ranking import query_vector
 from hindsight_insights.store import SITUATIONAL_KINDS, open_store
 from hindsight_insights.store.filters import eligible
-from hindsight_insights.store.schema import collection_names
+from hindsight_insights.store.schema import INSIGHTS
+from hindsight_insights.store.tenancy import project_collection
 from hindsight_insights.weaviate_server import ensure_binary, start_local
 from scripts.package_plugin import ROOT, package
 from testkit.plugin_runtime import PluginProcess
@@ -76,7 +77,7 @@ def main() -> None:
                 print(f"{written} insights imported in {time.perf_counter() - started:.0f}s")
             del drafts  # 100,000 drafts left alive would slow every full garbage collection during the timings
             client = connect_url(settings, server.url)
-            collection = client.collections.use(collection_names(settings.project).insights)
+            collection = project_collection(client, settings.project, INSIGHTS)
 
             archive = Path(work) / "hindsight_insights.difypkg"
             package(ROOT, archive, CLI.find())

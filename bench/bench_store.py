@@ -40,7 +40,8 @@ from hindsight_insights.models import InsightContent
 from hindsight_insights.segment import tokens
 from hindsight_insights.store import open_store
 from hindsight_insights.store.filters import WeaviateFilter, eligible
-from hindsight_insights.store.schema import VECTOR_NAME, collection_names
+from hindsight_insights.store.schema import INSIGHTS, VECTOR_NAME
+from hindsight_insights.store.tenancy import project_collection
 from hindsight_insights.weaviate_server import running_weaviate
 
 SCENES = ["general", "故障排查", "售后服务", "方案对比", "billing", "onboarding", "数据分析", "code_review"]
@@ -201,7 +202,7 @@ def main() -> None:
         print(f"import: {written} insights in {import_s:.1f}s = {written / import_s:.0f} insights/s (with embedding)")
 
         # The same vectors and eligibility, in memory, for the exact numpy baseline.
-        collection = client.collections.use(collection_names(settings.project).insights)
+        collection = project_collection(client, settings.project, INSIGHTS)
         ids, matrix, scene_of, scope_of, user_of = [], [], [], [], []
         for obj in collection.iterator(include_vector=True, return_properties=["scene", "scope", "user_id"]):
             ids.append(obj.uuid)

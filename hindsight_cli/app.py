@@ -20,11 +20,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from hindsight_cli import views
 from hindsight_insights.config import Settings
+from hindsight_insights.embedder import load_embedder
 from hindsight_insights.errors import HindsightError, NotFound
 from hindsight_insights.models import Insight, InsightKind, InsightStatus
-from hindsight_insights.store import InsightStore, open_store
+from hindsight_insights.store import InsightStore, connect_checked, open_store
 from hindsight_insights.store.migration import embed_again
 from hindsight_insights.store.review import ReviewQueue
+from hindsight_insights.store.tenant_migration import legacy_projects, move_into_tenants
 from hindsight_insights.weaviate_server import ensure_binary, running_weaviate
 
 if TYPE_CHECKING:  # imported by the worker's commands only: the model SDKs take seconds to import
@@ -91,15 +93,39 @@ def inspect(
 
 
 @app.command()
-def migrate(project: Project = None) -> None:
-    """Bring a project's stored insights up to this version: their vectors and search text are made again when they
-    were made an older way (the store warns when it opens such a project). Safe to run again."""
-    with opened(project) as store:
-        if not store.vectors_outdated:
-            console.print(f"project {store.settings.project!r}: nothing to migrate; re-embedded 0 insights")
-            return
-        done = embed_again(store.insight_table, store.embedder)
-    console.print(f"project {store.settings.project!r}: re-embedded {done} insights")
+def migrate(
+    project: Project = None,
+    all_projects: Annotated[
+        bool, typer.Option("--all", help="Every project that still has collections of its own.")
+    ] = False,
+) -> None:
+    """Bring a project's stored data up to this version: its own collections (versions before tenants) are moved into
+    its tenant of the shared ones, verified, then dropped; vectors made an older way are made again. Safe to run
+    again, and to run again after it was interrupted: it finishes what is left."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    settings = settings_for(project)
+    try:
+        with running_weaviate(settings) as running, contextlib.closing(connect_checked(running)) as client:
+            embedder = load_embedder(running)
+            projects = legacy_projects(client) if all_projects else [running.project]
+            if all_projects and not projects:
+                console.print("no project has collections of its own: nothing to move")
+            for name in projects:
+                moved = move_into_tenants(client, name, embedder)
+                for move in moved.moves:
+                    console.print(
+                        f"project {name!r}: {move.old} -> tenant {moved.tenant!r}: {sum(move.old_counts.values())} "
+                        f"objects ({move.copied} copied now, {move.already} already there), per status "
+                        f"{move.old_counts}, verified"
+                    )
+                if moved.dropped:
+                    console.print(f"project {name!r}: dropped {', '.join(moved.dropped)}")
+                store = InsightStore.open(client, running.model_copy(update={"project": name}), embedder)
+                done = embed_again(store.insight_table, embedder, store.tenancy) if store.vectors_outdated else 0
+                console.print(f"project {name!r}: re-embedded {done} insights")
+    except HindsightError as error:
+        errors.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(1) from None
 
 
 @insights_app.command("list")

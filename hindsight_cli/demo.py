@@ -31,7 +31,7 @@ from hindsight_insights.models import InsightStatus
 from hindsight_insights.reflection import load_reflector
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.review import ReviewQueue
-from hindsight_insights.store.schema import collection_names
+from hindsight_insights.store.tenancy import drop_project
 from hindsight_insights.weaviate_server import running_weaviate
 from worker.db import open_engine
 from worker.runner import ReflectionWorker
@@ -53,9 +53,7 @@ def _fresh(settings: Settings) -> None:
     """The demo project starts empty every run (only that project: others in the same data dir are untouched)."""
     assert settings.weaviate_url is not None
     with contextlib.closing(connect_url(settings, settings.weaviate_url)) as client:
-        names = collection_names(settings.project)
-        for name in (names.insights, names.turns, names.audit):
-            client.collections.delete(name)
+        drop_project(client, settings.project)
 
 
 def run_demo(settings: Settings, console: Console) -> None:

@@ -49,8 +49,9 @@ class StoreCache:
         key = cache_key(settings)
         with self._lock:
             cached = self._stores.get(key)
-            if cached is not None and cached.is_connected():
-                return cached
+        if cached is not None and cached.is_connected():
+            cached.tenancy.touch()  # the project's last use, for deactivating idle ones (at most once a minute)
+            return cached
         # Connect outside the lock: a slow or unreachable server must not hold up calls for other credentials.
         cooperate_with_gevent()
         embedder = plugin_embedder(settings)

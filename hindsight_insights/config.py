@@ -61,7 +61,18 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="HINDSIGHT_", extra="ignore")
 
-    project: str = Field("default", min_length=1, max_length=100, description="Selects the collection set.")
+    project: str = Field(
+        "default",
+        min_length=1,
+        max_length=100,
+        description="Selects the project: its tenant of the shared collections.",
+    )
+    max_active_tenants: int = Field(
+        200,
+        ge=1,
+        description="Projects kept active in Weaviate at most; the least recently used others are set INACTIVE "
+        "(store/tenancy.py) and come back on their next call. Each active project holds open files on the server.",
+    )
 
     # Weaviate. With no URL, a local server is started (cached binary, Go build, or embedded download).
     weaviate_url: str | None = Field(None, description="e.g. http://weaviate:8080 for Dify's bundled Weaviate.")

@@ -20,8 +20,7 @@ from hindsight_insights.config import Settings
 from hindsight_insights.connection import connect_url
 from hindsight_insights.embedder import Embedder, load_embedder
 from hindsight_insights.store import InsightStore
-from hindsight_insights.store.budget import budget_collection_name
-from hindsight_insights.store.schema import collection_names
+from hindsight_insights.store.tenancy import drop_project
 from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, start_local
 from scripts.package_plugin import ROOT, package
 from testkit.messages import credentials_for
@@ -67,8 +66,8 @@ def store(client: weaviate.WeaviateClient, project_settings: Settings, embedder:
 
 @pytest.fixture(autouse=True)
 def drop_the_tests_projects(request: pytest.FixtureRequest) -> Iterator[None]:
-    """After a test, its project's collections go: the session's one server would otherwise hold a thousand of
-    them, and Weaviate 1.27 then fails to load shards ("Unable to load shard", "non-existing index")."""
+    """After a test, its project goes (its tenant in every collection, and its record): the session's one server
+    would otherwise hold a thousand of them."""
     if "weaviate_server" not in request.fixturenames:
         yield
         return
@@ -80,9 +79,7 @@ def drop_the_tests_projects(request: pytest.FixtureRequest) -> Iterator[None]:
         projects.append(request.getfixturevalue("plugin_project"))
     yield
     for project in projects:
-        names = collection_names(project)
-        for name in (names.insights, names.turns, names.audit, budget_collection_name(project)):
-            client.collections.delete(name)  # a missing collection is no error
+        drop_project(client, project)  # a missing tenant is no error
 
 
 @pytest.fixture

@@ -31,6 +31,8 @@ from hindsight_insights.detector_model import learned_detector
 from hindsight_insights.embedder import load_embedder
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.budget import WeaviateBudget
+from hindsight_insights.store.schema import BUDGET
+from hindsight_insights.store.tenancy import project_collection
 from testkit.cases import (
     BENIGN_VERDICT,
     MODEL_SELECTOR,
@@ -204,7 +206,7 @@ def test_record_turn_does_not_ask_when_the_days_budget_is_spent(
     stores: StoreCache, plugin_credentials: dict[str, Any], plugin_store: InsightStore, client: weaviate.WeaviateClient
 ) -> None:
     settings = plugin_store.settings
-    budget = WeaviateBudget.ensure(client, settings.project)
+    budget = WeaviateBudget(project_collection(client, settings.project, BUDGET))
     day = today(datetime.now(UTC), settings.timezone)
     while budget.take("screen", settings.model_calls_per_day, day):
         pass

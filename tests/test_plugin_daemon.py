@@ -27,6 +27,8 @@ import weaviate
 from hindsight_insights.models import Insight, InsightStatus
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.budget import WeaviateBudget
+from hindsight_insights.store.schema import BUDGET
+from hindsight_insights.store.tenancy import project_collection
 from hindsight_insights.weaviate_server import LocalWeaviate, free_port
 from scripts.package_plugin import BUILDER_README, ROOT
 from testkit.cases import (
@@ -479,7 +481,7 @@ def test_save_insight_holds_without_asking_when_the_days_budget_is_spent(
     daemon: Installed, plugin_credentials: dict[str, Any], plugin_store: InsightStore, client: weaviate.WeaviateClient
 ) -> None:
     """The budget is the project's Weaviate collection: spent by another process, the plugin sees it."""
-    budget = WeaviateBudget.ensure(client, plugin_store.settings.project)
+    budget = WeaviateBudget(project_collection(client, plugin_store.settings.project, BUDGET))
     today = datetime.now(UTC).astimezone(ZoneInfo(plugin_store.settings.timezone)).date()
     while budget.take("correction", plugin_store.settings.model_calls_per_day, today):
         pass
@@ -530,7 +532,7 @@ def test_record_turn_asks_the_workspaces_model_what_the_detector_is_unsure_of(
     assert output.json["correction"]["type"] == "none" and output.json["learned"] == [] and len(calls) == 1
 
     # The day's budget spent (by another process, in the project's Weaviate collection): not asked.
-    budget = WeaviateBudget.ensure(client, plugin_store.settings.project)
+    budget = WeaviateBudget(project_collection(client, plugin_store.settings.project, BUDGET))
     today = datetime.now(UTC).astimezone(ZoneInfo(plugin_store.settings.timezone)).date()
     while budget.take("screen", plugin_store.settings.model_calls_per_day, today):
         pass

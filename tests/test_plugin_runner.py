@@ -30,7 +30,8 @@ import weaviate
 from hindsight_insights.config import Settings
 from hindsight_insights.models import InsightStatus
 from hindsight_insights.store import InsightStore
-from hindsight_insights.store.schema import collection_names
+from hindsight_insights.store.schema import INSIGHTS, spec_of
+from hindsight_insights.store.tenancy import tenant_name
 from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, free_port, start_local
 from testkit.cases import (
     BAD_SAVES,
@@ -73,7 +74,7 @@ def test_good_credentials_validate_and_create_the_collections(
     runner: RunnerPlugin, plugin_credentials: dict[str, Any], client: weaviate.WeaviateClient, plugin_project: str
 ) -> None:
     assert runner.validate_credentials(plugin_credentials) is True
-    assert client.collections.exists(collection_names(plugin_project).insights)
+    assert client.collections.use(spec_of(INSIGHTS).name).tenants.exists(tenant_name(plugin_project))
 
 
 def test_unreachable_weaviate_fails_validation_with_a_message(

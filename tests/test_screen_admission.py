@@ -32,6 +32,8 @@ from hindsight_insights.models import InsightContent, InsightStatus
 from hindsight_insights.screening import RULES_ONLY, screen_for
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.budget import WeaviateBudget
+from hindsight_insights.store.schema import BUDGET
+from hindsight_insights.store.tenancy import project_collection
 from testkit.cases import (
     ATTACK_VERDICT,
     BENIGN_VERDICT,
@@ -266,7 +268,7 @@ def test_the_budget_is_shared_per_day(settings: Settings) -> None:
 def test_the_weaviate_budget_goes_over_by_at_most_one_call_per_racing_writer(
     client: weaviate.WeaviateClient, project_settings: Settings
 ) -> None:
-    budgets = [WeaviateBudget.ensure(client, project_settings.project) for _ in range(4)]
+    budgets = [WeaviateBudget(project_collection(client, project_settings.project, BUDGET)) for _ in range(4)]
     taken: list[bool] = []
     lock = threading.Lock()
 

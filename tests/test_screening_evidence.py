@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import weaviate
 
-from hindsight_insights.store.budget import budget_collection_name
-from hindsight_insights.store.schema import collection_names
+from hindsight_insights.store.schema import COLLECTION_SET
+from hindsight_insights.store.tenancy import project_collection, tenant_name
 from testkit.messages import ToolOutput
 from testkit.runner import RunnerPlugin
 
@@ -111,11 +111,10 @@ def test_attacks_of_the_screening_set_never_reach_a_rules_block(
 
 
 def every_object(client: weaviate.WeaviateClient, project: str) -> list[dict[str, Any]]:
-    names = collection_names(project)
     objects = []
-    for name in (names.insights, names.turns, names.audit, budget_collection_name(project)):
-        if client.collections.exists(name):
-            objects += [dict(obj.properties) for obj in client.collections.use(name).iterator()]
+    for spec in COLLECTION_SET:
+        if client.collections.use(spec.name).tenants.exists(tenant_name(project)):
+            objects += [dict(obj.properties) for obj in project_collection(client, project, spec.role).iterator()]
     return objects
 
 

@@ -15,7 +15,8 @@ from hindsight_insights.errors import InvalidInput
 from hindsight_insights.models import InsightDraft, InsightKind, InsightStatus
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.retrieval import Retrieval
-from hindsight_insights.store.schema import collection_names
+from hindsight_insights.store.schema import INSIGHTS
+from hindsight_insights.store.tenancy import project_collection
 from testkit.admitted import admitted_as_is
 
 RETURN_ADDRESS = {
@@ -389,7 +390,7 @@ def test_recall_is_one_round_trip(store: InsightStore, client: weaviate.Weaviate
     while the conversation is embedded and searched)."""
     save(store, TABLE_PREFERENCE)
     fact = save(store, RETURN_ADDRESS, scene="方案对比")
-    collection = client.collections.get(collection_names(store.settings.project).insights)
+    collection = project_collection(client, store.settings.project, INSIGHTS)
     counting = CountingQuery(collection.query, threading.Barrier(2))
     retrieval = Retrieval(CountingCollection(collection, counting), embedder, store.settings)  # type: ignore[arg-type]
     recall = retrieval.recall("退货地址在哪？", scene="方案对比", user_id="u-wang")

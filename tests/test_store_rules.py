@@ -26,8 +26,9 @@ from hindsight_insights.embedder import Embedder
 from hindsight_insights.models import InsightDraft, InsightStatus, SaveResult, TurnDraft
 from hindsight_insights.rules import render_rules
 from hindsight_insights.store import InsightStore
-from hindsight_insights.store.schema import collection_names, vector_of
+from hindsight_insights.store.schema import INSIGHTS, vector_of
 from hindsight_insights.store.table import embedding_text
+from hindsight_insights.store.tenancy import project_collection
 from hindsight_insights.weaviate_server import LocalWeaviate
 from testkit.admitted import admitted_as_is
 
@@ -373,7 +374,7 @@ def test_forgetting_a_user_scrubs_their_words_from_project_insights_others_suppo
     stored_text = json.dumps(kept.model_dump(mode="json"), ensure_ascii=False)
     assert "alice" not in stored_text and "我家在西湖区" not in stored_text
     # Nor in what search reads: the segmented text and the vector were made again without them.
-    collection = client.collections.use(collection_names(store.settings.project).insights)
+    collection = project_collection(client, store.settings.project, INSIGHTS)
     raw = collection.query.fetch_object_by_id(saved.id, include_vector=True)
     assert raw is not None
     search_text = str(raw.properties["search_text"])

@@ -17,7 +17,8 @@ from hindsight_insights.connection import connect_url, weaviate_errors
 from hindsight_insights.errors import WeaviateUnavailable
 from hindsight_insights.models import InsightDraft
 from hindsight_insights.store import InsightStore, open_store
-from hindsight_insights.store.schema import collection_names
+from hindsight_insights.store.schema import INSIGHTS
+from hindsight_insights.store.tenancy import project_collection
 from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, start_local
 from testkit.admitted import admitted_as_is
 from testkit.cases import RETURN_ADDRESS
@@ -52,11 +53,11 @@ def test_a_write_in_flight_when_weaviate_dies_says_it_is_unreachable(
 ) -> None:
     """The insert is an HTTP request: frozen, the server holds it; killed, the connection drops under it."""
     client = connect_url(private_server.settings(settings), private_server.url)
-    client.collections.get(collection_names("outage").insights).data.insert({"topic": "before"})  # connected
+    project_collection(client, "outage", INSIGHTS).data.insert({"topic": "before"})  # connected
     private_server.process.send_signal(signal.SIGSTOP)
     caught: list[BaseException] = []
 
-    insights = client.collections.get(collection_names("outage").insights)
+    insights = project_collection(client, "outage", INSIGHTS)
 
     def insert() -> None:
         try:

@@ -36,6 +36,9 @@ class Recorder:
     def nightly(self) -> None:
         self.calls.append("nightly")
 
+    def note_use(self) -> None:
+        self.calls.append("note_use")
+
     def expire(self) -> None:
         self.calls.append("expire")
 

@@ -27,7 +27,8 @@ from hindsight_insights.governance.writing import write, write_many
 from hindsight_insights.models import InsightContent, Scope, TurnDraft
 from hindsight_insights.screening import RULES_ONLY
 from hindsight_insights.store import InsightStore
-from hindsight_insights.store.schema import collection_names
+from hindsight_insights.store.schema import INSIGHTS, TURNS
+from hindsight_insights.store.tenancy import project_collection
 from testkit.cases import MODEL_SELECTOR, NAME_TURNS, RETURN_ADDRESS, insight_reply, preference_of
 from testkit.recording_llm import RecordingLlm
 from testkit.runner import RunnerPlugin
@@ -42,16 +43,15 @@ TAKEOVER = {"user_id": "bob", "scope": "project", "status": "active", "source": 
 
 def stored(client: weaviate.WeaviateClient, project: str) -> list[dict[str, Any]]:
     """Every insight and turn object of the project, as Weaviate returns it."""
-    names = collection_names(project)
     objects = []
-    for name in (names.insights, names.turns):
-        collection = client.collections.use(name)
+    for role in (INSIGHTS, TURNS):
+        collection = project_collection(client, project, role)
         objects += [dict(obj.properties) for obj in collection.iterator()]
     return objects
 
 
 def insights_in(client: weaviate.WeaviateClient, project: str) -> list[dict[str, Any]]:
-    collection = client.collections.use(collection_names(project).insights)
+    collection = project_collection(client, project, INSIGHTS)
     return [dict(obj.properties) for obj in collection.iterator()]
 
 

@@ -34,6 +34,7 @@ class ExpiryReport:
     candidates: int = 0  # low confidence and unchanged for the TTL
     in_use: int = 0  # of those, injected into a turn within the TTL: kept
     retired: list[uuid.UUID] = field(default_factory=list)
+    deactivated: int = 0  # idle projects set INACTIVE after the sweep (store/tenancy.py)
 
 
 def sweep(

@@ -314,10 +314,16 @@ class ReflectionWorker:
     def expire(self, progress: Progress | None = None) -> ExpiryReport:
         now = self.clock.now()
         result = sweep(self.store, self.settings, now, progress)
+        # The server's idle projects too: any worker may keep the cap for all of them (store/tenancy.py).
+        result.deactivated = len(self.store.tenancy.keep_active(self.settings.max_active_tenants))
         day = local_day(now, self.zone)
         self.ledger.count(day, "expiry.expired", result.expired)
         self.ledger.count(day, "expiry.retired", len(result.retired))
         return result
+
+    def note_use(self) -> None:
+        """A scheduled job is about to read or write the project: note its last use (at most once a minute)."""
+        self.store.tenancy.touch()
 
     def status(self, day: date | None = None) -> WorkerStatus:
         day = day or local_day(self.clock.now(), self.zone)

@@ -36,7 +36,7 @@ from sqlalchemy import Engine
 
 from hindsight_insights.config import Settings
 from hindsight_insights.errors import HindsightError
-from hindsight_insights.store.schema import collection_names
+from hindsight_insights.store.schema import project_slug
 from worker.db import create_tables
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,8 @@ class Jobs(Protocol):
 
     def expire(self) -> object: ...
 
+    def note_use(self) -> object: ...
+
 
 # The worker this process runs, per project. Stored jobs name a function and a project, never an object, so that a
 # job store row stays valid across restarts; the function finds the live worker here.
@@ -67,6 +69,7 @@ def _run(project: str, job: str) -> None:
         log.warning("no worker for project %r in this process; job %s skipped", project, job)
         return
     try:
+        jobs.note_use()  # the project's tenant is in use: not one to deactivate (store/tenancy.py)
         getattr(jobs, job)()
     except HindsightError as error:  # Weaviate or the model unreachable: one line, and the next run tries again
         log.warning("%s of project %r failed: %s", job, project, error)
@@ -99,9 +102,8 @@ class JobSpec:
 
 
 def job_table(project: str) -> str:
-    """The project's job table: jobs_ + the project's collection slug (ASCII, lower case, at most 54 characters)."""
-    slug = collection_names(project).insights.removeprefix("Hindsight_").removesuffix("_Insight")
-    return f"jobs_{slug}".lower()
+    """The project's job table: jobs_ + the project's slug (ASCII, lower case, at most 54 characters)."""
+    return f"jobs_{project_slug(project)}".lower()
 
 
 def job_specs(settings: Settings) -> list[JobSpec]:

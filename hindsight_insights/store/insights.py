@@ -25,6 +25,7 @@ from hindsight_insights.admission import Admitted
 from hindsight_insights.config import Settings
 from hindsight_insights.connection import weaviate_errors
 from hindsight_insights.embedder import Embedder
+from hindsight_insights.errors import HindsightError
 from hindsight_insights.models import (
     ForgetResult,
     Insight,
@@ -41,8 +42,10 @@ from hindsight_insights.store.lifecycle import Lifecycle
 from hindsight_insights.store.ports import TurnRecords
 from hindsight_insights.store.reads import InsightReads
 from hindsight_insights.store.retrieval import Retrieval
-from hindsight_insights.store.schema import VECTOR_TEXT_VERSION, ProjectCollections, ensure_collections
+from hindsight_insights.store.schema import VECTOR_TEXT_VERSION, ProjectCollections
 from hindsight_insights.store.table import InsightTable
+from hindsight_insights.store.tenancy import ProjectTenancy, ensure_collections
+from hindsight_insights.store.tenant_migration import warn_of_legacy_collections
 from hindsight_insights.store.turns import TurnLog
 from hindsight_insights.store.weaviate_table import WeaviateInsightTable
 from hindsight_insights.store.writing import InsightWriter
@@ -148,18 +151,20 @@ class InsightStore(ProjectStore[TurnLog]):
         collections: ProjectCollections,
         embedder: Embedder,
         settings: Settings,
-        client: weaviate.WeaviateClient | None = None,
+        client: weaviate.WeaviateClient,
         screen: Screen = RULES_ONLY,
-        budget: WeaviateBudget | None = None,
+        *,
+        owns_client: bool = False,
     ) -> None:
         self.insight_table = WeaviateInsightTable(collections.insights, embedder)
         super().__init__(self.insight_table, TurnLog(collections.turns), settings, screen)
-        self.budget = budget  # the project's daily workspace-model calls (cascade.py), when opened with one
+        self.budget = WeaviateBudget(collections.budget)  # the project's daily workspace-model calls (cascade.py)
+        self.tenancy = ProjectTenancy(client, collections.project, collections.tenant)
         self.audit = AuditLog(collections.audit)
         self.retrieval = Retrieval(collections.insights, embedder, settings)
         self.embedder = embedder
         self.vectors_outdated = collections.vector_text_version < VECTOR_TEXT_VERSION
-        self._client = client  # set when this store owns the connection (open_store)
+        self._client = client if owns_client else None  # set when this store owns the connection (open_store)
 
     @classmethod
     def open(
@@ -175,8 +180,12 @@ class InsightStore(ProjectStore[TurnLog]):
         the rules alone unless given."""
         with weaviate_errors("creating the project's collections"):
             collections = ensure_collections(client, settings.project, embedder)
-        budget = WeaviateBudget.ensure(client, settings.project)
-        store = cls(collections, embedder, settings, client if owns_client else None, screen, budget)
+        store = cls(collections, embedder, settings, client, screen, owns_client=owns_client)
+        try:
+            store.tenancy.keep_active(settings.max_active_tenants)
+        except HindsightError as error:  # the cap is kept again by the next open or the worker's sweep
+            log.warning("could not deactivate idle projects: %s", error)
+        warn_of_legacy_collections(client, settings.project)
         if store.vectors_outdated:
             # Re-embedding a large project takes minutes: an explicit step, never a side effect of opening.
             log.warning(

@@ -9,8 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from hindsight_insights.embedder import Embedder
 from hindsight_insights.models import Insight
-from hindsight_insights.store.schema import VECTOR_TEXT_VERSION, record_vector_text_version
+from hindsight_insights.store.schema import VECTOR_TEXT_VERSION
 from hindsight_insights.store.table import embedding_text
+from hindsight_insights.store.tenancy import ProjectTenancy
 from hindsight_insights.store.weaviate_table import WeaviateInsightTable
 
 log = logging.getLogger(__name__)
@@ -18,9 +19,9 @@ log = logging.getLogger(__name__)
 MIGRATE_COMMAND = "python -m hindsight_cli migrate"
 
 
-def embed_again(table: WeaviateInsightTable, embedder: Embedder, batch_size: int = 256) -> int:
+def embed_again(table: WeaviateInsightTable, embedder: Embedder, tenancy: ProjectTenancy, batch_size: int = 256) -> int:
     """Make every insight's vector, search text and keys again from what it says now, then note the recipe's
-    version on the collection. Needed once for a collection whose vectors were made another way (which also clears
+    version in the project's record. Needed once for a collection whose vectors were made another way (which also clears
     the words of users forgotten before forgetting remade them); idempotent, so an interrupted run is finished by
     running it again. Returns how many insights it embedded."""
     pending: list[Insight] = []
@@ -32,7 +33,7 @@ def embed_again(table: WeaviateInsightTable, embedder: Embedder, batch_size: int
                 done += _replace_vectors(table, embedder, pending)
                 pending = []
         done += _replace_vectors(table, embedder, pending)
-        record_vector_text_version(table.collection)
+        tenancy.record_vectors(VECTOR_TEXT_VERSION)
     log.info("made the vectors of %d insights again (vector text version %d)", done, VECTOR_TEXT_VERSION)
     return done
 

@@ -1,21 +1,18 @@
-"""Per-project collections: their names, their properties (each declared once, with where it lives on the model,
-which drives the conversion both ways), and the embedder they are bound to.
+"""The collection set every project shares, as a tenant of each collection: the collections, their properties (each
+declared once, with where it lives on the model, which drives the conversion both ways), and how they are created.
 
-Name mapping (project name -> collection names):
-  1. NFKC-normalise and trim the project name;
-  2. slug = ASCII letters and digits kept, every other run of characters becomes "_", lower-cased, at most 40 chars;
-  3. if the slug is not exactly the project name (Chinese, capitals, punctuation, truncation), append "_" plus the
-     first 8 hex digits of sha256(name), so distinct names never share collections;
-  4. base = "Hindsight_" + slug (+ hash); collections are base + "_Insight", base + "_Turn" and base + "_Audit"
-     (the reviewers' audit trail).
-Examples: "default" -> Hindsight_default_Insight; "售后客服" -> Hindsight_<hash8>_Insight;
-"Shop-CN" -> Hindsight_shop_cn_<hash8>_Insight.
+Adding a collection to the set: declare its fields (a tuple of StoredField) and add a CollectionSpec with a new role
+to COLLECTION_SET. store/tenancy.py then creates it multi-tenant, creates each project's tenant in it, hands it out
+already scoped to the project (`ProjectCollections.of(role)`), deactivates idle projects in it, and the migration
+and `drop_project` cover it. Nothing else needs to know about tenants.
+
+The layout before tenants (one collection set per project) is kept only as `legacy_collection_names`, which the
+migration into tenants reads (store/tenant_migration.py).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import unicodedata
 import uuid
@@ -30,8 +27,8 @@ from pydantic import BaseModel
 from weaviate.classes.config import Configure, DataType, Property, Reconfigure, StopwordsPreset, Tokenization
 from weaviate.collections import Collection as WeaviateCollection
 
-from hindsight_insights.embedder import Embedder, Vectors
-from hindsight_insights.errors import EmbedderMismatch, HindsightError, InvalidInput
+from hindsight_insights.embedder import Vectors
+from hindsight_insights.errors import InvalidInput
 from hindsight_insights.models import NEVER, Insight
 
 SCHEMA_VERSION = 2  # bumped when stored fields change; collections of another version are refused
@@ -47,14 +44,10 @@ VECTOR_NAME = "default"  # Configure.Vectors.self_provided() without a name
 FLAT_SEARCH_CUTOFF = 3000
 
 
-@dataclass(frozen=True)
-class CollectionNames:
-    insights: str
-    turns: str
-    audit: str
-
-
-def collection_names(project: str) -> CollectionNames:
+def project_slug(project: str) -> str:
+    """The project's name as ASCII letters, digits and "_", lower case (40 characters at most), plus the first 8 hex
+    digits of sha256(name) unless the slug is exactly the name, so distinct names never share a slug. It named the
+    per-project collections before tenants and still names the worker's job table."""
     name = unicodedata.normalize("NFKC", project).strip()
     if not name:
         raise InvalidInput([("project", "must not be empty")])
@@ -62,8 +55,29 @@ def collection_names(project: str) -> CollectionNames:
     if slug != name:
         digest = hashlib.sha256(name.encode()).hexdigest()[:8]
         slug = f"{slug}_{digest}" if slug else digest
-    base = f"Hindsight_{slug}"
-    return CollectionNames(insights=f"{base}_Insight", turns=f"{base}_Turn", audit=f"{base}_Audit")
+    return slug
+
+
+@dataclass(frozen=True)
+class LegacyCollectionNames:
+    """A project's own collections, as versions before tenants made them. Read only by the migration."""
+
+    insights: str
+    turns: str
+    audit: str
+    budget: str
+
+    def by_role(self) -> dict[str, str]:
+        return {INSIGHTS: self.insights, TURNS: self.turns, AUDIT: self.audit, BUDGET: self.budget}
+
+
+def legacy_collection_names(project: str) -> LegacyCollectionNames:
+    """Hindsight_<slug>_Insight, _Turn, _Audit and _Budget (project_slug: "default" -> Hindsight_default_Insight,
+    "售后客服" -> Hindsight_<hash8>_Insight, "Shop-CN" -> Hindsight_shop_cn_<hash8>_Insight)."""
+    base = f"Hindsight_{project_slug(project)}"
+    return LegacyCollectionNames(
+        insights=f"{base}_Insight", turns=f"{base}_Turn", audit=f"{base}_Audit", budget=f"{base}_Budget"
+    )
 
 
 class Index(Enum):
@@ -195,6 +209,12 @@ TURN_FIELDS = (
     StoredField("created_at", DATE),
 )
 
+BUDGET_FIELDS = (  # store/budget.py: one object per workspace-model call
+    StoredField("day", TEXT, Index.KEYWORD),
+    StoredField("purpose", TEXT, Index.KEYWORD),
+    StoredField("at", DATE),
+)
+
 AUDIT_FIELDS = (
     StoredField("insight_id", DataType.UUID),
     StoredField("action", TEXT, Index.KEYWORD),
@@ -276,70 +296,97 @@ def vector_of(obj: StoredObject) -> Vectors:
     return np.asarray(vector, dtype=np.float32)
 
 
-INSIGHT_PROPERTIES = [field.weaviate_property() for field in INSIGHT_FIELDS]
-TURN_PROPERTIES = [field.weaviate_property() for field in TURN_FIELDS]
-AUDIT_PROPERTIES = [field.weaviate_property() for field in AUDIT_FIELDS]
+INSIGHTS, TURNS, AUDIT, BUDGET = "Insight", "Turn", "Audit", "Budget"
+# The shared collections are "Hindsight" + role: a name no per-project collection ("Hindsight_<slug>_<role>") has.
+COLLECTION_PREFIX = "Hindsight"
+
+
+@dataclass(frozen=True)
+class CollectionSpec:
+    """One collection of the set: every project has a tenant in it."""
+
+    role: str  # the collection's name after COLLECTION_PREFIX, and its key in ProjectCollections
+    fields: Sequence[StoredField]
+    purpose: str  # recorded in the collection's description, for someone reading the schema
+
+    @property
+    def name(self) -> str:
+        return f"{COLLECTION_PREFIX}{self.role}"
+
+    def properties(self) -> list[Property]:
+        return [field.weaviate_property() for field in self.fields]
+
+
+COLLECTION_SET: tuple[CollectionSpec, ...] = (
+    CollectionSpec(INSIGHTS, INSIGHT_FIELDS, "insights"),
+    CollectionSpec(TURNS, TURN_FIELDS, "the turn log"),
+    CollectionSpec(AUDIT, AUDIT_FIELDS, "the reviewers' audit trail"),
+    CollectionSpec(BUDGET, BUDGET_FIELDS, "workspace-model calls per day (store/budget.py)"),
+)
+
+
+def spec_of(role: str) -> CollectionSpec:
+    for spec in COLLECTION_SET:
+        if spec.role == role:
+            return spec
+    raise KeyError(f"no collection {role!r} in the set (schema.COLLECTION_SET)")
 
 
 @dataclass(frozen=True)
 class ProjectCollections:
-    insights: WeaviateCollection
-    turns: WeaviateCollection
-    audit: WeaviateCollection
+    """The project's handles on the shared collections, each already scoped to its tenant (tenancy.py makes them)."""
+
+    project: str
+    tenant: str
+    handles: Mapping[str, WeaviateCollection]  # role -> collection.with_tenant(tenant)
     vector_text_version: int  # of the insights' vectors: older than VECTOR_TEXT_VERSION means they are made again
 
+    def of(self, role: str) -> WeaviateCollection:
+        return self.handles[role]
 
-def ensure_collections(client: weaviate.WeaviateClient, project: str, embedder: Embedder) -> ProjectCollections:
-    """Create the project's collections if missing (idempotent) and check they belong to this embedder."""
-    names = collection_names(project)
-    binding = {
-        "project": project,
-        "embedder": embedder.id,
-        "dimension": embedder.dimension,
-        "schema": SCHEMA_VERSION,
-        "vectors": VECTOR_TEXT_VERSION,
-    }
-    found: dict[str, Any] = {}
-    for name, properties in (
-        (names.insights, INSIGHT_PROPERTIES),
-        (names.turns, TURN_PROPERTIES),
-        (names.audit, AUDIT_PROPERTIES),
-    ):
-        if not client.collections.exists(name):
-            try:
-                client.collections.create(
-                    name,
-                    description=json.dumps(binding, ensure_ascii=False),
-                    properties=properties,
-                    vector_config=Configure.Vectors.self_provided(
-                        vector_index_config=Configure.VectorIndex.hnsw(flat_search_cutoff=FLAT_SEARCH_CUTOFF)
-                    ),
-                    # No stop words: ids and keys are matched whole, and an id such as "a" must still be found.
-                    inverted_index_config=Configure.inverted_index(
-                        index_null_state=True, stopwords_preset=StopwordsPreset.NONE
-                    ),
-                )
-            except weaviate.exceptions.UnexpectedStatusCodeError as error:
-                if "already exists" not in str(error):  # another process created it first
-                    raise
-        found[name] = _check_binding(client.collections.use(name), name, binding)
-    _use_flat_search_cutoff(client.collections.use(names.insights))
-    return ProjectCollections(
-        insights=client.collections.use(names.insights),
-        turns=client.collections.use(names.turns),
-        audit=client.collections.use(names.audit),
-        vector_text_version=int(found[names.insights].get("vectors", 1)),
-    )
+    @property
+    def insights(self) -> WeaviateCollection:
+        return self.handles[INSIGHTS]
+
+    @property
+    def turns(self) -> WeaviateCollection:
+        return self.handles[TURNS]
+
+    @property
+    def audit(self) -> WeaviateCollection:
+        return self.handles[AUDIT]
+
+    @property
+    def budget(self) -> WeaviateCollection:
+        return self.handles[BUDGET]
 
 
-def record_vector_text_version(collection: WeaviateCollection) -> None:
-    """Note on the collection that its vectors are made the current way (after they were made again)."""
-    binding = json.loads(collection.config.get().description or "{}")
-    collection.config.update(description=json.dumps({**binding, "vectors": VECTOR_TEXT_VERSION}, ensure_ascii=False))
+def create_collection(client: weaviate.WeaviateClient, spec: CollectionSpec, description: str) -> None:
+    """Create one collection of the set, multi-tenant; tenants are created and activated on first use too. Another
+    process creating it first is no error."""
+    try:
+        client.collections.create(
+            spec.name,
+            description=description,
+            properties=spec.properties(),
+            vector_config=Configure.Vectors.self_provided(
+                vector_index_config=Configure.VectorIndex.hnsw(flat_search_cutoff=FLAT_SEARCH_CUTOFF)
+            ),
+            # No stop words: ids and keys are matched whole, and an id such as "a" must still be found.
+            inverted_index_config=Configure.inverted_index(
+                index_null_state=True, stopwords_preset=StopwordsPreset.NONE
+            ),
+            multi_tenancy_config=Configure.multi_tenancy(
+                enabled=True, auto_tenant_creation=True, auto_tenant_activation=True
+            ),
+        )
+    except weaviate.exceptions.UnexpectedStatusCodeError as error:
+        if "already exists" not in str(error):
+            raise
 
 
-def _use_flat_search_cutoff(collection: WeaviateCollection) -> None:
-    """Collections made before FLAT_SEARCH_CUTOFF was set get it too (it can be changed in place)."""
+def use_flat_search_cutoff(collection: WeaviateCollection) -> None:
+    """A collection made before FLAT_SEARCH_CUTOFF was set gets it too (it can be changed in place)."""
     vectors = collection.config.get().vector_config or {}
     index = vectors[VECTOR_NAME].vector_index_config if VECTOR_NAME in vectors else None
     if index is not None and getattr(index, "flat_search_cutoff", FLAT_SEARCH_CUTOFF) != FLAT_SEARCH_CUTOFF:
@@ -351,29 +398,3 @@ def _use_flat_search_cutoff(collection: WeaviateCollection) -> None:
                 )
             ]
         )
-
-
-def _check_binding(collection: WeaviateCollection, name: str, expected: dict[str, object]) -> dict[str, Any]:
-    """The collection's binding (its description), if it is this project's, of this embedder and schema."""
-    description = collection.config.get().description or ""
-    try:
-        found = json.loads(description)
-    except json.JSONDecodeError:
-        found = None
-    if not isinstance(found, dict) or "embedder" not in found:
-        raise HindsightError(
-            f"collection {name} exists but was not created by Hindsight Insights; choose another project"
-        )
-    if (found["embedder"], found.get("dimension")) != (expected["embedder"], expected["dimension"]):
-        raise EmbedderMismatch(
-            f"collection {name} holds vectors of {found['embedder']} ({found.get('dimension')} dims), but the "
-            f"configured embedder is {expected['embedder']} ({expected['dimension']} dims). Mixing them would break "
-            "search: configure the original embedder, or use another project name."
-        )
-    if found.get("schema", 1) != expected["schema"]:
-        raise HindsightError(
-            f"collection {name} was made by another version of Hindsight Insights (schema {found.get('schema', 1)}; "
-            f"this version uses schema {expected['schema']}). Use a new project name, or delete the project's two "
-            "collections to start it afresh."
-        )
-    return found
