@@ -1,0 +1,305 @@
+"""Projects as tenants: tenant names, one project never reading another's on the same collections, and idle projects
+deactivated least recently used first (store/tenancy.py)."""
+
+from __future__ import annotations
+
+import random
+import re
+import unicodedata
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import weaviate
+from weaviate.classes.tenants import TenantActivityStatus
+
+from hindsight_insights.config import Settings
+from hindsight_insights.connection import connect_url
+from hindsight_insights.embedder import Embedder
+from hindsight_insights.errors import NotFound
+from hindsight_insights.models import InsightDraft, InsightStatus, TurnDraft, TurnSignals
+from hindsight_insights.store import InsightStore
+from hindsight_insights.store.schema import COLLECTION_SET, INSIGHTS
+from hindsight_insights.store.tenancy import (
+    REGISTRY,
+    STATUS_UPDATES_PER_REQUEST,
+    deactivate_idle,
+    drop_project,
+    ensure_collections,
+    registry_id,
+    tenant_name,
+)
+from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, start_local
+from testkit.admitted import admitted_as_is
+
+VALID_TENANT = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+# ---- tenant names ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("project", "tenant"),
+    [
+        ("default", "default"),
+        ("shop-cn", "shop-cn"),
+        ("Shop_CN", "Shop_CN"),
+        (" ＳＨＯＰ ", "SHOP"),
+        ("a" * 64, "a" * 64),
+    ],
+)
+def test_a_name_weaviate_allows_is_its_own_tenant(project: str, tenant: str) -> None:
+    assert tenant_name(project) == tenant
+
+
+@pytest.mark.parametrize(
+    "project", ["售后客服", "Shop CN!", "电商 / 退货 v2", "🙂", "a" * 65, "a" * 100, "x.y", "a--" + "0" * 16]
+)
+def test_any_other_name_maps_to_a_valid_readable_tenant(project: str) -> None:
+    tenant = tenant_name(project)
+    assert VALID_TENANT.fullmatch(tenant), tenant
+    assert tenant == tenant_name(project)  # deterministic
+    prefix = re.sub(r"[^A-Za-z0-9_-]+", "_", project).strip("_")[:40]
+    assert tenant.startswith(f"{prefix}--") and len(tenant) == len(prefix) + 18
+
+
+def test_distinct_names_never_share_a_tenant() -> None:
+    mapped = tenant_name("Shop CN!")
+    tricky = [
+        "Shop-CN",
+        "shop-cn",
+        "shop cn",
+        "shop_cn",
+        "Shop CN!",
+        "Shop CN?",
+        "售后",
+        "售前",
+        mapped,  # a name chosen to look like another project's tenant is mapped too, never given that tenant
+        mapped.upper(),
+        "a" * 64,
+        "a" * 65,
+        "a" * 66,
+        "a" * 40 + "b",
+        "a" * 40 + "c",
+    ]
+    assert tenant_name(mapped) != mapped
+    assert len({tenant_name(name) for name in tricky}) == len(tricky)
+    rng = random.Random(20)
+    alphabet = "abcAB01_- .!/售后客服电商🙂ＳＨＯＰ"
+    names = {"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 80))).strip() for _ in range(20_000)}
+    names = {name for name in names if name}
+    by_normal_form: dict[str, set[str]] = {}
+    for name in names:
+        by_normal_form.setdefault(tenant_name(name), set()).add(name)
+    for tenant, sharing in by_normal_form.items():
+        assert VALID_TENANT.fullmatch(tenant), tenant
+        # Only spellings of one name (full-width letters, spaces around it) share a tenant.
+        assert len({unicodedata.normalize("NFKC", name).strip() for name in sharing}) == 1, sharing
+
+
+# ---- one project never reads another's ------------------------------------------------------------------------------
+
+
+def insight(**changes: Any) -> InsightDraft:
+    data: dict[str, Any] = {
+        "topic": "return address",
+        "kind": "fact",
+        "scene": "after-sales",
+        "action": "When a customer asks where to send a return, give the address 88 Zhangjiang Road, Shanghai.",
+        "evidence": "Returns now go to 88 Zhangjiang Road, Shanghai.",
+        "confidence": 0.9,
+    }
+    data.update(changes)
+    if data.get("user_id"):
+        data.setdefault("scope", "user")
+    return InsightDraft.parse(data)
+
+
+def turn(session: str, user: str, text: str, correction: bool = False) -> TurnDraft:
+    return TurnDraft(
+        session_id=session,
+        user_id=user,
+        user_message=text,
+        assistant_message="ok",
+        signals=TurnSignals(correction=correction),
+    )
+
+
+@pytest.fixture
+def other_store(client: weaviate.WeaviateClient, settings: Settings, embedder: Embedder) -> Iterator[InsightStore]:
+    project = f"其他项目 {uuid.uuid4().hex[:8]}"  # a name that maps to a hashed tenant
+    yield InsightStore.open(client, settings.model_copy(update={"project": project}), embedder)
+    drop_project(client, project)
+
+
+def test_one_project_never_reads_or_changes_anothers_on_the_same_collections(
+    store: InsightStore, other_store: InsightStore
+) -> None:
+    mine, theirs = store, other_store
+    assert mine.insight_table.collection.name == theirs.insight_table.collection.name == "HindsightInsight"
+    now = datetime.now(UTC)
+    # The same content in both: the same deterministic id, one object in each tenant.
+    shared = insight(user_id="u1")
+    mine_shared, theirs_shared = mine.save(admitted_as_is(shared)).id, theirs.save(admitted_as_is(shared)).id
+    assert mine_shared == theirs_shared
+    secret = mine.save(
+        admitted_as_is(
+            insight(topic="vip discount", action="Offer the VIP code ZEBRA-77 for 30% off.", evidence="ZEBRA-77")
+        )
+    ).id
+    expiring = mine.save(
+        admitted_as_is(insight(topic="flash sale", action="Mention the flash sale.", expire_at=now + timedelta(days=1)))
+    ).id
+    mine.audit.record("edit", "reviewer", mine.get(secret), mine.get(secret), "checked")
+    for store in (mine, theirs):
+        store.turns.append(turn("s1", "u1", "where do returns go?"))
+    mine.turns.append(turn("s1", "u1", "no, the ZEBRA code", correction=True))
+    day = now.date()
+    assert mine.budget.take("screen", 3, day) and mine.budget.take("screen", 3, day)
+    mine_counts = mine.count()
+
+    # Search, recall, get by id, list, count, visible ids: none of mine from theirs.
+    found = theirs.retrieval.search("VIP discount code", scene="after-sales", score_threshold=0.0)
+    assert secret not in {hit.insight.id for hit in found}
+    assert {hit.insight.id for hit in found} <= {theirs_shared}
+    recalled = theirs.retrieval.recall("VIP discount code ZEBRA", scene="after-sales", user_id="u1")
+    recalled_ids = {i.id for i in recalled.standing} | {hit.insight.id for hit in recalled.situational}
+    assert secret not in recalled_ids and expiring not in recalled_ids
+    assert secret in {hit.insight.id for hit in mine.retrieval.search("VIP discount code", scene="after-sales")}
+    with pytest.raises(NotFound):
+        theirs.get(secret)
+    assert {i.id for i in theirs.list_insights()} == {theirs_shared}
+    assert theirs.count() == (1, 1)
+    assert theirs.visible_ids([secret, expiring], user_id="u1") == set()
+    # The turn log and the audit trail, and the model budget.
+    assert [t.user_message for t in theirs.turns.session("s1")] == ["where do returns go?"]
+    assert theirs.turns.signal_turns(now - timedelta(minutes=5)) == []
+    assert len(mine.turns.signal_turns(now - timedelta(minutes=5))) == 1
+    assert theirs.audit.of(secret) == [] and len(mine.audit.of(secret)) == 1
+    assert theirs.budget.used(day) == 0 and mine.budget.used(day) == 2
+
+    # Their expiry sweep, forgetting and deletes change nothing of mine.
+    later = now + timedelta(days=2)
+    assert theirs.expire_sweep(later) == 0
+    assert mine.get(expiring).status == InsightStatus.ACTIVE
+    theirs.delete(theirs_shared)
+    assert mine.get(mine_shared).status == InsightStatus.ACTIVE
+    forgotten = theirs.forget_user("u1")
+    assert forgotten.turns_deleted == 1
+    assert mine.count() == mine_counts and mine.turns.count(user_id="u1") == 2
+    assert mine.expire_sweep(later) == 1 and mine.get(expiring).status == InsightStatus.EXPIRED
+    assert theirs.count() == (0, 0)
+
+
+# ---- idle projects deactivated, least recently used first ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def own_server(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalWeaviate]:
+    """A Weaviate of this module's own: counting active tenants must not see other tests' projects."""
+    server = start_local(ensure_binary(settings), tmp_path_factory.mktemp("tenants-weaviate"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def own_client(own_server: LocalWeaviate, settings: Settings) -> Iterator[weaviate.WeaviateClient]:
+    client = connect_url(own_server.settings(settings), own_server.url)
+    yield client
+    for spec in COLLECTION_SET:
+        client.collections.delete(spec.name)
+    client.collections.delete(REGISTRY)
+    client.close()
+
+
+def statuses(client: weaviate.WeaviateClient, role: str = INSIGHTS) -> dict[str, TenantActivityStatus]:
+    collection = client.collections.use(next(spec.name for spec in COLLECTION_SET if spec.role == role))
+    return {name: tenant.activity_status for name, tenant in collection.tenants.get().items()}
+
+
+def used_at(client: weaviate.WeaviateClient, project: str, at: datetime) -> None:
+    client.collections.use(REGISTRY).data.update(registry_id(tenant_name(project)), properties={"last_used": at})
+
+
+def test_the_least_recently_used_projects_are_deactivated_and_come_back_on_their_next_call(
+    own_client: weaviate.WeaviateClient, settings: Settings, embedder: Embedder
+) -> None:
+    base = datetime.now(UTC) - timedelta(hours=1)
+    stores = {}
+    for project in ["old", "older", "recent", "newest"]:
+        stores[project] = InsightStore.open(own_client, settings.model_copy(update={"project": project}), embedder)
+        stores[project].save(admitted_as_is(insight(topic=f"topic of {project}")))
+        stores[project].turns.append(turn("s1", "u1", f"hello from {project}"))
+    for project, minutes in {"older": 0, "old": 10, "recent": 20, "newest": 30}.items():
+        used_at(own_client, project, base + timedelta(minutes=minutes))
+
+    assert deactivate_idle(own_client, 4) == []  # at the cap: nothing to do
+    assert deactivate_idle(own_client, 2) == ["older", "old"]
+    for spec in COLLECTION_SET:  # every collection of the set: the project's tenant in each
+        assert {name: status.value for name, status in statuses(own_client, spec.role).items()} == {
+            "older": "INACTIVE",
+            "old": "INACTIVE",
+            "recent": "ACTIVE",
+            "newest": "ACTIVE",
+        }, spec.role
+
+    # An inactive project's next call brings it back, whatever the call is.
+    old = stores["old"]
+    (hit,) = old.retrieval.search("topic of old", scene="after-sales", score_threshold=0.0)
+    assert hit.insight.topic == "topic of old"
+    assert statuses(own_client)["old"] == TenantActivityStatus.ACTIVE
+    assert [t.user_message for t in stores["older"].turns.session("s1")] == ["hello from older"]
+    assert stores["older"].count() == (1, 1)
+
+    # Opening a project notes its use (and keeps the cap): the one opened now is never the one deactivated.
+    used_at(own_client, "old", base - timedelta(days=1))
+    InsightStore.open(own_client, settings.model_copy(update={"project": "old", "max_active_tenants": 1}), embedder)
+    record = own_client.collections.use(REGISTRY).query.fetch_object_by_id(registry_id("old"))
+    assert record is not None and record.properties["last_used"] > base  # type: ignore[operator]
+    active = {name for name, status in statuses(own_client).items() if status == TenantActivityStatus.ACTIVE}
+    assert active == {"old"}
+
+
+def test_more_than_a_request_can_deactivate_are_deactivated_in_chunks(
+    own_client: weaviate.WeaviateClient, embedder: Embedder
+) -> None:
+    projects = [f"bulk-{index:03d}" for index in range(STATUS_UPDATES_PER_REQUEST + 30)]
+    for project in projects:
+        ensure_collections(own_client, project, embedder)
+    assert sum(s == TenantActivityStatus.ACTIVE for s in statuses(own_client).values()) == len(projects)
+    gone = deactivate_idle(own_client, 10)
+    assert len(gone) == len(projects) - 10
+    for spec in COLLECTION_SET:
+        found = statuses(own_client, spec.role)
+        assert sum(s == TenantActivityStatus.ACTIVE for s in found.values()) == 10, spec.role
+
+
+def test_a_second_process_sees_the_first_ones_use(
+    own_client: weaviate.WeaviateClient, own_server: LocalWeaviate, settings: Settings, embedder: Embedder
+) -> None:
+    """The last use is in Weaviate, not in a process: another client's sweep keeps the project the first one used."""
+    for project in ("a", "b"):
+        ensure_collections(own_client, project, embedder)
+    used_at(own_client, "a", datetime.now(UTC) - timedelta(hours=2))
+    used_at(own_client, "b", datetime.now(UTC) - timedelta(hours=1))
+    first = InsightStore.open(own_client, settings.model_copy(update={"project": "a"}), embedder)
+    assert first.tenancy.touch(force=True)
+    other = connect_url(own_server.settings(settings), own_server.url)
+    try:
+        assert deactivate_idle(other, 1) == ["b"]
+    finally:
+        other.close()
+
+
+def test_dropping_a_project_leaves_the_others(own_client: weaviate.WeaviateClient, embedder: Embedder) -> None:
+    for project in ("keep", "drop"):
+        ensure_collections(own_client, project, embedder)
+    drop_project(own_client, "drop")
+    drop_project(own_client, "never-made")  # no error
+    for spec in COLLECTION_SET:
+        assert set(statuses(own_client, spec.role)) == {"keep"}
+    registry = own_client.collections.use(REGISTRY)
+    assert registry.query.fetch_object_by_id(registry_id("drop")) is None
+    assert registry.query.fetch_object_by_id(registry_id("keep")) is not None
