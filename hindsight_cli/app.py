@@ -122,7 +122,8 @@ def migrate(
                     console.print(f"project {name!r}: dropped {', '.join(moved.dropped)}")
                 store = InsightStore.open(client, running.model_copy(update={"project": name}), embedder)
                 done = embed_again(store.insight_table, embedder, store.tenancy) if store.vectors_outdated else 0
-                console.print(f"project {name!r}: re-embedded {done} insights")
+                nothing = "nothing to migrate; " if not moved.moves and not done else ""
+                console.print(f"project {name!r}: {nothing}re-embedded {done} insights")
     except HindsightError as error:
         errors.print(f"[red]error:[/red] {error}")
         raise typer.Exit(1) from None
