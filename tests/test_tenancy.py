@@ -9,6 +9,7 @@ import unicodedata
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from hindsight_insights.store.schema import COLLECTION_SET, INSIGHTS
 from hindsight_insights.store.tenancy import (
     REGISTRY,
     STATUS_UPDATES_PER_REQUEST,
+    ProjectTenancy,
     deactivate_idle,
     drop_project,
     ensure_collections,
@@ -33,6 +35,7 @@ from hindsight_insights.store.tenancy import (
 )
 from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, start_local
 from testkit.admitted import admitted_as_is
+from tests.worker_support import FakeClock, RuleExtractor, running_worker
 
 VALID_TENANT = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -303,3 +306,44 @@ def test_dropping_a_project_leaves_the_others(own_client: weaviate.WeaviateClien
     registry = own_client.collections.use(REGISTRY)
     assert registry.query.fetch_object_by_id(registry_id("drop")) is None
     assert registry.query.fetch_object_by_id(registry_id("keep")) is not None
+
+
+def last_used(client: weaviate.WeaviateClient, project: str) -> datetime:
+    record = client.collections.use(REGISTRY).query.fetch_object_by_id(registry_id(tenant_name(project)))
+    assert record is not None and isinstance(record.properties["last_used"], datetime)
+    return record.properties["last_used"]
+
+
+def test_use_is_noted_at_most_once_a_minute_per_process(
+    own_client: weaviate.WeaviateClient, settings: Settings, embedder: Embedder
+) -> None:
+    store = InsightStore.open(own_client, settings.model_copy(update={"project": "busy"}), embedder)
+    long_ago = datetime.now(UTC) - timedelta(days=1)
+    used_at(own_client, "busy", long_ago)
+    assert store.tenancy.touch() is False and last_used(own_client, "busy") == long_ago  # opened just now
+    eager = ProjectTenancy(own_client, "busy", tenant_name("busy"), touch_every_s=0.0)
+    assert eager.touch() is True and last_used(own_client, "busy") > long_ago
+
+
+def test_the_workers_expiry_job_keeps_the_cap_and_its_jobs_note_their_use(
+    own_client: weaviate.WeaviateClient, settings: Settings, embedder: Embedder, tmp_path: Path
+) -> None:
+    for project in ("idle-1", "idle-2"):
+        ensure_collections(own_client, project, embedder)
+        used_at(own_client, project, datetime.now(UTC) - timedelta(hours=1))
+    store = InsightStore.open(own_client, settings.model_copy(update={"project": "worked"}), embedder)
+    clock = FakeClock(datetime.now(UTC))
+    with running_worker(
+        store, f"sqlite:///{tmp_path / 'state.sqlite3'}", clock, RuleExtractor(), max_active_tenants=1
+    ) as worker:
+        store.tenancy.touch_every_s = 0.0
+        used_at(own_client, "worked", datetime.now(UTC) - timedelta(days=1))
+        worker.note_use()
+        assert last_used(own_client, "worked") > datetime.now(UTC) - timedelta(minutes=1)
+        report = worker.expire()
+    assert report.deactivated == 2
+    assert {name: status.value for name, status in statuses(own_client).items()} == {
+        "idle-1": "INACTIVE",
+        "idle-2": "INACTIVE",
+        "worked": "ACTIVE",
+    }

@@ -323,7 +323,10 @@ class ReflectionWorker:
 
     def note_use(self) -> None:
         """A scheduled job is about to read or write the project: note its last use (at most once a minute)."""
-        self.store.tenancy.touch()
+        try:
+            self.store.tenancy.touch()
+        except HindsightError as error:  # bookkeeping only: the job itself meets the failure and reports it
+            log.warning("could not note the use of project %r: %s", self.project, error)
 
     def status(self, day: date | None = None) -> WorkerStatus:
         day = day or local_day(self.clock.now(), self.zone)

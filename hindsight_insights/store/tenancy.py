@@ -158,16 +158,20 @@ def check_binding(collection: WeaviateCollection, name: str, *, tenants: bool) -
 class ProjectTenancy:
     """One project's tenant and registry record, as a store uses them: last use, the vectors' recipe."""
 
-    def __init__(self, client: weaviate.WeaviateClient, project: str, tenant: str) -> None:
+    def __init__(
+        self, client: weaviate.WeaviateClient, project: str, tenant: str, *, touch_every_s: float = TOUCH_EVERY_S
+    ) -> None:
         self.client = client
         self.project = project
         self.tenant = tenant
+        self.touch_every_s = touch_every_s
         self._registry = client.collections.use(REGISTRY)
-        self._touched = time.monotonic()
+        self._touched = time.monotonic()  # opening the project noted its use (ensure_collections)
 
     def touch(self, *, force: bool = False) -> bool:
-        """Note that the project is in use (at most once a TOUCH_EVERY_S per process). Returns whether it wrote."""
-        if not force and time.monotonic() - self._touched < TOUCH_EVERY_S:
+        """Note that the project is in use (at most once every `touch_every_s` per process). Returns whether it
+        wrote."""
+        if not force and time.monotonic() - self._touched < self.touch_every_s:
             return False
         self._touched = time.monotonic()
         with weaviate_errors("noting the project's use"):
