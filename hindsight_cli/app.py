@@ -421,6 +421,10 @@ def expire(project: Project = None, as_json: AsJson = False) -> None:
         f"{report.expired} expired; {len(report.retired)} retired of {report.candidates} low-confidence insights "
         f"unchanged for {worker.settings.worker_retire_after_days:g} days ({report.in_use} still in use, kept)"
     )
+    if report.deactivated:
+        console.print(
+            f"{report.deactivated} idle projects set inactive (at most {worker.settings.max_active_tenants} active)"
+        )
     for insight_id in report.retired:
         console.print(f"  retired {insight_id}")
 

@@ -314,11 +314,14 @@ class ReflectionWorker:
     def expire(self, progress: Progress | None = None) -> ExpiryReport:
         now = self.clock.now()
         result = sweep(self.store, self.settings, now, progress)
-        # The server's idle projects too: any worker may keep the cap for all of them (store/tenancy.py).
-        result.deactivated = len(self.store.tenancy.keep_active(self.settings.max_active_tenants))
         day = local_day(now, self.zone)
         self.ledger.count(day, "expiry.expired", result.expired)
         self.ledger.count(day, "expiry.retired", len(result.retired))
+        # The server's idle projects too: any worker may keep the cap for all of them (store/tenancy.py).
+        try:
+            result.deactivated = len(self.store.tenancy.keep_active(self.settings.max_active_tenants))
+        except HindsightError as error:  # the next sweep, or the next store opened, keeps the cap
+            log.warning("could not deactivate idle projects: %s", error)
         return result
 
     def note_use(self) -> None:
