@@ -266,9 +266,10 @@ def test_the_budget_is_shared_per_day(settings: Settings) -> None:
 
 
 def test_the_weaviate_budget_goes_over_by_at_most_one_call_per_racing_writer(
-    client: weaviate.WeaviateClient, project_settings: Settings
+    client: weaviate.WeaviateClient, store: InsightStore
 ) -> None:
-    budgets = [WeaviateBudget(project_collection(client, project_settings.project, BUDGET)) for _ in range(4)]
+    """Four writers, each with a handle of its own on the project's budget (opened: its tenant exists)."""
+    budgets = [WeaviateBudget(project_collection(client, store.settings.project, BUDGET)) for _ in range(4)]
     taken: list[bool] = []
     lock = threading.Lock()
 

@@ -213,6 +213,7 @@ BUDGET_FIELDS = (  # store/budget.py: one object per workspace-model call
     StoredField("day", TEXT, Index.KEYWORD),
     StoredField("purpose", TEXT, Index.KEYWORD),
     StoredField("at", DATE),
+    StoredField("taker", TEXT, Index.STORED),  # who took the call: a racing writer that overwrote it took it
 )
 
 AUDIT_FIELDS = (
