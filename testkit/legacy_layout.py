@@ -6,6 +6,9 @@ collection handle it is given. For the migration's tests and its bench."""
 from __future__ import annotations
 
 import json
+import uuid
+from datetime import UTC, date, datetime
+from typing import Any
 
 import weaviate
 from weaviate.classes.config import Configure, DataType, Property, StopwordsPreset, Tokenization
@@ -24,6 +27,8 @@ from hindsight_insights.store.schema import (
     legacy_collection_names,
 )
 from hindsight_insights.store.tenancy import tenant_name
+
+LEGACY_BUDGET_NAMESPACE = uuid.UUID("5b0f8a4e-6d1c-4f57-9a55-6c0de0b1d9a3")  # store/budget.py's
 
 
 def create_legacy_collections(
@@ -79,3 +84,12 @@ def legacy_store(
 def drop_legacy_collections(client: weaviate.WeaviateClient, project: str) -> None:
     for name in legacy_collection_names(project).by_role().values():
         client.collections.delete(name)  # a missing collection is no error
+
+
+def spend_legacy_budget(collection: Any, day: date, calls: int) -> None:
+    """Model calls counted as versions before tenants counted them: object n of the day is uuid5(day, n)."""
+    for n in range(calls):
+        collection.data.insert(
+            {"day": day.isoformat(), "purpose": "screen", "at": datetime.now(UTC)},
+            uuid=uuid.uuid5(LEGACY_BUDGET_NAMESPACE, f"{day.isoformat()}:{n}"),
+        )

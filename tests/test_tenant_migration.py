@@ -38,7 +38,12 @@ from hindsight_insights.store.tenancy import drop_project, project_collection
 from hindsight_insights.store.tenant_migration import legacy_projects, move_into_tenants
 from hindsight_insights.weaviate_server import LocalWeaviate
 from testkit.admitted import admitted_as_is, all_admitted_as_is
-from testkit.legacy_layout import create_legacy_collections, drop_legacy_collections, legacy_store
+from testkit.legacy_layout import (
+    create_legacy_collections,
+    drop_legacy_collections,
+    legacy_store,
+    spend_legacy_budget,
+)
 
 STATUS = {INSIGHTS: "status", TURNS: "error_status", AUDIT: "action"}
 Snapshot = dict[uuid.UUID, tuple[dict[str, Any], list[float] | None]]
@@ -143,8 +148,7 @@ def fill(store: InsightStore) -> None:
                 turn,
                 CorrectionRecord(type="factual", original="88", corrected="99", by="u1", at=now, in_turn=uuid.uuid4()),
             )
-    for _ in range(3):
-        assert store.budget.take("screen", 10, now.date())
+    spend_legacy_budget(store.budget.collection, now.date(), 3)
 
 
 @pytest.fixture

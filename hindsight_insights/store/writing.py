@@ -101,6 +101,10 @@ class InsightWriter:
             except BaseException:
                 undo.run()
                 raise
+            if all(version.id != content_id for version in settled):
+                # A racing writer's insert of the same id overwrote this one (a multi-tenant collection lets both
+                # through) and hid it from the slot's read meanwhile: this save is that one said again.
+                return self._say_again(self._stored_by_a_racing_writer(content_id), draft, now)
         return _outcome(content_id, settled, "created")
 
     def _insert(self, insight: Insight, undo: Undo) -> bool:
