@@ -25,6 +25,7 @@ from hindsight_insights.admission import Admitted
 from hindsight_insights.config import Settings
 from hindsight_insights.connection import weaviate_errors
 from hindsight_insights.embedder import Embedder
+from hindsight_insights.errors import HindsightError
 from hindsight_insights.models import (
     ForgetResult,
     Insight,
@@ -36,12 +37,14 @@ from hindsight_insights.models import (
 from hindsight_insights.screening import RULES_ONLY, Screen
 from hindsight_insights.store.audit import AuditLog
 from hindsight_insights.store.budget import WeaviateBudget
+from hindsight_insights.store.examples import ExampleLibrary
 from hindsight_insights.store.forgetting import Forgetting
 from hindsight_insights.store.lifecycle import Lifecycle
 from hindsight_insights.store.ports import TurnRecords
 from hindsight_insights.store.reads import InsightReads
 from hindsight_insights.store.retrieval import Retrieval
 from hindsight_insights.store.schema import VECTOR_TEXT_VERSION, ProjectCollections, ensure_collections
+from hindsight_insights.store.suggestions import SuggestionBox
 from hindsight_insights.store.table import InsightTable
 from hindsight_insights.store.turns import TurnLog
 from hindsight_insights.store.weaviate_table import WeaviateInsightTable
@@ -151,11 +154,15 @@ class InsightStore(ProjectStore[TurnLog]):
         client: weaviate.WeaviateClient | None = None,
         screen: Screen = RULES_ONLY,
         budget: WeaviateBudget | None = None,
+        examples: ExampleLibrary | None = None,
+        suggestions: SuggestionBox | None = None,
     ) -> None:
         self.insight_table = WeaviateInsightTable(collections.insights, embedder)
         super().__init__(self.insight_table, TurnLog(collections.turns), settings, screen)
         self.budget = budget  # the project's daily workspace-model calls (cascade.py), when opened with one
         self.audit = AuditLog(collections.audit)
+        self._examples = examples  # few-shot examples (store/examples.py), when opened with them
+        self._suggestions = suggestions  # prompt suggestions (store/suggestions.py), when opened with them
         self.retrieval = Retrieval(collections.insights, embedder, settings)
         self.embedder = embedder
         self.vectors_outdated = collections.vector_text_version < VECTOR_TEXT_VERSION
@@ -176,7 +183,11 @@ class InsightStore(ProjectStore[TurnLog]):
         with weaviate_errors("creating the project's collections"):
             collections = ensure_collections(client, settings.project, embedder)
         budget = WeaviateBudget.ensure(client, settings.project)
-        store = cls(collections, embedder, settings, client if owns_client else None, screen, budget)
+        examples = ExampleLibrary.ensure(client, settings, embedder)
+        suggestions = SuggestionBox.ensure(client, settings)
+        store = cls(
+            collections, embedder, settings, client if owns_client else None, screen, budget, examples, suggestions
+        )
         if store.vectors_outdated:
             # Re-embedding a large project takes minutes: an explicit step, never a side effect of opening.
             log.warning(
@@ -189,6 +200,29 @@ class InsightStore(ProjectStore[TurnLog]):
                 shlex.quote(settings.project),
             )
         return store
+
+    @property
+    def examples(self) -> ExampleLibrary:
+        """The project's few-shot examples (InsightStore.open opens them)."""
+        if self._examples is None:
+            raise HindsightError("this store was opened without its few-shot examples: open it with InsightStore.open")
+        return self._examples
+
+    @property
+    def suggestions(self) -> SuggestionBox:
+        """The project's prompt suggestions (InsightStore.open opens them)."""
+        if self._suggestions is None:
+            raise HindsightError("this store was opened without its prompt suggestions: open it with InsightStore.open")
+        return self._suggestions
+
+    def forget_user(self, user_id: str, now: datetime | None = None) -> ForgetResult:
+        """As ProjectStore's, and the user's few-shot examples and their quotes in prompt suggestions go too."""
+        result = super().forget_user(user_id, now)
+        if self._examples is not None:
+            self._examples.forget_user(user_id)
+        if self._suggestions is not None:
+            self._suggestions.forget_user(user_id)
+        return result
 
     def is_connected(self) -> bool:
         return self._client is None or self._client.is_connected()

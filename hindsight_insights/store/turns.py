@@ -347,3 +347,32 @@ class TurnLog:
                 if len(result.objects) < SCAN_PAGE or not matched:
                     break
         return found
+
+    # ---- what the nightly run mines for prompt suggestions (suggestions.py) ------------------------------------
+
+    def corrected_since(self, since: datetime, until: datetime, *, limit: int = 10_000) -> list[Turn]:
+        """Answers a user corrected in [since, until) (by their correction record's time), oldest first, at most
+        `limit`."""
+        where = Filter.all_of(
+            [
+                Filter.by_property("error_status").equal("corrected"),
+                Filter.by_property("correction_at").greater_or_equal(since),
+                Filter.by_property("correction_at").less_than(until),
+            ]
+        )
+        with weaviate_errors("reading corrected turns"):
+            result = self._turns.query.fetch_objects(
+                filters=where, limit=limit, sort=Sort.by_property("correction_at", ascending=True)
+            )
+        return [from_object(obj, TURN_FIELDS, Turn) for obj in result.objects]
+
+    def by_ids(self, turn_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Turn]:
+        """The stored turns of these ids (missing ones left out)."""
+        found: dict[uuid.UUID, Turn] = {}
+        for chunk in _chunks(sorted(set(turn_ids), key=str)):
+            with weaviate_errors("reading turns"):
+                result = self._turns.query.fetch_objects(filters=Filter.by_id().contains_any(chunk), limit=len(chunk))
+            for obj in result.objects:
+                turn = from_object(obj, TURN_FIELDS, Turn)
+                found[turn.id] = turn
+        return found
