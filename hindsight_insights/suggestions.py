@@ -205,10 +205,13 @@ class MiningReport:
     reopened: int  # dismissed ones whose corrections grew markedly
 
 
-def mine_suggestions(store: InsightStore, now: datetime | None = None) -> MiningReport:
-    """Read the window's correction records, group them, and create or update their suggestions (never apply)."""
+def mine_suggestions(
+    store: InsightStore, now: datetime | None = None, settings: Settings | None = None
+) -> MiningReport:
+    """Read the window's correction records, group them, and create or update their suggestions (never apply).
+    `settings`: the caller's (the worker's), else the store's."""
     now = now or datetime.now(UTC)
-    settings = store.settings
+    settings = settings or store.settings
     since = now - timedelta(days=settings.suggestion_window_days)
     corrected = store.turns.corrected_since(since, now)
     correcting = store.turns.by_ids({t.correction.in_turn for t in corrected if t.correction is not None})

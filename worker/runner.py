@@ -133,7 +133,7 @@ class ReflectionWorker:
             zone=self.zone,
             settings=self.settings,
             runner=self,
-            mine=lambda now: mine_suggestions(store, now),
+            mine=lambda now: mine_suggestions(store, now, self.settings),
         )
 
     # ---- the poll ---------------------------------------------------------------------------------------------
