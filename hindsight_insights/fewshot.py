@@ -11,9 +11,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 # Caps on what one example carries into a prompt (head kept): its cost is in bench/bench_fewshot.py.
-CONTEXT_CHARS = 300
-SAID_CHARS = 400
-CORRECTED_CHARS = 300
+CONTEXT_CHARS = 150
+SAID_CHARS = 250
+CORRECTED_CHARS = 200
 
 ExampleScope = Literal["user", "project"]
 
