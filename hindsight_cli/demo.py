@@ -30,8 +30,10 @@ from hindsight_insights.connection import connect_url
 from hindsight_insights.models import InsightStatus
 from hindsight_insights.reflection import load_reflector
 from hindsight_insights.store import InsightStore
+from hindsight_insights.store.examples import example_collection_name
 from hindsight_insights.store.review import ReviewQueue
 from hindsight_insights.store.schema import collection_names
+from hindsight_insights.store.suggestions import suggestion_collection_name
 from hindsight_insights.weaviate_server import running_weaviate
 from worker.db import open_engine
 from worker.runner import ReflectionWorker
@@ -54,7 +56,8 @@ def _fresh(settings: Settings) -> None:
     assert settings.weaviate_url is not None
     with contextlib.closing(connect_url(settings, settings.weaviate_url)) as client:
         names = collection_names(settings.project)
-        for name in (names.insights, names.turns, names.audit):
+        extra = (example_collection_name(settings.project), suggestion_collection_name(settings.project))
+        for name in (names.insights, names.turns, names.audit, *extra):
             client.collections.delete(name)
 
 
