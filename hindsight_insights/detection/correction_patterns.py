@@ -563,13 +563,15 @@ STATEMENT = re.compile(r"(^|[^不])(是|为)|改成|改到|换成|变成|调成|
 TEMPORAL = _cues(
     (
         "temporal_zh",
-        r"(这个月|本月|这周|本周|这星期|今天|今晚|明天|今年|本季度|这季度|这个季度|这次|本次|活动期间|促销期间|大促期间|"
+        r"(这个月|本月|这周|本周|这星期|今天|今晚|明天|今年|本季度|这季度|这个季度|(这次|本次)(活动|促销|大促)(期间)?|"
+        r"这次|本次|这一次|这回|本轮对话|这轮对话|活动期间|促销期间|大促期间|"
         r"春节期间|国庆期间|节假日期间|双十一期间|双11期间|暂时|临时|目前|截至[^,。]{1,10}|截止到[^,。]{1,10}|"
         r"(?<![\d一二三四五六七八九十])[\d一二三四五六七八九十]{1,3}月(底|\d{1,2}[日号])前|年底前|限时)",
     ),
     (
         "temporal_en",
-        r"\b(this (month|week|quarter|year|time|weekend)|today|tonight|for now|temporarily|"
+        r"\b(this (month|week|quarter|year|time|weekend|conversation|chat|session)|just this once|today|tonight|"
+        r"for now|temporarily|"
         r"(until|through|till) (the end of (the )?(month|week|quarter|year)|"
         r"(january|february|march|april|may|june|july|august|september|october|november|december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
         r"next [a-z]+)( \d{1,2}(st|nd|rd|th)?)?|\d{1,2}(st|nd|rd|th)|\d{4}-\d{2}-\d{2})|"
