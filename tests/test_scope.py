@@ -7,7 +7,10 @@ import pytest
 from hindsight_insights.commands import Provenance
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.corrections import detect
+from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.periods import this_conversation_only
+from hindsight_insights.detector_model import learned_detector
+from hindsight_insights.embedder import Embedder
 from hindsight_insights.models import Scope
 from hindsight_insights.scope import decide_scope, states_a_change
 
@@ -59,3 +62,40 @@ def test_a_promotion_is_a_period_not_the_conversation() -> None:
     assert scopes("不对，本次活动价格是 99 元", "活动价格是 129 元。") == [Scope.USER, Scope.PROJECT]
     assert not this_conversation_only("本次活动")
     assert this_conversation_only("这次") and this_conversation_only("This time") and not this_conversation_only("这周")
+
+
+ANSWER_SHAPES = [
+    ("give me the commands first and skip the theory", "Kubernetes pods are the smallest deployable unit, because..."),
+    ("先给我命令，别讲原理", "Kubernetes 的 Pod 是最小的部署单元，它的设计初衷是……"),
+    ("先说结论，再说原因", "这个问题要从背景说起……"),
+    ("I need a yes or no first. Put the answer in the first line, reasons after.", "Upgrading has benefits..."),
+    ("Conclusion first, then the details.", "Let me walk through the background first..."),
+]
+WORK_ORDERS = [
+    ("Write a failing test first, then fix the code.", "Here's the patch for the parser."),
+    ("先备份再改配置", "我已经改好了配置。"),
+    ("Test it on staging first next time.", "Cert renewed on the load balancer."),
+]
+
+
+@pytest.fixture(scope="module")
+def learned(embedder: Embedder) -> LearnedDetector:
+    detector = learned_detector(embedder, Settings(detector=True))
+    assert detector is not None
+    return detector
+
+
+@pytest.mark.parametrize(("message", "answer"), ANSWER_SHAPES)
+@pytest.mark.parametrize("with_model", [False, True])
+def test_how_answers_should_look_is_the_users_preference_not_a_process_for_everyone(
+    message: str, answer: str, with_model: bool, learned: LearnedDetector
+) -> None:
+    found = detect(message, answer, learned if with_model else None)
+    targets = decide_scope(Provenance("detector", "u1", "s1", correction=found), Settings())
+    assert found.type.value == "preference" and [t.scope for t in targets] == [Scope.USER]
+
+
+@pytest.mark.parametrize(("message", "answer"), WORK_ORDERS)
+def test_an_order_of_the_work_stays_a_process_reviewed_for_everyone(message: str, answer: str) -> None:
+    found = detect(message, answer)
+    assert found.type.value == "process" and scopes(message, answer) == [Scope.USER, Scope.PROJECT]

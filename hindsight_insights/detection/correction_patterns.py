@@ -354,6 +354,18 @@ ONE_OFF = re.compile(
 )
 
 # --------------------------------------------------------------------------------------------------- process
+# An order of the ANSWER's parts (conclusion first, 先给我命令), not of the work: how answers should look is the user's
+# preference (correction_wishes.process), never a process for everyone.
+_ANSWER_PART_EN = (
+    r"(the )?(answer|conclusion|summary|bottom line|tl;?dr|yes or no|verdict|recommendation|commands?|code)"
+)
+ANSWER_SHAPE = re.compile(
+    rf"^\W*{_ANSWER_PART_EN}s? (first|up front|at the top)\b|"
+    rf"\b(give|show|tell|put|say|need|want|lead with|start with|list)\b( me| us)?( an?)?\s{_ANSWER_PART_EN}s?\b"
+    r"[^,.;]{0,20}\b(first|up front|at the top|in the first line)\b|"
+    r"先(说|讲|给我?|写|放|列出?)(结论|答案|结果|命令|代码|要点|重点|总结|推荐)|"
+    r"(结论|答案|命令|代码|要点)(要|请)?(放|写)(在)?(最)?前面"
+)
 PROCESS = _cues(
     ("order_first_then_zh", r"先(?P<first>[^。;]{1,30}?)[,]?\s*(再|然后|之后|才|后)(?P<then>[^,。;]{1,30})"),
     (
