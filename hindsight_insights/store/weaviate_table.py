@@ -11,7 +11,7 @@ from typing import Any
 
 import weaviate
 from weaviate.classes.data import DataObject
-from weaviate.classes.query import Sort
+from weaviate.classes.query import Filter, Sort
 from weaviate.collections import Collection as WeaviateCollection
 
 from hindsight_insights import keys
@@ -156,6 +156,17 @@ class WeaviateInsightTable:
             filters=filters.matching(status=status, user_id=user_id, scene=scene, kind=kind),
             limit=limit,
             sort=Sort.by_property("updated_at", ascending=False),
+        )
+        return [insight_from(obj) for obj in result.objects]
+
+    def from_sessions(self, session_ids: Collection[str], limit: int = 1000) -> list[Insight]:
+        """The insights whose evidence is in these sessions: what was learned, at once or by reflection, from them."""
+        if not session_ids:
+            return []
+        result = self.collection.query.fetch_objects(
+            filters=Filter.by_property("evidence_session_id").contains_any(sorted(session_ids)),
+            limit=limit,
+            sort=Sort.by_property("created_at", ascending=True),
         )
         return [insight_from(obj) for obj in result.objects]
 

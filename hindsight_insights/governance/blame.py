@@ -1,0 +1,161 @@
+"""Blame: what a recorded turn says about the insights that shaped the answers it judges (ExpeL-style bookkeeping).
+
+    a correction     the user's message corrects the previous answer (the detector, or the flow's `correction`
+                     flag): each insight injected into that answer is blamed, weighted by how closely the
+                     correction touches it (the cosine of the embedder's vectors of the correction, with the answer
+                     it corrects, and of the insight's text, mapped to 0-1 by `blame_weight`)
+    a dislike        the user disliked this turn's answer: its injected insights are blamed the same way, against the
+                     turn's own messages
+    no complaint     the next message is no correction (or the answer was liked): each insight given gets support
+
+An active insight whose blame reaches `Settings.blame_suspect_at` and outweighs its support becomes `suspect`:
+never injected (search reads only active rules), and in the review queue with the turns that blamed it. The marks
+live in the blame ledger (store/blame.py); the change of status in the audit trail, actor "blame".
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from hindsight_insights.detection.correction_types import Correction
+from hindsight_insights.models import Insight, InsightStatus, Turn
+from hindsight_insights.store.blame import BlameMark, BlameTally
+from hindsight_insights.store.ports import BlamingStore
+from hindsight_insights.store.table import embedding_text
+
+# Cosine of the built-in embedder between a complaint and an insight: at or below UNRELATED the complaint is about
+# something else (an unrelated rule scores 0.0-0.2 against a correction), at or above FULL it is about this insight
+# (0.55-0.8 for a correction of the rule's own claim); in between, a share. Read off a handful of zh/en pairs, not
+# tuned on any evaluation set.
+UNRELATED = 0.2
+FULL = 0.5
+SUSPECT_ACTOR = "blame"
+
+
+def blame_weight(cosine: float) -> float:
+    return float(min(1.0, max(0.0, (cosine - UNRELATED) / (FULL - UNRELATED))))
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One insight's mark from this turn, its tally after it, and whether it became suspect now."""
+
+    insight_id: uuid.UUID
+    kind: str
+    weight: float
+    tally: BlameTally
+    suspected: bool
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "insight_id": str(self.insight_id),
+            "kind": self.kind,
+            "weight": round(self.weight, 3),
+            "blame": round(self.tally.blame, 3),
+            "support": self.tally.support,
+            "suspected": self.suspected,
+        }
+
+
+def judge_turn(
+    store: BlamingStore,
+    turn: Turn,
+    previous: Turn | None,
+    correction: Correction,
+    now: datetime,
+) -> list[Judged]:
+    """Mark the insights `previous` and `turn` were given, and make suspect those that crossed the threshold."""
+    marks: list[BlameMark] = []
+    complained = correction.is_correction or turn.signals.correction
+    if previous is not None and previous.injected_insight_ids:
+        if complained:
+            text = f"{turn.user_message}\n{previous.assistant_message}"
+            reason = f"correction:{correction.type.value}" if correction.is_correction else "correction:flow"
+            marks += _blame(store, previous, turn, previous.injected_insight_ids, text, reason, now)
+        else:
+            marks += _support(previous, turn, previous.injected_insight_ids, now)
+    if turn.injected_insight_ids and turn.signals.feedback == "dislike":
+        text = f"{turn.user_message}\n{turn.assistant_message}"
+        marks += _blame(store, turn, turn, turn.injected_insight_ids, text, "dislike", now)
+    elif turn.injected_insight_ids and turn.signals.feedback == "like":
+        marks += _support(turn, turn, turn.injected_insight_ids, now)
+    added = store.blame_ledger.add(marks)
+    judged: list[Judged] = []
+    for mark in added:
+        tally = store.blame_ledger.tally(mark.insight_id)
+        suspected = mark.kind == "blame" and _make_suspect(store, mark.insight_id, tally, now)
+        judged.append(Judged(mark.insight_id, mark.kind, mark.weight, tally, suspected))
+    return judged
+
+
+def crosses(tally: BlameTally, threshold: float) -> bool:
+    """Blamed enough, and more than it was used without complaint."""
+    return tally.blame >= threshold and tally.blame > tally.support
+
+
+def _make_suspect(store: BlamingStore, insight_id: uuid.UUID, tally: BlameTally, now: datetime) -> bool:
+    if not crosses(tally, store.settings.blame_suspect_at):
+        return False
+    before = store.get(insight_id)
+    if before.status not in (InsightStatus.ACTIVE, InsightStatus.SUPERSEDED):
+        return False  # pending, rejected or already suspect: a reviewer has it, or had it
+    after = store.set_status(insight_id, InsightStatus.SUSPECT, now)
+    turns = ", ".join(str(mark.by_turn) for mark in tally.blamed_by)
+    note = (
+        f"blame {tally.blame:.2f} reached {store.settings.blame_suspect_at:g} against support {tally.support}; "
+        f"blamed by turns {turns}"
+    )
+    store.audit.record("suspect", SUSPECT_ACTOR, before, after, note)
+    return True
+
+
+def _blame(
+    store: BlamingStore,
+    judged: Turn,
+    by: Turn,
+    insight_ids: list[uuid.UUID],
+    text: str,
+    reason: str,
+    now: datetime,
+) -> list[BlameMark]:
+    insights: list[Insight] = []
+    for insight_id in dict.fromkeys(insight_ids):
+        found = store.insight_table.get(insight_id)
+        if found is not None:  # deleted since it was injected: nothing left to blame
+            insights.append(found)
+    if not insights:
+        return []
+    vectors = store.embedder.embed([text, *(embedding_text(insight) for insight in insights)])
+    complaint, others = vectors[0], vectors[1:]
+    norms = np.linalg.norm(others, axis=1) * max(float(np.linalg.norm(complaint)), 1e-9)
+    cosines = (others @ complaint) / np.maximum(norms, 1e-9)
+    marks = []
+    for insight, cosine in zip(insights, cosines, strict=True):
+        weight = blame_weight(float(cosine))
+        if weight > 0:  # a complaint about something else neither blames nor supports this one
+            marks.append(_mark(insight.id, judged, by, "blame", weight, reason, now))
+    return marks
+
+
+def _support(judged: Turn, by: Turn, insight_ids: list[uuid.UUID], now: datetime) -> list[BlameMark]:
+    return [_mark(i, judged, by, "support", 1.0, "used", now) for i in dict.fromkeys(insight_ids)]
+
+
+def _mark(
+    insight_id: uuid.UUID, judged: Turn, by: Turn, kind: str, weight: float, reason: str, now: datetime
+) -> BlameMark:
+    return BlameMark(
+        insight_id=insight_id,
+        turn_id=judged.id,
+        by_turn=by.id,
+        session_id=judged.session_id,
+        user_id=judged.user_id,
+        kind="blame" if kind == "blame" else "support",
+        weight=weight,
+        reason=reason,
+        at=now,
+    )
