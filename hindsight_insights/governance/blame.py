@@ -2,8 +2,9 @@
 
     a correction     the user's message corrects the previous answer (the detector, or the flow's `correction`
                      flag): each insight injected into that answer is blamed, weighted by how closely the
-                     correction touches it (the cosine of the embedder's vectors of the correction, with the answer
-                     it corrects, and of the insight's text, mapped to 0-1 by `blame_weight`)
+                     correction touches it (the cosine of the embedder's vectors of the user's message, with the
+                     part of the answer the detector found corrected, and of the insight's text, mapped to 0-1 by
+                     `blame_weight`); the answer as a whole is left out: it echoes every rule it was given
     a dislike        the user disliked this turn's answer: its injected insights are blamed the same way, against the
                      turn's own messages
     no complaint     the next message is no correction (or the answer was liked): each insight given gets support
@@ -73,7 +74,7 @@ def judge_turn(
     complained = correction.is_correction or turn.signals.correction
     if previous is not None and previous.injected_insight_ids:
         if complained:
-            text = f"{turn.user_message}\n{previous.assistant_message}"
+            text = "\n".join(part for part in (turn.user_message, correction.original) if part)
             reason = f"correction:{correction.type.value}" if correction.is_correction else "correction:flow"
             marks += _blame(store, previous, turn, previous.injected_insight_ids, text, reason, now)
         else:
