@@ -38,6 +38,13 @@ GOOD = {
     "confidence": 0.8,
 }
 
+CABLE = {
+    **GOOD,
+    "topic": "维修建议",
+    "action": "这位客户的手机问题，你推荐购买原装充电线。",
+    "evidence": {"quote": "手机还是不行"},
+}
+
 
 def learned(store: InsightStore, content: dict[str, Any], session: str, source: str = "reflection:openai") -> uuid.UUID:
     (placed,) = write(store, WriteCommand(InsightContent.parse(content), Provenance(source, USER, session)))
@@ -61,7 +68,8 @@ def a_corrected_conversation(store: InsightStore, given: list[uuid.UUID]) -> Rec
     """The next conversation: both insights injected, the answer follows the wrong one, the customer corrects it."""
     session = f"s-{uuid.uuid4().hex[:8]}"
     say(store, session, "老王这边，手机还是不行", "老王您好，可能是充电线坏了，建议您换一根新的充电线。", given)
-    return say(store, session, "不对，我的手机是开不了机，不是充不上电", "抱歉老王，开不了机的话请先长按电源键十秒强制重启。", given)
+    answer = "抱歉老王，开不了机的话请先长按电源键十秒强制重启。"
+    return say(store, session, "不对，我的手机是开不了机，不是充不上电", answer, given)
 
 
 def a_quiet_conversation(store: InsightStore, given: list[uuid.UUID]) -> Recorded:
@@ -127,7 +135,7 @@ def test_blame_is_counted_once_per_turn_and_weighted_by_closeness(store: Insight
     assert len(tally.blamed_by) == 1 and tally.blame == 1.0
     # A complaint about something else touches it little or not at all.
     other = draft.model_copy(
-        update={"message_id": "m-3", "user_message": "不对，我要的是发票，不是收据", "assistant_message": "收据已寄出。"}
+        update={"message_id": "m-3", "user_message": "不对，我要的是发票，不是收据", "assistant_message": "已寄出。"}
     )
     record_turn(store, other, store.settings)
     assert store.blame_ledger.tally(wrong).blame < 1.5
@@ -164,7 +172,7 @@ def test_the_graph_shows_what_an_insight_touched(store: InsightStore) -> None:
     later_session = recorded.turn.session_id
     derived = learned(
         store,
-        {**GOOD, "topic": "维修建议", "action": "这位客户的手机问题，你推荐购买原装充电线。", "evidence": {"quote": "手机还是不行"}},
+        CABLE,
         later_session,
     )
     graph = store.graph.of(wrong)
@@ -182,7 +190,7 @@ def test_unknown_ids_and_nothing_to_repair_are_clear_errors_and_change_nothing(s
         store.graph.of(uuid.uuid4())
     with pytest.raises(NotFound):
         plan_repair(store, uuid.uuid4(), "reviewer-li")
-    with pytest.raises(InvalidInput, match="not an insight id|must be"):
+    with pytest.raises(InvalidInput, match="is not an insight id"):
         plan_repair(store, "not-an-id", "reviewer-li")
     lonely = learned(store, WRONG, "s-never-recorded")
     with pytest.raises(InvalidInput, match="nothing to repair") as error:
@@ -199,7 +207,7 @@ def test_the_plan_rejects_the_faulty_insight_and_suspects_only_what_reflection_l
     session = recorded.turn.session_id
     reflected = learned(
         store,
-        {**GOOD, "topic": "维修建议", "action": "这位客户的手机问题，你推荐购买原装充电线。", "evidence": {"quote": "手机还是不行"}},
+        CABLE,
         session,
     )
     at_once = [placed.result.id for placed in recorded.learned]  # the detector's lesson, in the user's own words

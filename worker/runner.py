@@ -331,7 +331,6 @@ class ReflectionWorker:
             detail = claim.task.detail
             suspects = [uuid.UUID(str(i)) for i in detail.get("suspects", [])]
             conclude_repair(self.store, uuid.UUID(str(detail["faulty"])), str(detail["session"]), suspects, report, now)
-            self.ledger.count(day, f"repair.{report.outcome}")
         if claim is None:
             return
         if report.outcome == "ok":
