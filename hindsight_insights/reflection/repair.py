@@ -11,10 +11,10 @@
                re-reflection learned again is restored (it did not rest on the faulty insight); one it did not learn
                again is rejected, replaced by what was learned; one `repair` audit entry per session says what changed
 
-Only what reflection learned is suspected: a lesson learned at once from the user's own words (record_turn) does not
-rest on what the assistant was told. Every step is an AuditEntry: "reject" (the reviewer's verdict), "suspect" (each
-derived insight), "repair" (the plan on the faulty insight, then each session's outcome on the faulty insight and on
-each suspect it resolved).
+Only what a model learned by reflection (the worker's, or a chatflow's reflection node) is suspected: a lesson learned
+at once from the user's own words (record_turn) does not rest on what the assistant was told. Every step is an
+AuditEntry: "reject" (the reviewer's verdict), "suspect" (each derived insight), "repair" (the plan on the faulty
+insight, then each session's outcome on the faulty insight and on each suspect it resolved).
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ from hindsight_insights.reflection.report import ReflectionReport
 from hindsight_insights.store.insights import InsightStore
 
 REPAIR_ACTOR = "repair"
-REFLECTED = "reflection:"  # the source of what reflection learned (ReflectionEngine.source)
+# What a model wrote by reading a conversation: the worker's reflections (ReflectionEngine.source), and a chatflow's
+# reflection node's JSON through save_insight.
+REFLECTED = ("reflection:", "dify:insight_json")
 _SUSPECTABLE = (InsightStatus.ACTIVE, InsightStatus.SUPERSEDED, InsightStatus.PENDING_REVIEW)
 
 
