@@ -188,7 +188,9 @@ def faulty(
         console.print(f"  suspect now: {suspect.topic} ({suspect.id}): {suspect.action}", soft_wrap=True)
     if tick is None:
         console.print(f"{queued} repair task(s) queued for the worker")
-    for step in steps[1:]:
+    for step in steps:
+        if step["step"] != "re-reflected":
+            continue
         console.print(
             f"  session {step.get('session_id')}: {step.get('outcome')}; learned {len(step.get('learned', []))}, "
             f"restored {len(step.get('restored', []))}, rejected {len(step.get('rejected', []))}"

@@ -13,8 +13,9 @@ from hindsight_insights.errors import InvalidInput, NotFound
 from hindsight_insights.governance.blame import blame_weight, crosses
 from hindsight_insights.governance.recording import Recorded, record_turn
 from hindsight_insights.governance.writing import write
-from hindsight_insights.models import InsightContent, InsightStatus, TurnDraft
-from hindsight_insights.reflection.repair import plan_repair
+from hindsight_insights.models import InsightContent, InsightStatus, Scope, TurnDraft
+from hindsight_insights.reflection.repair import conclude_repair, plan_repair
+from hindsight_insights.reflection.report import ReflectionReport
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.blame import BlameTally
 from hindsight_insights.store.review import ReviewQueue
@@ -221,3 +222,21 @@ def test_the_plan_rejects_the_faulty_insight_and_suspects_only_what_reflection_l
     actions = [(e.action, e.actor) for e in store.audit.of(wrong)]
     assert actions == [("reject", "reviewer-li"), ("repair", "reviewer-li")]
     assert [e.action for e in store.audit.of(reflected)] == ["suspect"]
+
+
+def test_a_suspect_that_waited_for_a_reviewer_waits_again_when_the_repair_learns_it_again(store: InsightStore) -> None:
+    wrong = learned(store, WRONG, "s-origin")
+    session = a_corrected_conversation(store, [wrong]).turn.session_id
+    asked = Provenance("reflection:openai", USER, session, scope=Scope.PROJECT)
+    placed = write(store, WriteCommand(InsightContent.parse(CABLE), asked))  # the user's copy, and the project's
+    assert sorted(p.result.status for p in placed) == ["created", "pending_review"]
+    plan = plan_repair(store, wrong, "reviewer-li")
+    suspects = [i.id for i in plan.suspected]
+    assert sorted(suspects) == sorted(p.result.id for p in placed)
+    report = ReflectionReport(session_ids=[session], variant="session", source="reflection:openai")
+    report.unchanged.extend(suspects)  # learned again, word for word, without the faulty insight
+    outcome = conclude_repair(store, wrong, session, suspects, report)
+    assert sorted(outcome.restored) == sorted(suspects) and outcome.rejected == []
+    statuses = {p.result.status: store.get(p.result.id).status for p in placed}
+    # The project's copy goes back to its reviewer: a repair never approves anything.
+    assert statuses == {"created": InsightStatus.ACTIVE, "pending_review": InsightStatus.PENDING_REVIEW}

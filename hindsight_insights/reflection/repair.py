@@ -151,7 +151,10 @@ def conclude_repair(
         if suspect.status is not InsightStatus.SUSPECT or suspect.id not in suspects:
             continue
         if suspect.id in learned:
-            after = store.restore(suspect.id, now)
+            if _before_suspected(store, suspect.id) is InsightStatus.PENDING_REVIEW:  # it still needs its reviewer
+                after = store.set_status(suspect.id, InsightStatus.PENDING_REVIEW, now)
+            else:
+                after = store.restore(suspect.id, now)
             note = f"learned again from session {session_id} without faulty insight {faulty.id}: restored"
             store.audit.record("repair", REPAIR_ACTOR, suspect, after, note)
             restored.append(suspect.id)
@@ -167,6 +170,12 @@ def conclude_repair(
     outcome = RepairOutcome(faulty.id, session_id, "ok", learned, restored, rejected)
     store.audit.record("repair", REPAIR_ACTOR, faulty, faulty, json.dumps(outcome.as_json(), ensure_ascii=False))
     return outcome
+
+
+def _before_suspected(store: InsightStore, insight_id: uuid.UUID) -> InsightStatus | None:
+    """The status the insight had when the repair made it suspect (from the audit trail)."""
+    entries = [e for e in store.audit.of(insight_id) if e.action == "suspect" and e.actor == REPAIR_ACTOR]
+    return Insight.model_validate_json(entries[-1].before).status if entries else None
 
 
 def repair_steps(store: InsightStore, faulty_id: uuid.UUID | str) -> list[dict[str, Any]]:
