@@ -95,7 +95,8 @@ def test_a_wrong_insight_is_suspect_after_the_configured_corrections_a_good_one_
 
     second = a_corrected_conversation(store, given)
     (blamed,) = [j for j in second.judged if j.kind == "blame"]
-    assert blamed.suspected and blamed.tally.blame == pytest.approx(2.0) and blamed.tally.support == 1
+    assert blamed.suspected and blamed.tally is not None
+    assert blamed.tally.blame == pytest.approx(2.0) and blamed.tally.support == 1
     assert store.get(wrong).status is InsightStatus.SUSPECT
     good_now = store.get(good)
     assert good_now.status is InsightStatus.ACTIVE

@@ -43,21 +43,21 @@ def blame_weight(cosine: float) -> float:
 
 @dataclass(frozen=True)
 class Judged:
-    """One insight's mark from this turn, its tally after it, and whether it became suspect now."""
+    """One insight's mark from this turn, its tally after a blame, and whether it became suspect now."""
 
     insight_id: uuid.UUID
     kind: str
     weight: float
-    tally: BlameTally
+    tally: BlameTally | None  # read after a blame only
     suspected: bool
 
     def as_json(self) -> dict[str, object]:
+        tally = {} if self.tally is None else {"blame": round(self.tally.blame, 3), "support": self.tally.support}
         return {
             "insight_id": str(self.insight_id),
             "kind": self.kind,
             "weight": round(self.weight, 3),
-            "blame": round(self.tally.blame, 3),
-            "support": self.tally.support,
+            **tally,
             "suspected": self.suspected,
         }
 
@@ -87,8 +87,11 @@ def judge_turn(
     added = store.blame_ledger.add(marks)
     judged: list[Judged] = []
     for mark in added:
+        if mark.kind == "support":  # support never makes anything suspect: no tally read for it
+            judged.append(Judged(mark.insight_id, mark.kind, mark.weight, None, False))
+            continue
         tally = store.blame_ledger.tally(mark.insight_id)
-        suspected = mark.kind == "blame" and _make_suspect(store, mark.insight_id, tally, now)
+        suspected = _make_suspect(store, mark.insight_id, tally, now)
         judged.append(Judged(mark.insight_id, mark.kind, mark.weight, tally, suspected))
     return judged
 

@@ -28,7 +28,7 @@ from hindsight_insights.store.bulk import delete_all
 from hindsight_insights.store.schema import collection_names
 
 _NAMESPACE = uuid.UUID("0c9f3a52-3c1e-4d8b-b7a2-8f4d61e0b2c7")
-MAX_MARKS = 10_000  # per insight read back; far more than any review needs
+MAX_MARKS = 10_000  # blame marks per insight read back; it is suspect long before
 MarkKind = Literal["blame", "support"]
 
 
@@ -63,7 +63,7 @@ class BlameTally:
 
     blame: float = 0.0
     support: int = 0
-    marks: list[BlameMark] = field(default_factory=list)
+    marks: list[BlameMark] = field(default_factory=list)  # the blame marks, oldest first
 
     @property
     def blamed_by(self) -> list[BlameMark]:
@@ -144,17 +144,21 @@ class BlameLedger:
         return added
 
     def tally(self, insight_id: uuid.UUID) -> BlameTally:
+        """The insight's blame marks, and how often it was used without complaint (counted, not read: a rule in use
+        gathers many)."""
+        mine = Filter.by_property("insight_id").equal(insight_id)
         with weaviate_errors("reading blame"):
             result = self.collection.query.fetch_objects(
-                filters=Filter.by_property("insight_id").equal(insight_id),
+                filters=mine & Filter.by_property("kind").equal("blame"),
                 limit=MAX_MARKS,
                 sort=Sort.by_property("at", ascending=True),
             )
+            supported = self.collection.aggregate.over_all(
+                filters=mine & Filter.by_property("kind").equal("support"), total_count=True
+            )
         marks = [_mark(obj.properties) for obj in result.objects]
         return BlameTally(
-            blame=sum(mark.weight for mark in marks if mark.kind == "blame"),
-            support=sum(1 for mark in marks if mark.kind == "support"),
-            marks=marks,
+            blame=sum(mark.weight for mark in marks), support=int(supported.total_count or 0), marks=marks
         )
 
     def forget_user(self, user_id: str) -> int:
