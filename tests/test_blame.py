@@ -7,17 +7,19 @@ import uuid
 from typing import Any
 
 import pytest
+import weaviate
 
 from hindsight_insights.commands import Provenance, WriteCommand
+from hindsight_insights.embedder import Embedder
 from hindsight_insights.errors import InvalidInput, NotFound
 from hindsight_insights.governance.blame import blame_weight, crosses
 from hindsight_insights.governance.recording import Recorded, record_turn
 from hindsight_insights.governance.writing import write
-from hindsight_insights.models import InsightContent, InsightStatus, Scope, TurnDraft
+from hindsight_insights.models import InsightContent, InsightStatus, Scope, TurnDraft, TurnSignals
 from hindsight_insights.reflection.repair import conclude_repair, plan_repair
 from hindsight_insights.reflection.report import ReflectionReport
 from hindsight_insights.store import InsightStore
-from hindsight_insights.store.blame import BlameTally
+from hindsight_insights.store.blame import BlameTally, blame_collection_name
 from hindsight_insights.store.review import ReviewQueue
 
 USER = "cust-wang"
@@ -166,6 +168,20 @@ def test_a_dislike_blames_what_the_disliked_answer_was_given(store: InsightStore
     (judged,) = recorded.judged
     assert (judged.kind, judged.insight_id) == ("blame", wrong) and judged.weight > 0.5
     assert store.blame_ledger.tally(wrong).blamed_by[0].reason == "dislike"
+    another = f"s-{uuid.uuid4().hex[:8]}"
+    liked = draft.model_copy(update={"session_id": another, "signals": TurnSignals(feedback="like")})
+    (judged,) = record_turn(store, liked, store.settings).judged
+    assert (judged.kind, judged.tally) == ("support", None) and store.blame_ledger.tally(wrong).support == 1
+
+
+def test_a_project_opened_before_blame_existed_gets_its_ledger(
+    client: weaviate.WeaviateClient, store: InsightStore, embedder: Embedder
+) -> None:
+    name = blame_collection_name(store.settings.project)
+    client.collections.delete(name)  # as a project made by an earlier version has none
+    assert not client.collections.exists(name)
+    reopened = InsightStore.open(client, store.settings, embedder)
+    assert client.collections.exists(name) and reopened.blame_ledger.tally(uuid.uuid4()).blame == 0.0
 
 
 def test_the_graph_shows_what_an_insight_touched(store: InsightStore) -> None:

@@ -75,7 +75,7 @@ def test_a_failed_re_reflection_is_written_down_retried_and_a_suspect_learned_ag
         assert worker.run_repairs().reflections == []  # it waits for its backoff, like any failed reflection
 
         clock.advance(hours=2)
-        (retried,) = worker.run_repairs().reflections
+        (retried,) = worker.poll_sessions().reflections  # the worker's own poll runs due repairs
         assert retried.outcome == "ok" and retried.unchanged == [derived]
         assert extractor.calls[-1] == ("session", [session])
         assert store.get(derived).status is InsightStatus.ACTIVE  # it did not rest on the faulty insight
