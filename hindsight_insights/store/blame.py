@@ -2,8 +2,9 @@
 (ExpeL-style bookkeeping; governance/blame.py decides what a turn means for its insights).
 
 One object per (insight, judged turn, kind) in the project's collection `Hindsight_<project>_Blame`, with a uuid5 of
-those three, so recording a turn twice (a retried Dify message, two workers) never counts twice, and no insight
-object is read, changed and written back (no lost update between racing writers). Tallies are sums over the marks.
+those three, so recording a turn twice (a retried Dify message, two writers) never counts twice, and no insight
+object is read, changed and written back (no lost update between racing writers). A turn's marks are written in one
+batch. Tallies are sums over the marks.
 It holds ids, weights and times, never anyone's words; forgetting a user deletes their marks.
 
 A collection of its own, created on opening a store (like the model budget), so an existing project gets it without
@@ -20,10 +21,12 @@ from typing import Any, Literal
 
 import weaviate
 from weaviate.classes.config import Configure, DataType, Property, Tokenization
+from weaviate.classes.data import DataObject
 from weaviate.classes.query import Filter, Sort
 from weaviate.collections import Collection
 
 from hindsight_insights.connection import SAFE_TO_RERUN, weaviate_errors
+from hindsight_insights.errors import WeaviateUnavailable
 from hindsight_insights.store.bulk import delete_all
 from hindsight_insights.store.schema import collection_names
 
@@ -119,29 +122,26 @@ class BlameLedger:
         return cls(client.collections.use(name))
 
     def add(self, marks: Iterable[BlameMark]) -> list[BlameMark]:
-        """Record the marks; returns those that were new (a mark already recorded is not counted again)."""
-        added: list[BlameMark] = []
-        with weaviate_errors("recording blame"):
-            for mark in marks:
-                properties: dict[str, Any] = {
-                    "insight_id": str(mark.insight_id),
-                    "turn_id": str(mark.turn_id),
-                    "by_turn": str(mark.by_turn),
-                    "session_id": mark.session_id,
-                    "user_id": mark.user_id,
-                    "kind": mark.kind,
-                    "reason": mark.reason,
-                    "weight": mark.weight,
-                    "at": mark.at,
-                }
-                try:
-                    self.collection.data.insert(properties, uuid=mark.uuid)
-                except weaviate.exceptions.UnexpectedStatusCodeError as error:
-                    if "already exists" not in str(error):
-                        raise
-                    continue
-                added.append(mark)
-        return added
+        """Record the marks in one round trip. A mark's id is its insight, judged turn and kind, so one recorded
+        again replaces itself: nothing is counted twice."""
+        marks = list(marks)
+        if not marks:
+            return []
+        objects = [
+            DataObject(
+                uuid=mark.uuid,
+                properties=_properties(mark),
+            )
+            for mark in marks
+        ]
+        with weaviate_errors("recording blame", SAFE_TO_RERUN):
+            result = self.collection.data.insert_many(objects)
+        if result.has_errors:
+            first = next(iter(result.errors.values()))
+            raise WeaviateUnavailable(
+                f"Weaviate rejected {len(result.errors)} of {len(objects)} blame marks: {first.message}"
+            )
+        return marks
 
     def tally(self, insight_id: uuid.UUID) -> BlameTally:
         """The insight's blame marks, and how often it was used without complaint (counted, not read: a rule in use
@@ -180,3 +180,17 @@ def _mark(p: object) -> BlameMark:
         reason=str(p["reason"]),
         at=at if isinstance(at, datetime) else datetime.fromisoformat(str(at)),
     )
+
+
+def _properties(mark: BlameMark) -> dict[str, Any]:
+    return {
+        "insight_id": str(mark.insight_id),
+        "turn_id": str(mark.turn_id),
+        "by_turn": str(mark.by_turn),
+        "session_id": mark.session_id,
+        "user_id": mark.user_id,
+        "kind": mark.kind,
+        "reason": mark.reason,
+        "weight": mark.weight,
+        "at": mark.at,
+    }
