@@ -23,10 +23,9 @@ from datetime import datetime
 import numpy as np
 
 from hindsight_insights.detection.correction_types import Correction
-from hindsight_insights.models import Insight, InsightStatus, Turn
+from hindsight_insights.models import InsightStatus, Turn
 from hindsight_insights.store.blame import BlameMark, BlameTally
 from hindsight_insights.store.ports import BlamingStore
-from hindsight_insights.store.table import embedding_text
 
 # Cosine of the built-in embedder between a complaint and an insight: at or below UNRELATED the complaint is about
 # something else (an unrelated rule scores 0.0-0.2 against a correction), at or above FULL it is about this insight
@@ -126,15 +125,13 @@ def _blame(
     reason: str,
     now: datetime,
 ) -> list[BlameMark]:
-    insights: list[Insight] = []
-    for insight_id in dict.fromkeys(insight_ids):
-        found = store.insight_table.get(insight_id)
-        if found is not None:  # deleted since it was injected: nothing left to blame
-            insights.append(found)
-    if not insights:
+    # The stored vectors of the insights (of their embedding_text): only the complaint is embedded.
+    found = store.insight_table.with_vectors(list(dict.fromkeys(insight_ids)))  # a deleted one has nothing to blame
+    if not found:
         return []
-    vectors = store.embedder.embed([text, *(embedding_text(insight) for insight in insights)])
-    complaint, others = vectors[0], vectors[1:]
+    insights = [insight for insight, _ in found]
+    others = np.stack([vector for _, vector in found])
+    complaint = store.embedder.embed([text])[0]
     norms = np.linalg.norm(others, axis=1) * max(float(np.linalg.norm(complaint)), 1e-9)
     cosines = (others @ complaint) / np.maximum(norms, 1e-9)
     marks = []

@@ -11,13 +11,13 @@ unit tests run on.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from hindsight_insights.admission import Admitted
 from hindsight_insights.config import Settings
-from hindsight_insights.embedder import Embedder
+from hindsight_insights.embedder import Embedder, Vectors
 from hindsight_insights.models import (
     CorrectionRecord,
     Insight,
@@ -97,8 +97,8 @@ class ReflectionStore(LearningStore, Protocol):
     ) -> list[Insight]: ...
 
 
-class InsightLookup(Protocol):
-    def get(self, insight_id: uuid.UUID) -> Insight | None: ...
+class InsightVectors(Protocol):
+    def with_vectors(self, insight_ids: Collection[uuid.UUID]) -> list[tuple[Insight, Vectors]]: ...
 
 
 @runtime_checkable
@@ -113,7 +113,7 @@ class BlamingStore(Protocol):
     def blame_ledger(self) -> BlameLedger: ...
 
     @property
-    def insight_table(self) -> InsightLookup: ...
+    def insight_table(self) -> InsightVectors: ...
 
     @property
     def embedder(self) -> Embedder: ...
