@@ -172,6 +172,8 @@ def test_a_dislike_blames_what_the_disliked_answer_was_given(store: InsightStore
     liked = draft.model_copy(update={"session_id": another, "signals": TurnSignals(feedback="like")})
     (judged,) = record_turn(store, liked, store.settings).judged
     assert (judged.kind, judged.tally) == ("support", None) and store.blame_ledger.tally(wrong).support == 1
+    store.forget_user(USER)  # their marks go with their turns
+    assert store.blame_ledger.tally(wrong) == BlameTally()
 
 
 def test_a_project_opened_before_blame_existed_gets_its_ledger(
