@@ -152,3 +152,20 @@ def test_faulty_from_the_command_line_repairs_and_show_lists_the_steps(
     assert "injected into 2 turns" in shown and "repair" in shown and "rejected" in shown
     again = cli("insights", "faulty", str(faulty), "--reviewer", "ops-lin")  # now: the queued task runs
     assert f"session {session}: ok" in again
+
+
+def test_a_repair_whose_faulty_insight_was_deleted_fails_with_a_reason_and_the_worker_goes_on(
+    store: InsightStore, tmp_path: Path
+) -> None:
+    clock = FakeClock()
+    faulty, _ = faulty_and_a_session_that_used_it(store, clock)
+    with running_worker(store, f"sqlite:///{tmp_path / 'state.sqlite3'}", clock, RuleExtractor()) as worker:
+        worker.enqueue_repair(plan_repair(store, faulty, "reviewer-li"))
+        store.delete(faulty)  # a reviewer deleted it before the worker came to it
+        (report,) = worker.run_repairs().reflections
+        assert report.outcome == "failed" and f"the insight to repair is gone: no insight {faulty}" in (
+            report.reason or ""
+        )
+        (task,) = worker.board.tasks("repair")
+        assert task.state == "due" and task.last_error is not None and "no insight" in task.last_error
+        assert worker.status().counters == {"repair.planned": 1, "repair.failed": 1}

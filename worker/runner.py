@@ -34,7 +34,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import Engine
 
 from hindsight_insights.config import Settings
-from hindsight_insights.errors import HindsightError
+from hindsight_insights.errors import HindsightError, NotFound
 from hindsight_insights.reflection import (
     AnthropicReflector,
     Extractor,
@@ -296,7 +296,10 @@ class ReflectionWorker:
             sessions = [claim.subject]
         try:
             if claim.kind == "repair":
-                faulty = self.store.get(str(claim.task.detail["faulty"]))
+                try:
+                    faulty = self.store.get(str(claim.task.detail["faulty"]))
+                except NotFound as gone:
+                    return self.engine.failure(sessions, variant, f"the insight to repair is gone: {gone}")
                 return self.engine.reflect_session(sessions[0], excluded=[faulty])
             if claim.kind == "anomaly":
                 return self.engine.reflect_anomaly(claim.subject)
@@ -314,6 +317,16 @@ class ReflectionWorker:
         newer signals came meanwhile), or due again after a backoff, or failed for good."""
         now = self.clock.now()
         day = local_day(now, self.zone)
+        if kind == "repair" and claim is not None:
+            detail = claim.task.detail
+            suspects = [uuid.UUID(str(i)) for i in detail.get("suspects", [])]
+            try:
+                conclude_repair(
+                    self.store, uuid.UUID(str(detail["faulty"])), str(detail["session"]), suspects, report, now
+                )
+            except HindsightError as error:  # the faulty insight deleted meanwhile, or Weaviate away: logged, retried
+                log.warning("concluding the repair of %s failed: %s", subject, error)
+                report = report.model_copy(update={"outcome": "failed", "reason": f"concluding the repair: {error}"})
         self.ledger.record(report, kind=kind, subject=subject, attempt=attempt, worker=self.owner, day=day, at=now)
         line = reflection_line(
             report,
@@ -327,10 +340,6 @@ class ReflectionWorker:
             budget=self.settings.worker_token_budget,
         )
         log_reflection(line, report.outcome == "failed")
-        if kind == "repair" and claim is not None:
-            detail = claim.task.detail
-            suspects = [uuid.UUID(str(i)) for i in detail.get("suspects", [])]
-            conclude_repair(self.store, uuid.UUID(str(detail["faulty"])), str(detail["session"]), suspects, report, now)
         if claim is None:
             return
         if report.outcome == "ok":

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from hindsight_insights.errors import InvalidInput
+from hindsight_insights.errors import InvalidInput, NotFound
 from hindsight_insights.models import Insight, InsightStatus
 from hindsight_insights.reflection.report import ReflectionReport
 from hindsight_insights.store.insights import InsightStore
@@ -132,7 +132,10 @@ def conclude_repair(
     """A session's re-reflection has ended: resolve the plan's suspects learned from it (`suspects`: the plan's), and
     write down what changed."""
     now = now or datetime.now(UTC)
-    faulty = store.get(faulty_id)
+    try:
+        faulty = store.get(faulty_id)
+    except NotFound:  # deleted since the repair was planned: its trail went with it
+        return RepairOutcome(faulty_id, session_id, "failed", reason=f"insight {faulty_id} was deleted")
     if report.outcome != "ok":
         outcome = RepairOutcome(faulty.id, session_id, "failed", reason=report.reason)
         store.audit.record("repair", REPAIR_ACTOR, faulty, faulty, json.dumps(outcome.as_json(), ensure_ascii=False))
