@@ -118,6 +118,15 @@ def test_a_wrong_insight_is_suspect_after_the_configured_corrections_a_good_one_
     (entry,) = [e for e in item.audit if e.action == "suspect"]
     assert entry.actor == "blame" and str(second.turn.id) in entry.note
 
+    # A reviewer who finds it innocent approves it: the rule again, its blame counted afresh from then on.
+    assert (
+        queue.approve(wrong, "reviewer-li", "the cable advice was right for this model").status is InsightStatus.ACTIVE
+    )
+    third = a_corrected_conversation(store, given)
+    (blamed,) = [j for j in third.judged if j.kind == "blame"]
+    assert blamed.tally is not None and blamed.tally.blame == 1.0 and not blamed.suspected
+    assert store.get(wrong).status is InsightStatus.ACTIVE
+
 
 def test_blame_is_counted_once_per_turn_and_weighted_by_closeness(store: InsightStore) -> None:
     wrong = learned(store, WRONG, "s-origin")

@@ -10,7 +10,8 @@
     no complaint     the next message is no correction (or the answer was liked): each insight given gets support
 
 An active insight whose blame reaches `Settings.blame_suspect_at` and outweighs its support becomes `suspect`:
-never injected (search reads only active rules), and in the review queue with the turns that blamed it. The marks
+never injected (search reads only active rules), and in the review queue with the turns that blamed it. A reviewer
+who approves a suspect makes it the rule again, and its blame counts afresh from then on. The marks
 live in the blame ledger (store/blame.py); the change of status in the audit trail, actor "blame".
 """
 
@@ -89,7 +90,7 @@ def judge_turn(
         if mark.kind == "support":  # support never makes anything suspect: no tally read for it
             judged.append(Judged(mark.insight_id, mark.kind, mark.weight, None, False))
             continue
-        tally = store.blame_ledger.tally(mark.insight_id)
+        tally = store.blame_ledger.tally(mark.insight_id, since=_cleared_at(store, mark.insight_id))
         suspected = _make_suspect(store, mark.insight_id, tally, now)
         judged.append(Judged(mark.insight_id, mark.kind, mark.weight, tally, suspected))
     return judged
@@ -98,6 +99,12 @@ def judge_turn(
 def crosses(tally: BlameTally, threshold: float) -> bool:
     """Blamed enough, and more than it was used without complaint."""
     return tally.blame >= threshold and tally.blame > tally.support
+
+
+def _cleared_at(store: BlamingStore, insight_id: uuid.UUID) -> datetime | None:
+    """When a reviewer last approved the insight (a suspect found innocent): blame before that is answered."""
+    approvals = [entry.at for entry in store.audit.of(insight_id) if entry.action == "approve"]
+    return max(approvals) if approvals else None
 
 
 def _make_suspect(store: BlamingStore, insight_id: uuid.UUID, tally: BlameTally, now: datetime) -> bool:

@@ -143,10 +143,12 @@ class BlameLedger:
             )
         return marks
 
-    def tally(self, insight_id: uuid.UUID) -> BlameTally:
+    def tally(self, insight_id: uuid.UUID, since: datetime | None = None) -> BlameTally:
         """The insight's blame marks, and how often it was used without complaint (counted, not read: a rule in use
-        gathers many)."""
+        gathers many); only marks after `since` (when a reviewer last cleared it) when given."""
         mine = Filter.by_property("insight_id").equal(insight_id)
+        if since is not None:
+            mine = mine & Filter.by_property("at").greater_than(since)
         with weaviate_errors("reading blame"):
             result = self.collection.query.fetch_objects(
                 filters=mine & Filter.by_property("kind").equal("blame"),

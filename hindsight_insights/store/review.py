@@ -53,7 +53,10 @@ class ReviewQueue:
         self, insight_id: uuid.UUID | str, reviewer: str, note: str = "", now: datetime | None = None
     ) -> Insight:
         before = self._store.get(insight_id)
-        after = self._store.approve(before.id, reviewer=reviewer, now=now)
+        if before.status is InsightStatus.SUSPECT:  # found innocent: the rule again, and its blame starts afresh
+            after = self._store.restore(before.id, now=now)
+        else:
+            after = self._store.approve(before.id, reviewer=reviewer, now=now)
         self._store.audit.record("approve", reviewer, before, after, note)
         return after
 
