@@ -108,6 +108,11 @@ class Settings(BaseSettings):
     project_fact_confidence: float = Field(0.85, ge=0.0, le=1.0)
     # How many users must independently correct a fact the same way before it holds project-wide unreviewed.
     project_fact_agreement: int = Field(2, ge=2)
+    # Blame (governance/blame.py): a correction of an answer blames the insights injected into it, each weighted 0-1 by
+    # how closely the correction touches it; at this much blame, more than its uses without complaint, it is suspect.
+    blame_suspect_at: float = Field(
+        2.0, gt=0, description="Weighted blame at which an insight becomes suspect (about this many corrections)."
+    )
     timezone: str = Field("UTC", description="IANA name, e.g. Asia/Shanghai: the rules' dates, and the schedules.")
 
     # The learned correction detector beside the rules (detection/learned_corrections.py, detector_model.py). The

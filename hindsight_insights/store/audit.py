@@ -14,7 +14,7 @@ from hindsight_insights.connection import weaviate_errors
 from hindsight_insights.models import Insight
 from hindsight_insights.store.schema import AUDIT_FIELDS, from_object, to_properties
 
-AuditAction = Literal["approve", "reject", "edit", "delete", "suspect", "requeue"]
+AuditAction = Literal["approve", "reject", "edit", "delete", "suspect", "requeue", "repair"]
 
 
 class AuditEntry(BaseModel):

@@ -35,8 +35,10 @@ from hindsight_insights.models import (
 )
 from hindsight_insights.screening import RULES_ONLY, Screen
 from hindsight_insights.store.audit import AuditLog
+from hindsight_insights.store.blame import BlameLedger
 from hindsight_insights.store.budget import WeaviateBudget
 from hindsight_insights.store.forgetting import Forgetting
+from hindsight_insights.store.graph import DependencyGraph
 from hindsight_insights.store.lifecycle import Lifecycle
 from hindsight_insights.store.ports import TurnRecords
 from hindsight_insights.store.reads import InsightReads
@@ -151,11 +153,18 @@ class InsightStore(ProjectStore[TurnLog]):
         client: weaviate.WeaviateClient | None = None,
         screen: Screen = RULES_ONLY,
         budget: WeaviateBudget | None = None,
+        blame: BlameLedger | None = None,
     ) -> None:
         self.insight_table = WeaviateInsightTable(collections.insights, embedder)
         super().__init__(self.insight_table, TurnLog(collections.turns), settings, screen)
         self.budget = budget  # the project's daily workspace-model calls (cascade.py), when opened with one
         self.audit = AuditLog(collections.audit)
+        if blame is None and client is not None:
+            blame = BlameLedger.ensure(client, settings.project)
+        if blame is None:
+            raise ValueError("InsightStore needs a blame ledger (InsightStore.open makes one)")
+        self.blame_ledger = blame  # blame and support of injected insights (governance/blame.py)
+        self.graph = DependencyGraph(self.reads, self.insight_table, self.turns, blame)
         self.retrieval = Retrieval(collections.insights, embedder, settings)
         self.embedder = embedder
         self.vectors_outdated = collections.vector_text_version < VECTOR_TEXT_VERSION
@@ -176,7 +185,8 @@ class InsightStore(ProjectStore[TurnLog]):
         with weaviate_errors("creating the project's collections"):
             collections = ensure_collections(client, settings.project, embedder)
         budget = WeaviateBudget.ensure(client, settings.project)
-        store = cls(collections, embedder, settings, client if owns_client else None, screen, budget)
+        blame = BlameLedger.ensure(client, settings.project)
+        store = cls(collections, embedder, settings, client if owns_client else None, screen, budget, blame)
         if store.vectors_outdated:
             # Re-embedding a large project takes minutes: an explicit step, never a side effect of opening.
             log.warning(
@@ -189,6 +199,14 @@ class InsightStore(ProjectStore[TurnLog]):
                 shlex.quote(settings.project),
             )
         return store
+
+    def forget_user(self, user_id: str, now: datetime | None = None) -> ForgetResult:
+        result = super().forget_user(user_id, now)
+        self.blame_ledger.forget_user(user_id)
+        return result
+
+    def restore(self, insight_id: uuid.UUID | str, now: datetime | None = None) -> Insight:
+        return self.lifecycle.restore(insight_id, now)
 
     def is_connected(self) -> bool:
         return self._client is None or self._client.is_connected()

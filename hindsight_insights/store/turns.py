@@ -327,6 +327,16 @@ class TurnLog:
             sessions[stamp.session_id] = SessionActivity(stamp.session_id, stamp.user_id, stamp.created_at)
         return sorted(sessions.values(), key=lambda s: (s.last_turn_at, s.session_id))
 
+    def injected_into(self, insight_id: uuid.UUID, limit: int = MAX_SESSION_TURNS) -> list[Turn]:
+        """The turns an insight was injected into, oldest first (the dependency graph, store/graph.py)."""
+        with weaviate_errors("reading which turns an insight was injected into"):
+            result = self._turns.query.fetch_objects(
+                filters=Filter.by_property("injected_insight_ids").contains_any([insight_id]),
+                limit=limit,
+                sort=Sort.by_property("sequence", ascending=True),
+            )
+        return [from_object(obj, TURN_FIELDS, Turn) for obj in result.objects]
+
     def injected_since(self, since: datetime, among: Iterable[uuid.UUID]) -> set[uuid.UUID]:
         """Which of `among` were injected into a turn recorded since `since` (the worker's TTL keeps used ones)."""
         found: set[uuid.UUID] = set()

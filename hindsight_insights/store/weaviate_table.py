@@ -11,7 +11,7 @@ from typing import Any
 
 import weaviate
 from weaviate.classes.data import DataObject
-from weaviate.classes.query import Sort
+from weaviate.classes.query import Filter, Sort
 from weaviate.collections import Collection as WeaviateCollection
 
 from hindsight_insights import keys
@@ -22,7 +22,7 @@ from hindsight_insights.models import Insight, InsightKind, InsightStatus
 from hindsight_insights.segment import segment
 from hindsight_insights.store import filters
 from hindsight_insights.store.bulk import delete_all
-from hindsight_insights.store.schema import INSIGHT_FIELDS, VECTOR_NAME, insight_from, to_properties
+from hindsight_insights.store.schema import INSIGHT_FIELDS, VECTOR_NAME, insight_from, to_properties, vector_of
 from hindsight_insights.store.table import MAX_SLOT_VERSIONS, SEARCHABLE_FIELDS, embedding_text, slot_of
 
 
@@ -156,6 +156,28 @@ class WeaviateInsightTable:
             filters=filters.matching(status=status, user_id=user_id, scene=scene, kind=kind),
             limit=limit,
             sort=Sort.by_property("updated_at", ascending=False),
+        )
+        return [insight_from(obj) for obj in result.objects]
+
+    def with_vectors(self, insight_ids: Collection[uuid.UUID]) -> list[tuple[Insight, Vectors]]:
+        """These insights with their stored vectors (of `embedding_text`), for blame's closeness: none is embedded
+        again."""
+        if not insight_ids:
+            return []
+        with weaviate_errors("reading the insights a turn was given"):
+            result = self.collection.query.fetch_objects(
+                filters=filters.with_ids(insight_ids), limit=len(insight_ids), include_vector=True
+            )
+        return [(insight_from(obj), vector_of(obj)) for obj in result.objects]
+
+    def from_sessions(self, session_ids: Collection[str], limit: int = 1000) -> list[Insight]:
+        """The insights whose evidence is in these sessions: what was learned, at once or by reflection, from them."""
+        if not session_ids:
+            return []
+        result = self.collection.query.fetch_objects(
+            filters=Filter.by_property("evidence_session_id").contains_any(sorted(session_ids)),
+            limit=limit,
+            sort=Sort.by_property("created_at", ascending=True),
         )
         return [insight_from(obj) for obj in result.objects]
 
