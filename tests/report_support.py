@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 
 from hindsight_insights.models import (
     CorrectionRecord,
@@ -91,7 +92,9 @@ def correct(
         ),
         now=when - timedelta(minutes=1),
     )
-    detected = DetectedCorrection(type=type, confidence=0.9, corrected=corrected, topic=topic)  # type: ignore[arg-type]
+    detected = DetectedCorrection.model_validate(
+        {"type": type, "confidence": 0.9, "corrected": corrected, "topic": topic}
+    )
     correcting = store.turns.append(
         TurnDraft(
             session_id=session,
@@ -110,7 +113,7 @@ def correct(
 def seed_day(store: InsightStore, day: date) -> SeededDay:
     rule = store.save(admitted_as_is(InsightDraft.parse(CHARGING)))
     seeded = SeededDay(day=day, rule=store.get(rule.id))
-    charging = dict(
+    charging: dict[str, Any] = dict(
         scene="售后服务",
         answer="建议您更换一根新的充电线。",
         said="不是充电问题，是根本开不了机",
@@ -120,9 +123,9 @@ def seed_day(store: InsightStore, day: date) -> SeededDay:
         sources=("kb://charging-faq",),
     )
     # The top pattern: three corrections of the phone's fault, two of them on answers that had the rule injected.
-    correct(store, at(day, 9), session="s-a", user="u-a", injected=(rule.id,), **charging)  # type: ignore[arg-type]
-    correct(store, at(day, 10), session="s-b", user="u-b", injected=(rule.id,), **charging)  # type: ignore[arg-type]
-    correct(store, at(day, 11), session="s-c", user="u-b", **charging)  # type: ignore[arg-type]
+    correct(store, at(day, 9), session="s-a", user="u-a", injected=(rule.id,), **charging)
+    correct(store, at(day, 10), session="s-b", user="u-b", injected=(rule.id,), **charging)
+    correct(store, at(day, 11), session="s-c", user="u-b", **charging)
     for hour, session in ((12, "s-d"), (13, "s-e")):
         correct(
             store,
@@ -157,7 +160,7 @@ def seed_day(store: InsightStore, day: date) -> SeededDay:
             session=f"s-old-{days_back}-{hour}",
             user="u-a",
             injected=(rule.id,),
-            **charging,  # type: ignore[arg-type]
+            **charging,
         )
     # Answers nobody corrected, one of them disliked.
     for minute in range(4):
