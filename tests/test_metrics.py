@@ -81,9 +81,7 @@ def test_the_metrics_endpoint_exports_the_stored_figures(worker: ReflectionWorke
     assert value(samples, "hindsight_window_turns") == seeded.turns
     assert value(samples, "hindsight_error_rate") == pytest.approx(seeded.errors / seeded.turns)
     assert value(samples, "hindsight_correction_rate") == pytest.approx(seeded.corrected / seeded.turns)
-    assert value(samples, "hindsight_knowledge_gap_score") == pytest.approx(
-        seeded.corrected_uninformed / seeded.turns
-    )
+    assert value(samples, "hindsight_knowledge_gap_score") == pytest.approx(seeded.corrected_uninformed / seeded.turns)
     corrections = {t: value(samples, "hindsight_window_corrections", type=t) for t in ("factual", "preference")}
     assert corrections == {"factual": 3, "preference": 2}
     assert value(samples, "hindsight_window_corrections", type="negative") == 1
