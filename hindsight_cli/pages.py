@@ -115,6 +115,7 @@ def console_command(
     token = secrets.token_urlsafe(24)
     with opened(project) as store:
         settings = store.settings
+        reflection_cost(settings, today_in(settings))  # the worker's modules load now, not on the first page
         web = build_console(
             ConsoleContext(
                 store=store,
@@ -128,6 +129,7 @@ def console_command(
         listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             listening.bind(("127.0.0.1", port))
+            listening.listen(128)  # connections wait in the backlog until uvicorn accepts them
         except OSError as error:
             errors.print(f"[red]error:[/red] cannot listen on 127.0.0.1:{port} ({error}); choose another --port")
             raise typer.Exit(1) from None

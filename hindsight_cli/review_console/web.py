@@ -39,7 +39,7 @@ from hindsight_insights.reporting import (
     render_report_body,
 )
 from hindsight_insights.store import InsightStore
-from hindsight_insights.store.audit import AuditEntry
+from hindsight_insights.store.audit import TrailEntry
 from hindsight_insights.store.review import ReviewQueue
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -66,7 +66,7 @@ class ConsoleContext:
 @dataclass(frozen=True)
 class QueueItem:
     insight: Insight
-    audit: list[AuditEntry]
+    audit: list[TrailEntry]
     blamed: list[Turn]
 
 
@@ -132,8 +132,8 @@ def build_console(context: ConsoleContext) -> Starlette:
     def read_page(language: str) -> dict[str, Any]:
         items = []
         for insight in queue.pending(QUEUE_SHOWN):
-            shown = queue.show(insight.id)
-            items.append(QueueItem(insight, shown.audit, store.turns.corrected_with(insight.id, limit=BLAMED_SHOWN)))
+            audit = store.audit.trail_of(insight.id)  # read as text: repair steps of any name are shown
+            items.append(QueueItem(insight, audit, store.turns.corrected_with(insight.id, limit=BLAMED_SHOWN)))
         day = context.today()
         report = build_report(gather_report_input(store, day, cost=context.cost(day), suggestions=context.suggestions))
         body = Markup(render_report_body(report, store.settings.prompts_dir, language))  # escaped by its template

@@ -13,7 +13,7 @@ from weaviate.collections import Collection
 
 from hindsight_insights.connection import weaviate_errors
 from hindsight_insights.models import Insight
-from hindsight_insights.store.schema import AUDIT_FIELDS, from_object, to_properties
+from hindsight_insights.store.schema import AUDIT_FIELDS, StoredObject, from_object, to_properties
 
 AuditAction = Literal["approve", "reject", "edit", "delete", "suspect", "requeue"]
 
@@ -32,8 +32,9 @@ class AuditEntry(BaseModel):
 
 
 class TrailEntry(BaseModel):
-    """An audit entry of blame and repair as the report and the console show it: `suspect` marks and `repair*` steps.
-    Its action is read as stored text, so that steps named after this module was written are shown too."""
+    """An audit entry as the report and the console show it (the day's `suspect` marks and `repair*` steps; an
+    insight's whole trail). Its action is read as stored text, so that actions named after this module was written
+    are shown too, never refused."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -56,6 +57,20 @@ def _topic_of(before: object) -> str:
     except (ValueError, AttributeError):
         return ""
     return str(topic)
+
+
+def _trail_entry(obj: StoredObject) -> TrailEntry:
+    p = obj.properties
+    at = p["at"]
+    return TrailEntry(
+        id=obj.uuid,
+        insight_id=uuid.UUID(str(p["insight_id"])),
+        action=str(p["action"]),
+        actor=str(p.get("actor") or ""),
+        at=at if isinstance(at, datetime) else datetime.fromisoformat(str(at)),
+        topic=_topic_of(p.get("before")),
+        note=str(p.get("note") or ""),
+    )
 
 
 class AuditLog:
@@ -112,22 +127,17 @@ class AuditLog:
             result = self._audit.query.fetch_objects(
                 filters=where, limit=limit, sort=Sort.by_property("at", ascending=True)
             )
-        entries = []
-        for obj in result.objects:
-            p = obj.properties
-            at = p["at"]
-            entries.append(
-                TrailEntry(
-                    id=obj.uuid,
-                    insight_id=uuid.UUID(str(p["insight_id"])),
-                    action=str(p["action"]),
-                    actor=str(p.get("actor") or ""),
-                    at=at if isinstance(at, datetime) else datetime.fromisoformat(str(at)),
-                    topic=_topic_of(p.get("before")),
-                    note=str(p.get("note") or ""),
-                )
+        return [_trail_entry(obj) for obj in result.objects]
+
+    def trail_of(self, insight_id: uuid.UUID) -> list[TrailEntry]:
+        """Every entry of one insight, oldest first, whatever its action."""
+        with weaviate_errors("reading the audit trail"):
+            result = self._audit.query.fetch_objects(
+                filters=Filter.by_property("insight_id").equal(insight_id),
+                limit=1000,
+                sort=Sort.by_property("at", ascending=True),
             )
-        return entries
+        return [_trail_entry(obj) for obj in result.objects]
 
     def trail_counts(self) -> tuple[int, int]:
         """(suspect marks, repair steps) ever recorded."""

@@ -382,7 +382,7 @@ class TurnLog:
         ).contains_any([insight_id])
         with weaviate_errors("reading the turns an insight was injected into"):
             result = self._turns.query.fetch_objects(
-                filters=where, limit=limit, sort=Sort.by_property("sequence", ascending=False)
+                filters=where, limit=limit, sort=Sort.by_property("created_at", ascending=False)
             )
         return [from_object(obj, TURN_FIELDS, Turn) for obj in result.objects]
 
