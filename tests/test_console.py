@@ -11,20 +11,25 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import httpx
 import pytest
+import weaviate
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.wait import WebDriverWait
+from starlette.testclient import TestClient
 
 from hindsight_cli.review_console.labels import preferred_language
+from hindsight_cli.review_console.web import ConsoleContext, build_console
 from hindsight_insights.config import Settings
+from hindsight_insights.connection import connect_url
+from hindsight_insights.embedder import Embedder
 from hindsight_insights.models import InsightStatus
 from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import LocalWeaviate, free_port
@@ -206,3 +211,18 @@ def test_accept_language_picks_chinese_or_english() -> None:
     assert preferred_language("en-GB,en;q=0.9,zh;q=0.5") == "en"
     assert preferred_language("fr-FR,zh-TW;q=0.4,en;q=0.3") == "zh"
     assert preferred_language("fr-FR") == "en" and preferred_language("") == "en"
+
+
+def test_a_store_that_cannot_be_read_is_a_503_with_the_reason(
+    weaviate_server: LocalWeaviate, settings: Settings, project_settings: Settings, embedder: Embedder
+) -> None:
+    lost: weaviate.WeaviateClient = connect_url(weaviate_server.settings(settings), weaviate_server.url)
+    store = InsightStore.open(lost, project_settings, embedder)
+    lost.close()  # as when Weaviate goes away under a running console
+    web = build_console(
+        ConsoleContext(store=store, reviewer="r", token="t0ken", cost=lambda day: None, today=lambda: date(2026, 12, 1))
+    )
+    with TestClient(web, base_url="http://127.0.0.1") as client:
+        page = client.get("/", headers={"Authorization": "Bearer t0ken"})
+        assert page.status_code == 503 and "Reload the page" in page.text and "Traceback" not in page.text
+        assert client.get("/").status_code == 401

@@ -28,7 +28,7 @@ from hindsight_insights.reporting import (
 )
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.turns import TurnTally
-from hindsight_insights.weaviate_server import LocalWeaviate
+from hindsight_insights.weaviate_server import LocalWeaviate, free_port
 from tests.report_support import SeededDay, seed_day
 from worker.db import open_engine
 from worker.ledger import Ledger
@@ -213,3 +213,27 @@ def test_the_report_command_reads_the_store_and_the_workers_ledger(
     html = page.read_text(encoding="utf-8")
     assert "每日报告" in html and html.count('<rect class="bar"') == 4  # today: 3 types; 3 days ago: 1
     assert "is not a date" in cli("report", "--day", "yesterday", code=2)
+
+
+def test_the_report_says_what_it_could_not_read(
+    seeded: SeededDay, weaviate_server: LocalWeaviate, project_settings: Settings
+) -> None:
+    # The worker's state database unreachable: the report is printed, without the cost, and says so.
+    unreachable = f"postgresql+psycopg://worker:pw@127.0.0.1:{free_port()}/state"
+    runner = CliRunner()
+    environment = {
+        "HINDSIGHT_WEAVIATE_URL": weaviate_server.url,
+        "HINDSIGHT_WEAVIATE_GRPC_PORT": str(weaviate_server.grpc_port),
+        "HINDSIGHT_WEAVIATE_API_KEY": weaviate_server.api_key,
+        "HINDSIGHT_PROJECT": project_settings.project,
+        "HINDSIGHT_LANGUAGE": "en",
+        "HINDSIGHT_WORKER_STATE_URL": unreachable,
+    }
+    result = runner.invoke(app, ["report", "--day", seeded.day.isoformat()], env=environment)
+    assert result.exit_code == 0, result.output
+    assert "## Reflection cost\n\nnot read (no worker state)" in result.output and "手机故障" in result.output
+    # Weaviate unreachable: one line that says so, exit code 1, no traceback.
+    environment["HINDSIGHT_WEAVIATE_URL"] = f"http://127.0.0.1:{free_port()}"
+    environment["HINDSIGHT_WEAVIATE_GRPC_PORT"] = str(free_port())
+    result = runner.invoke(app, ["report"], env=environment)
+    assert result.exit_code == 1 and "error:" in result.output and "Traceback" not in result.output

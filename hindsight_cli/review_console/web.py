@@ -141,7 +141,10 @@ def build_console(context: ConsoleContext) -> Starlette:
 
     async def page(request: Request) -> Response:
         language, chosen = _language(request)
-        shown = await run_in_threadpool(read_page, language)
+        try:
+            shown = await run_in_threadpool(read_page, language)
+        except HindsightError as error:  # Weaviate down, say: the reviewer sees why, and can reload later
+            return PlainTextResponse(f"503 Service Unavailable: {error}. Reload the page to try again.", 503)
         html = render_prompt(
             TEMPLATES,
             "console.html.j2",
