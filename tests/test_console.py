@@ -4,6 +4,7 @@ another and edits a suspect, and the store and its audit trail change accordingl
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import signal
@@ -145,6 +146,15 @@ def test_a_reviewer_approves_rejects_and_edits_in_the_browser(
     browser.find_element(By.ID, f"item-{refund.id}").screenshot(str(tmp_path / "console-item.png"))
     browser.save_screenshot(str(tmp_path / "console.png"))
     assert (tmp_path / "console.png").stat().st_size > 10_000
+    size = browser.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+    whole = browser.execute_cdp_cmd(  # the whole page, today's report and its chart included
+        "Page.captureScreenshot",
+        {
+            "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, **{k: size[k] for k in ("width", "height")}, "scale": 1},
+        },
+    )
+    (tmp_path / "console-full.png").write_bytes(base64.b64decode(whole["data"]))
 
     approve = browser.find_element(By.ID, f"approve-{refund.id}")
     approve.find_element(By.XPATH, "..").find_element(By.NAME, "note").send_keys("checked with finance")
