@@ -408,10 +408,13 @@ class TurnLog:
         with weaviate_errors("counting turns"):
             total = self._turns.aggregate.over_all(filters=window, total_count=True).total_count or 0
             flagged = self._turns.aggregate.over_all(filters=window & errors, total_count=True).total_count or 0
+            fixed = self._turns.aggregate.over_all(filters=window & corrected, total_count=True).total_count or 0
+            # Which corrected answers had nothing injected: read, since an empty list is not filterable everywhere
+            # (1.27 without indexNullState). The server's query limit caps it; past that the score is a lower bound.
             result = self._turns.query.fetch_objects(
-                filters=window & corrected, limit=SCAN_PAGE * 5, return_properties=["injected_insight_ids"]
+                filters=window & corrected,
+                limit=min(int(fixed), 10_000) or 1,
+                return_properties=["injected_insight_ids"],
             )
         uninformed = sum(1 for obj in result.objects if not _listed(obj, "injected_insight_ids"))
-        return TurnTally(
-            turns=int(total), errors=int(flagged), corrected=len(result.objects), corrected_uninformed=uninformed
-        )
+        return TurnTally(turns=int(total), errors=int(flagged), corrected=int(fixed), corrected_uninformed=uninformed)
