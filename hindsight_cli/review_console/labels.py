@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 CONSOLE_LABELS: dict[str, dict[str, str]] = {
     "en": {
         "title": "Hindsight review console",
@@ -105,7 +103,3 @@ def preferred_language(accept_language: str, default: str = "en") -> str:
 
 def console_labels(language: str) -> dict[str, str]:
     return CONSOLE_LABELS["zh" if language == "zh" else "en"]
-
-
-def known(values: Iterable[str]) -> str | None:
-    return next((v for v in values if v in LANGUAGES), None)
