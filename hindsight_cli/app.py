@@ -464,3 +464,8 @@ def worker_status(project: Project = None, as_json: AsJson = False) -> None:
         )
     else:
         views.worker_status(console, status)
+
+
+# ---- the daily report and the review console (pages.py registers them on `app`) ------------------------------------
+
+from hindsight_cli import pages  # noqa: E402, F401

@@ -227,6 +227,11 @@ class Settings(BaseSettings):
         description="Retire active insights below the confidence, unchanged and not injected this long; 0: never.",
     )
     worker_retire_below_confidence: float = Field(0.5, ge=0.0, le=1.0, description="See worker_retire_after_days.")
+    # The worker's Prometheus metrics (worker/metrics.py, docs/metrics.md), served at http://127.0.0.1:PORT/metrics.
+    metrics_port: int = Field(0, ge=0, le=65535, description="The worker's metrics port on 127.0.0.1; 0: no metrics.")
+    metrics_window_hours: float = Field(
+        24.0, gt=0, le=24 * 31, description="The recent turns the error, correction and knowledge-gap rates read."
+    )
 
     @field_validator("worker_nightly_time")
     @classmethod

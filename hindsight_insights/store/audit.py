@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
-from weaviate.classes.query import Filter, Sort
+from weaviate.classes.query import Filter, FilterReturn, Sort
 from weaviate.collections import Collection
 
 from hindsight_insights.connection import weaviate_errors
 from hindsight_insights.models import Insight
-from hindsight_insights.store.schema import AUDIT_FIELDS, from_object, to_properties
+from hindsight_insights.store.schema import AUDIT_FIELDS, StoredObject, from_object, to_properties
 
 AuditAction = Literal["approve", "reject", "edit", "delete", "suspect", "requeue", "repair"]
 
@@ -28,6 +29,48 @@ class AuditEntry(BaseModel):
     before: str  # the insight as JSON
     after: str  # "" when it was deleted
     note: str = ""
+
+
+class TrailEntry(BaseModel):
+    """An audit entry as the report and the console show it (the day's `suspect` marks and `repair*` steps; an
+    insight's whole trail). Its action is read as stored text, so that actions named after this module was written
+    are shown too, never refused."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: uuid.UUID
+    insight_id: uuid.UUID
+    action: str
+    actor: str
+    at: datetime
+    topic: str  # the insight's topic before the step ("" when unreadable)
+    note: str = ""
+
+
+def _trail_filter() -> FilterReturn:
+    return Filter.by_property("action").equal("suspect") | Filter.by_property("action").like("repair*")
+
+
+def _topic_of(before: object) -> str:
+    try:
+        topic = json.loads(str(before)).get("topic", "")
+    except (ValueError, AttributeError):
+        return ""
+    return str(topic)
+
+
+def _trail_entry(obj: StoredObject) -> TrailEntry:
+    p = obj.properties
+    at = p["at"]
+    return TrailEntry(
+        id=obj.uuid,
+        insight_id=uuid.UUID(str(p["insight_id"])),
+        action=str(p["action"]),
+        actor=str(p.get("actor") or ""),
+        at=at if isinstance(at, datetime) else datetime.fromisoformat(str(at)),
+        topic=_topic_of(p.get("before")),
+        note=str(p.get("note") or ""),
+    )
 
 
 class AuditLog:
@@ -72,3 +115,37 @@ class AuditLog:
                 sort=Sort.by_property("at", ascending=True),
             )
         return [from_object(obj, AUDIT_FIELDS, AuditEntry) for obj in result.objects]
+
+    def trail(self, since: datetime, until: datetime, limit: int = 1000) -> list[TrailEntry]:
+        """Suspect marks and repair steps recorded in [since, until), oldest first."""
+        where = (
+            _trail_filter()
+            & Filter.by_property("at").greater_or_equal(since)
+            & Filter.by_property("at").less_than(until)
+        )
+        with weaviate_errors("reading the audit trail"):
+            result = self._audit.query.fetch_objects(
+                filters=where, limit=limit, sort=Sort.by_property("at", ascending=True)
+            )
+        return [_trail_entry(obj) for obj in result.objects]
+
+    def trail_of(self, insight_id: uuid.UUID) -> list[TrailEntry]:
+        """Every entry of one insight, oldest first, whatever its action."""
+        with weaviate_errors("reading the audit trail"):
+            result = self._audit.query.fetch_objects(
+                filters=Filter.by_property("insight_id").equal(insight_id),
+                limit=1000,
+                sort=Sort.by_property("at", ascending=True),
+            )
+        return [_trail_entry(obj) for obj in result.objects]
+
+    def trail_counts(self) -> tuple[int, int]:
+        """(suspect marks, repair steps) ever recorded."""
+        with weaviate_errors("counting the audit trail"):
+            marks = self._audit.aggregate.over_all(
+                filters=Filter.by_property("action").equal("suspect"), total_count=True
+            ).total_count
+            repairs = self._audit.aggregate.over_all(
+                filters=Filter.by_property("action").like("repair*"), total_count=True
+            ).total_count
+        return int(marks or 0), int(repairs or 0)

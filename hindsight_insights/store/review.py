@@ -38,6 +38,11 @@ class ReviewQueue:
         suspects = self._store.list_insights(status=InsightStatus.SUSPECT, limit=limit)
         return sorted(waiting, key=lambda i: i.created_at) + sorted(suspects, key=lambda i: i.updated_at)
 
+    def size(self) -> int:
+        """How many insights wait for a reviewer (pending and suspect), counted, not listed."""
+        waiting = (InsightStatus.PENDING_REVIEW, InsightStatus.SUSPECT)
+        return sum(n for (status, _), n in self._store.insight_table.tally().items() if status in waiting)
+
     def show(self, insight_id: uuid.UUID | str) -> ReviewItem:
         graph = self._store.graph.of(insight_id)
         insight = graph.insight

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 import weaviate
+from weaviate.classes.aggregate import GroupByAggregate
 from weaviate.classes.data import DataObject
 from weaviate.classes.query import Filter, Sort
 from weaviate.collections import Collection as WeaviateCollection
@@ -184,6 +185,21 @@ class WeaviateInsightTable:
     def count(self, user_id: str | None = None) -> int:
         where = filters.owned_by(user_id) if user_id is not None else None
         return int(self.collection.aggregate.over_all(filters=where, total_count=True).total_count or 0)
+
+    def tally(self) -> dict[tuple[InsightStatus, InsightKind], int]:
+        """How many insights of each status and kind (one grouped count per kind): what the metrics and the review
+        queue's size read."""
+        found: dict[tuple[InsightStatus, InsightKind], int] = {}
+        for kind in InsightKind:
+            result = self.collection.aggregate.over_all(
+                filters=Filter.by_property("kind").equal(kind.value),
+                group_by=GroupByAggregate(prop="status"),
+                total_count=True,
+            )
+            for group in result.groups:
+                status = InsightStatus(str(group.grouped_by.value))
+                found[(status, kind)] = int(group.total_count or 0)
+        return found
 
     def everything(self) -> Iterator[Insight]:
         """Every insight of the project, streamed (for a migration)."""
