@@ -19,6 +19,7 @@ from hindsight_insights.models import (
     TurnSignals,
 )
 from hindsight_insights.store import InsightStore
+from hindsight_insights.store.blame import BlameMark
 from testkit.admitted import admitted_as_is
 
 CHARGING = {
@@ -108,6 +109,21 @@ def correct(
     )
     record = CorrectionRecord(type=type, original=answer, corrected=corrected, by=user, at=when, in_turn=correcting.id)
     store.turns.mark_corrected(answered, record)
+    # What record_turn's blame writes for a correction that is about the injected rule (governance/blame.py).
+    store.blame_ledger.add(
+        BlameMark(
+            insight_id=insight_id,
+            turn_id=answered.id,
+            by_turn=correcting.id,
+            session_id=session,
+            user_id=user,
+            kind="blame",
+            weight=1.0,
+            reason=f"correction:{type}",
+            at=when,
+        )
+        for insight_id in injected
+    )
 
 
 def seed_day(store: InsightStore, day: date) -> SeededDay:
@@ -187,17 +203,7 @@ def seed_day(store: InsightStore, day: date) -> SeededDay:
     suspect = store.set_status(rule.id, InsightStatus.SUSPECT)
     store.audit.record("suspect", "blame", before, suspect, "blamed by 2 corrected answers")
     seeded.rule = suspect
-    store.audit._audit.data.insert(  # the repair work's own action names are not in AuditAction yet
-        {
-            "insight_id": str(rule.id),
-            "action": "repair",
-            "actor": "worker",
-            "at": datetime.now(UTC),
-            "before": suspect.model_dump_json(),
-            "after": "",
-            "note": "re-reflected 2 sessions without it",
-        }
-    )
+    store.audit.record("repair", "worker", suspect, None, "re-reflected 2 sessions without it")
     for draft in (PENDING, SECOND_PENDING):
         saved = store.save(admitted_as_is(InsightDraft.parse(draft)))
         seeded.pending.append(store.get(saved.id))

@@ -138,7 +138,7 @@ def test_a_reviewer_approves_rejects_and_edits_in_the_browser(
     shown = item(browser, refund.id)
     assert "退款时限" in shown and "退款 3 个工作日到账" in shown and "Reason: a project-wide process rule" in shown
     suspect = item(browser, seeded.rule.id)
-    assert "Status: suspect" in suspect and "Corrected answers it was injected into (5)" in suspect, suspect
+    assert "Status: suspect" in suspect and "Turns that blamed it (5)" in suspect, suspect
     assert "建议您更换一根新的充电线。" in suspect and "是根本开不了机" in suspect
     assert suspect.index(f"{seeded.day:%Y-%m-%d} 09:59") < suspect.index("s-old-40-9")  # newest first
     assert browser.find_element(By.ID, "report-corrections").text == "6"
@@ -178,12 +178,12 @@ def test_a_reviewer_approves_rejects_and_edits_in_the_browser(
     decisions = [(e.action, e.actor, e.note) for e in store.audit.of(refund.id)]
     assert decisions == [("approve", "ops-lin", "checked with finance")]
     assert [(e.action, e.actor) for e in store.audit.of(invoice.id)] == [("reject", "ops-lin")]
-    trail = [(e.action, e.actor) for e in store.audit.trail_of(seeded.rule.id)]
+    trail = [(e.action, e.actor) for e in store.audit.of(seeded.rule.id)]
     assert trail == [("suspect", "blame"), ("repair", "worker"), ("edit", "ops-lin")]
 
     browser.find_element(By.ID, "lang-zh").click()
     shows(browser, "queue", "审核队列 (1)")
-    assert "每日报告" in browser.page_source and "注入后被纠正的回答 (5)" in browser.page_source
+    assert "每日报告" in browser.page_source and "归咎于它的回合 (5)" in browser.page_source
     browser.get(console.base + "/")
     shows(browser, "queue", "审核队列 (1)")  # the choice is kept
 

@@ -29,6 +29,7 @@ from starlette.routing import Route
 
 from hindsight_cli.review_console.labels import LANGUAGES, console_labels, preferred_language
 from hindsight_insights.errors import HindsightError, InvalidInput
+from hindsight_insights.governance.blame import standing_blame
 from hindsight_insights.models import Insight, Turn
 from hindsight_insights.prompts import render_prompt
 from hindsight_insights.reporting import (
@@ -39,7 +40,7 @@ from hindsight_insights.reporting import (
     render_report_body,
 )
 from hindsight_insights.store import InsightStore
-from hindsight_insights.store.audit import TrailEntry
+from hindsight_insights.store.audit import AuditEntry
 from hindsight_insights.store.review import ReviewQueue
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -66,7 +67,7 @@ class ConsoleContext:
 @dataclass(frozen=True)
 class QueueItem:
     insight: Insight
-    audit: list[TrailEntry]
+    audit: list[AuditEntry]
     blamed: list[Turn]
 
 
@@ -132,8 +133,10 @@ def build_console(context: ConsoleContext) -> Starlette:
     def read_page(language: str) -> dict[str, Any]:
         items = []
         for insight in queue.pending(QUEUE_SHOWN):
-            audit = store.audit.trail_of(insight.id)  # read as text: repair steps of any name are shown
-            items.append(QueueItem(insight, audit, store.turns.corrected_with(insight.id, limit=BLAMED_SHOWN)))
+            marks = standing_blame(store, insight.id).blamed_by[-BLAMED_SHOWN:]
+            turns = store.turns.by_ids(mark.turn_id for mark in marks)
+            blamed = [turns[mark.turn_id] for mark in reversed(marks) if mark.turn_id in turns]
+            items.append(QueueItem(insight, store.audit.of(insight.id), blamed))
         day = context.today()
         report = build_report(gather_report_input(store, day, cost=context.cost(day), suggestions=context.suggestions))
         body = Markup(render_report_body(report, store.settings.prompts_dir, language))  # escaped by its template

@@ -90,7 +90,7 @@ def judge_turn(
         if mark.kind == "support":  # support never makes anything suspect: no tally read for it
             judged.append(Judged(mark.insight_id, mark.kind, mark.weight, None, False))
             continue
-        tally = store.blame_ledger.tally(mark.insight_id, since=_cleared_at(store, mark.insight_id))
+        tally = standing_blame(store, mark.insight_id)
         suspected = _make_suspect(store, mark.insight_id, tally, now)
         judged.append(Judged(mark.insight_id, mark.kind, mark.weight, tally, suspected))
     return judged
@@ -99,6 +99,11 @@ def judge_turn(
 def crosses(tally: BlameTally, threshold: float) -> bool:
     """Blamed enough, and more than it was used without complaint."""
     return tally.blame >= threshold and tally.blame > tally.support
+
+
+def standing_blame(store: BlamingStore, insight_id: uuid.UUID) -> BlameTally:
+    """The insight's blame and support since a reviewer last cleared it: what counts towards `suspect` now."""
+    return store.blame_ledger.tally(insight_id, since=_cleared_at(store, insight_id))
 
 
 def _cleared_at(store: BlamingStore, insight_id: uuid.UUID) -> datetime | None:

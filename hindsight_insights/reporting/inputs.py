@@ -10,7 +10,7 @@ from datetime import date, datetime
 from typing import Protocol
 
 from hindsight_insights.models import Insight
-from hindsight_insights.store.audit import TrailEntry
+from hindsight_insights.store.audit import AuditEntry
 from hindsight_insights.store.turns import TurnTally
 
 
@@ -81,7 +81,7 @@ class ReportInput:
     corrections: Sequence[CorrectionFact]  # the 30 days ending with `day`
     tally: TurnTally  # the day's answers
     suspects: Sequence[Insight]
-    trail: Sequence[TrailEntry]  # the day's suspect marks and repair steps
+    trail: Sequence[AuditEntry]  # the day's suspect marks and repair steps
     review_queue: int
     cost: ReflectionCost | None = None  # None: the worker's ledger was not read
     suggestions: Sequence[Suggestion] | None = None  # None: no suggestion source

@@ -13,7 +13,7 @@ from weaviate.collections import Collection
 
 from hindsight_insights.connection import weaviate_errors
 from hindsight_insights.models import Insight
-from hindsight_insights.store.schema import AUDIT_FIELDS, StoredObject, from_object, to_properties
+from hindsight_insights.store.schema import AUDIT_FIELDS, from_object, to_properties
 
 AuditAction = Literal["approve", "reject", "edit", "delete", "suspect", "requeue", "repair"]
 
@@ -30,21 +30,10 @@ class AuditEntry(BaseModel):
     after: str  # "" when it was deleted
     note: str = ""
 
-
-class TrailEntry(BaseModel):
-    """An audit entry as the report and the console show it (the day's `suspect` marks and `repair*` steps; an
-    insight's whole trail). Its action is read as stored text, so that actions named after this module was written
-    are shown too, never refused."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: uuid.UUID
-    insight_id: uuid.UUID
-    action: str
-    actor: str
-    at: datetime
-    topic: str  # the insight's topic before the step ("" when unreadable)
-    note: str = ""
+    @property
+    def topic(self) -> str:
+        """The insight's topic before the step ("" when unreadable)."""
+        return _topic_of(self.before)
 
 
 def _trail_filter() -> FilterReturn:
@@ -57,20 +46,6 @@ def _topic_of(before: object) -> str:
     except (ValueError, AttributeError):
         return ""
     return str(topic)
-
-
-def _trail_entry(obj: StoredObject) -> TrailEntry:
-    p = obj.properties
-    at = p["at"]
-    return TrailEntry(
-        id=obj.uuid,
-        insight_id=uuid.UUID(str(p["insight_id"])),
-        action=str(p["action"]),
-        actor=str(p.get("actor") or ""),
-        at=at if isinstance(at, datetime) else datetime.fromisoformat(str(at)),
-        topic=_topic_of(p.get("before")),
-        note=str(p.get("note") or ""),
-    )
 
 
 class AuditLog:
@@ -116,7 +91,7 @@ class AuditLog:
             )
         return [from_object(obj, AUDIT_FIELDS, AuditEntry) for obj in result.objects]
 
-    def trail(self, since: datetime, until: datetime, limit: int = 1000) -> list[TrailEntry]:
+    def trail(self, since: datetime, until: datetime, limit: int = 1000) -> list[AuditEntry]:
         """Suspect marks and repair steps recorded in [since, until), oldest first."""
         where = (
             _trail_filter()
@@ -127,17 +102,7 @@ class AuditLog:
             result = self._audit.query.fetch_objects(
                 filters=where, limit=limit, sort=Sort.by_property("at", ascending=True)
             )
-        return [_trail_entry(obj) for obj in result.objects]
-
-    def trail_of(self, insight_id: uuid.UUID) -> list[TrailEntry]:
-        """Every entry of one insight, oldest first, whatever its action."""
-        with weaviate_errors("reading the audit trail"):
-            result = self._audit.query.fetch_objects(
-                filters=Filter.by_property("insight_id").equal(insight_id),
-                limit=1000,
-                sort=Sort.by_property("at", ascending=True),
-            )
-        return [_trail_entry(obj) for obj in result.objects]
+        return [from_object(obj, AUDIT_FIELDS, AuditEntry) for obj in result.objects]
 
     def trail_counts(self) -> tuple[int, int]:
         """(suspect marks, repair steps) ever recorded."""

@@ -385,17 +385,6 @@ class TurnLog:
             )
         return [from_object(obj, TURN_FIELDS, Turn) for obj in result.objects]
 
-    def corrected_with(self, insight_id: uuid.UUID, *, limit: int = 20) -> list[Turn]:
-        """Corrected answers that had this insight injected, newest first: the turns that speak against it."""
-        where = Filter.by_property("error_status").equal("corrected") & Filter.by_property(
-            "injected_insight_ids"
-        ).contains_any([insight_id])
-        with weaviate_errors("reading the turns an insight was injected into"):
-            result = self._turns.query.fetch_objects(
-                filters=where, limit=limit, sort=Sort.by_property("created_at", ascending=False)
-            )
-        return [from_object(obj, TURN_FIELDS, Turn) for obj in result.objects]
-
     def by_ids(self, turn_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Turn]:
         """These turns, by id (missing ones left out)."""
         found: dict[uuid.UUID, Turn] = {}
