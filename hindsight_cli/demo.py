@@ -26,12 +26,14 @@ from typing import Any
 import yaml
 from rich.console import Console
 
+from hindsight_cli.pages import reflection_cost, today_in
 from hindsight_dify import Context, StoreCache, credentials_for, run
 from hindsight_insights.config import Settings
 from hindsight_insights.connection import connect_url
 from hindsight_insights.models import InsightStatus
 from hindsight_insights.reflection import load_reflector
 from hindsight_insights.reflection.repair import plan_repair, repair_steps
+from hindsight_insights.reporting import build_report, gather_report_input, render_report
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.blame import blame_collection_name
 from hindsight_insights.store.review import ReviewQueue
@@ -78,6 +80,7 @@ def run_demo(settings: Settings, console: Console) -> None:
             _later(data, stores, credentials, console)
             _report(store, console)
             _repair(data["repair"], stores, credentials, store, running, Path(state_dir), console)
+            _daily_report(store, running, Path(state_dir), console)
         finally:
             stores.close()
     console.print(f"  whole loop: {time.monotonic() - started:.1f} s")
@@ -153,6 +156,17 @@ def _report(store: InsightStore, console: Console) -> None:
     for pending in ReviewQueue(store).pending():
         action = pending.action if len(pending.action) <= 60 else pending.action[:59] + "…"
         console.print(f"  waiting for a reviewer: “{action}” — {pending.review_reason}", soft_wrap=True)
+
+
+def _daily_report(store: InsightStore, settings: Settings, state_dir: Path, console: Console) -> None:
+    """The top of today's report (`hindsight_cli report`): its summary and the top error patterns."""
+    console.rule("6. Today's report (python -m hindsight_cli report; --format html adds the 30-day chart)")
+    with_state = settings.model_copy(update={"worker_state_url": _state_url(state_dir)})
+    day = today_in(settings)
+    built = build_report(gather_report_input(store, day, cost=reflection_cost(with_state, day)))
+    text = render_report(built, "markdown", settings.prompts_dir, settings.language)
+    summary = text.split("\n## ")[1:3]  # the summary and the top patterns; the rest is in the full report
+    console.print("\n".join("## " + part.strip() + "\n" for part in summary), markup=False, soft_wrap=True)
 
 
 def _state_url(state_dir: Path) -> str:
