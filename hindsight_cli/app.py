@@ -140,7 +140,8 @@ def list_insights(
 
 @insights_app.command()
 def show(insight_id: str, project: Project = None, as_json: AsJson = False) -> None:
-    """One insight with its slot's versions and its audit trail."""
+    """One insight with its slot's versions, its audit trail, and what it touched: the turns it was injected into,
+    what was learned from their sessions, its blame and the turns that blamed it."""
     with opened(project) as store:
         item = ReviewQueue(store).show(insight_id)
     if as_json:
@@ -167,6 +168,48 @@ def reject(
     with opened(project) as store:
         insight = ReviewQueue(store).reject(insight_id, reviewer, note)
     decided(insight, f"rejected: {insight.topic} ({insight.id})", as_json)
+
+
+@insights_app.command()
+def faulty(
+    insight_id: str,
+    reviewer: Reviewer = YOU,
+    note: Note = "",
+    now: Annotated[
+        bool, typer.Option("--now/--later", help="Re-reflect the sessions now (default), or leave it to the worker.")
+    ] = True,
+    project: Project = None,
+    as_json: AsJson = False,
+) -> None:
+    """Confirm an insight is faulty and repair what it touched: it is rejected, what was learned from the sessions
+    that used it becomes suspect, and the worker reflects on those sessions again without it (under its budget).
+    Every step is in the audit trail (action repair)."""
+    from hindsight_insights.reflection.repair import plan_repair, repair_steps
+
+    with opened_worker(project) as worker:
+        plan = plan_repair(worker.store, insight_id, reviewer, note)
+        queued = worker.enqueue_repair(plan)
+        tick = worker.run_repairs() if now else None
+        steps = repair_steps(worker.store, plan.faulty.id)
+    if as_json:
+        views.print_json(console, {"plan": plan.as_json(), "queued": queued, "steps": steps})
+        return
+    console.print(
+        f"faulty: {plan.faulty.topic} ({plan.faulty.id}) is {plan.faulty.status.value}; "
+        f"{len(plan.sessions)} session(s) to reflect on again: {', '.join(plan.sessions)}"
+    )
+    for suspect in plan.suspected:
+        console.print(f"  suspect now: {suspect.topic} ({suspect.id}): {suspect.action}", soft_wrap=True)
+    if tick is None:
+        console.print(f"{queued} repair task(s) queued for the worker")
+    for step in steps:
+        if step["step"] != "re-reflected":
+            continue
+        console.print(
+            f"  session {step.get('session_id')}: {step.get('outcome')}; learned {len(step.get('learned', []))}, "
+            f"restored {len(step.get('restored', []))}, rejected {len(step.get('rejected', []))}"
+            + (f" ({step['reason']})" if step.get("reason") else "")
+        )
 
 
 @insights_app.command()
@@ -562,3 +605,8 @@ def worker_status(project: Project = None, as_json: AsJson = False) -> None:
         )
     else:
         views.worker_status(console, status)
+
+
+# ---- the daily report and the review console (pages.py registers them on `app`) ------------------------------------
+
+from hindsight_cli import pages  # noqa: E402, F401

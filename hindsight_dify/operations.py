@@ -238,6 +238,7 @@ def record_turn(store: InsightStore, parameters: Parameters, context: Context) -
         ],
         "corrected_turn": str(recorded.corrected_turn.id) if recorded.corrected_turn else None,
         "detector": _detector_report(recorded),
+        "blame": [judged.as_json() for judged in recorded.judged],
     }
     flagged = f" with signals {', '.join(signals)}" if signals else ""
     text = f"Recorded turn {turn.turn_index} of session {turn.session_id}{flagged}."
@@ -252,6 +253,9 @@ def record_turn(store: InsightStore, parameters: Parameters, context: Context) -
     elif correction.type != "none":
         text += f" The user's message is a {correction.type} correction (confidence {correction.confidence:.2f})"
         text += f"; learned {len(recorded.learned)} insight(s)." if recorded.learned else "."
+    suspects = [str(judged.insight_id) for judged in recorded.judged if judged.suspected]
+    if suspects:
+        text += f" Blamed past the threshold, now suspect and no longer injected: {', '.join(suspects)}."
     variables = {"correction_type": correction.type, "correction_confidence": correction.confidence}
     return _with_ignored(ToolResult(text=text, json=body, variables=variables), parameters.ignored())
 

@@ -108,6 +108,11 @@ class Settings(BaseSettings):
     project_fact_confidence: float = Field(0.85, ge=0.0, le=1.0)
     # How many users must independently correct a fact the same way before it holds project-wide unreviewed.
     project_fact_agreement: int = Field(2, ge=2)
+    # Blame (governance/blame.py): a correction of an answer blames the insights injected into it, each weighted 0-1 by
+    # how closely the correction touches it; at this much blame, more than its uses without complaint, it is suspect.
+    blame_suspect_at: float = Field(
+        2.0, gt=0, description="Weighted blame at which an insight becomes suspect (about this many corrections)."
+    )
     timezone: str = Field("UTC", description="IANA name, e.g. Asia/Shanghai: the rules' dates, and the schedules.")
 
     # The learned correction detector beside the rules (detection/learned_corrections.py, detector_model.py). The
@@ -222,6 +227,11 @@ class Settings(BaseSettings):
         description="Retire active insights below the confidence, unchanged and not injected this long; 0: never.",
     )
     worker_retire_below_confidence: float = Field(0.5, ge=0.0, le=1.0, description="See worker_retire_after_days.")
+    # The worker's Prometheus metrics (worker/metrics.py, docs/metrics.md), served at http://127.0.0.1:PORT/metrics.
+    metrics_port: int = Field(0, ge=0, le=65535, description="The worker's metrics port on 127.0.0.1; 0: no metrics.")
+    metrics_window_hours: float = Field(
+        24.0, gt=0, le=24 * 31, description="The recent turns the error, correction and knowledge-gap rates read."
+    )
 
     # Few-shot examples (store/examples.py): (what the agent said -> what the user corrected it to) pairs from detected
     # corrections, redacted, for their user until a reviewer promotes one; search_insight adds at most 3 when the

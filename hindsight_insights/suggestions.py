@@ -78,6 +78,19 @@ class PromptSuggestion(BaseModel):
     created_at: datetime
     updated_at: datetime
 
+    # What the daily report shows of a suggestion (reporting.inputs.Suggestion).
+    @property
+    def title(self) -> str:
+        return f"{self.type}: {self.topic or '-'} ({self.scene})"
+
+    @property
+    def change(self) -> str:
+        return self.text
+
+    @property
+    def count(self) -> int:
+        return self.corrections
+
 
 def suggestion_uuid(topic_key: str, scene: str, type_: str) -> uuid.UUID:
     return uuid.uuid5(_NAMESPACE, f"{topic_key}\n{scene}\n{type_}")
@@ -213,7 +226,7 @@ def mine_suggestions(
     now = now or datetime.now(UTC)
     settings = settings or store.settings
     since = now - timedelta(days=settings.suggestion_window_days)
-    corrected = store.turns.corrected_since(since, now)
+    corrected = store.turns.corrected_between(since, now)
     correcting = store.turns.by_ids({t.correction.in_turn for t in corrected if t.correction is not None})
     cases = cases_from(corrected, correcting)
     mined = group_cases(cases, settings, settings.language)

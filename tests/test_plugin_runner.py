@@ -124,7 +124,8 @@ def test_save_then_search_in_chinese(
     rules = found.variables["rules"]
     assert rules.startswith("## 从以往对话中学到的行为规则") and "文三路 1 号" in rules and "必须：" in rules
     assert found.texts == [rules] and found.json["rules"] == rules
-    assert found.json["count"] == 1 and found.json["insights"][0]["channel"] == "situational"
+    # Saved for the end user (the builder's scope setting is empty): the user's own rule, standing for them.
+    assert found.json["count"] == 1 and found.json["insights"][0]["channel"] == "standing"
     assert found.variables["injected_ids"] == saved.json["id"] == found.json["injected_ids"][0]
     assert found.types == ["text", "json", "variable", "variable"]
     assert plugin_store.count() == (1, 0)

@@ -18,6 +18,8 @@ from hindsight_cli.app import app
 from hindsight_insights.errors import InvalidInput, NotFound
 from hindsight_insights.governance.recording import record_turn
 from hindsight_insights.models import TurnDraft
+from hindsight_insights.reporting import build_report, gather_report_input, render_report
+from hindsight_insights.reporting.inputs import SuggestionSource
 from hindsight_insights.store import InsightStore
 from hindsight_insights.suggestions import PromptSuggestion, list_suggestions, mine_suggestions, suggestion_uuid
 from hindsight_insights.weaviate_server import LocalWeaviate
@@ -194,3 +196,17 @@ def test_the_suggestion_verbs_of_the_command_line(cli: Any, store: InsightStore)
     assert "promoted already" in cli("examples", "promote", examples[0]["id"], code=1)
     assert "deleted" in cli("examples", "delete", examples[0]["id"])
     assert "no few-shot example" in cli("examples", "delete", examples[0]["id"], code=1)
+
+
+def test_the_daily_report_reads_the_real_suggestions(store: InsightStore, prompts_dir: Path) -> None:
+    now = datetime.now(UTC)
+    for user in ("alice", "bob", "carol"):
+        correct(store, user, now - timedelta(minutes=30))
+    mine_suggestions(store, now)
+    source: SuggestionSource = store.suggestions  # the report's port, checked by mypy
+    report = build_report(gather_report_input(store, now.date(), suggestions=source))
+    assert report.suggestions is not None and [(s.status, s.count) for s in report.suggestions] == [("pending", 3)]
+    text = render_report(report, "markdown", prompts_dir)
+    assert f"- [pending] factual: {only(store).topic} ({SCENE}) (3): 在「{SCENE}」场景中" in text
+    with pytest.raises(InvalidInput, match="must be one of pending, accepted, dismissed"):
+        store.suggestions.list_suggestions("open")

@@ -36,9 +36,11 @@ from hindsight_insights.models import (
 )
 from hindsight_insights.screening import RULES_ONLY, Screen
 from hindsight_insights.store.audit import AuditLog
+from hindsight_insights.store.blame import BlameLedger
 from hindsight_insights.store.budget import WeaviateBudget
 from hindsight_insights.store.examples import ExampleLibrary
 from hindsight_insights.store.forgetting import Forgetting
+from hindsight_insights.store.graph import DependencyGraph
 from hindsight_insights.store.lifecycle import Lifecycle
 from hindsight_insights.store.ports import TurnRecords
 from hindsight_insights.store.reads import InsightReads
@@ -154,6 +156,7 @@ class InsightStore(ProjectStore[TurnLog]):
         client: weaviate.WeaviateClient | None = None,
         screen: Screen = RULES_ONLY,
         budget: WeaviateBudget | None = None,
+        blame: BlameLedger | None = None,
         examples: ExampleLibrary | None = None,
         suggestions: SuggestionBox | None = None,
     ) -> None:
@@ -161,6 +164,12 @@ class InsightStore(ProjectStore[TurnLog]):
         super().__init__(self.insight_table, TurnLog(collections.turns), settings, screen)
         self.budget = budget  # the project's daily workspace-model calls (cascade.py), when opened with one
         self.audit = AuditLog(collections.audit)
+        if blame is None and client is not None:
+            blame = BlameLedger.ensure(client, settings.project)
+        if blame is None:
+            raise ValueError("InsightStore needs a blame ledger (InsightStore.open makes one)")
+        self.blame_ledger = blame  # blame and support of injected insights (governance/blame.py)
+        self.graph = DependencyGraph(self.reads, self.insight_table, self.turns, blame)
         self._examples = examples  # few-shot examples (store/examples.py), when opened with them
         self._suggestions = suggestions  # prompt suggestions (store/suggestions.py), when opened with them
         self.retrieval = Retrieval(collections.insights, embedder, settings)
@@ -183,10 +192,19 @@ class InsightStore(ProjectStore[TurnLog]):
         with weaviate_errors("creating the project's collections"):
             collections = ensure_collections(client, settings.project, embedder)
         budget = WeaviateBudget.ensure(client, settings.project)
+        blame = BlameLedger.ensure(client, settings.project)
         examples = ExampleLibrary.ensure(client, settings, embedder)
         suggestions = SuggestionBox.ensure(client, settings)
         store = cls(
-            collections, embedder, settings, client if owns_client else None, screen, budget, examples, suggestions
+            collections,
+            embedder,
+            settings,
+            client if owns_client else None,
+            screen,
+            budget,
+            blame,
+            examples=examples,
+            suggestions=suggestions,
         )
         if store.vectors_outdated:
             # Re-embedding a large project takes minutes: an explicit step, never a side effect of opening.
@@ -216,13 +234,17 @@ class InsightStore(ProjectStore[TurnLog]):
         return self._suggestions
 
     def forget_user(self, user_id: str, now: datetime | None = None) -> ForgetResult:
-        """As ProjectStore's, and the user's few-shot examples and their quotes in prompt suggestions go too."""
+        """As ProjectStore's; the user's blame, few-shot examples and quotes in prompt suggestions go too."""
         result = super().forget_user(user_id, now)
+        self.blame_ledger.forget_user(user_id)
         if self._examples is not None:
             self._examples.forget_user(user_id)
         if self._suggestions is not None:
             self._suggestions.forget_user(user_id)
         return result
+
+    def restore(self, insight_id: uuid.UUID | str, now: datetime | None = None) -> Insight:
+        return self.lifecycle.restore(insight_id, now)
 
     def is_connected(self) -> bool:
         return self._client is None or self._client.is_connected()

@@ -1,5 +1,8 @@
 """Reading a project's insights: search, and recall with its two channels (docs/architecture.md, "Retrieval").
 
+The channels: standing rules are preferences and a user's own rules of every kind (filters.standing_channel), with
+no similarity gate; situational ones are project-wide and session facts, processes and lessons, behind the gate.
+
 Every read filters in Weaviate first (filters.eligible: scene or general, this user or the project, active, unexpired),
 then ranks in Python: the no-match gate and the rank score are in ranking.py. At most one version per slot reaches a
 result, and at most one rule per topic reaches a recall.
@@ -8,7 +11,7 @@ result, and at most one rule per topic reaches a recall.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,7 +36,7 @@ SearchMode = Literal["hybrid", "vector", "bm25"]
 MAX_TOP_K = 20
 MAX_QUERY_TURNS = 5
 MAX_QUERY_CHARS = 4000  # of the recent turns, newest kept: enough context, and a bounded embedding cost
-# Recall ranks at most this many eligible preferences, the most similar to the conversation; a user with more in one
+# Recall ranks at most this many eligible standing rules, the most similar to the conversation; a user with more in one
 # scene (rare) has the least similar ones left out.
 MAX_STANDING_CANDIDATES = 100
 SITUATIONAL_KINDS = (InsightKind.FACT, InsightKind.PROCESS, InsightKind.LESSON)
@@ -84,8 +87,9 @@ class Retrieval:
         now: datetime | None = None,
         session_id: str | None = None,
     ) -> Recall:
-        """Both retrieval channels (docs/architecture.md, Retrieval): standing preferences, and situational facts,
-        processes and lessons. One round trip: the standing rules are read while the query is embedded and searched.
+        """Both retrieval channels (docs/architecture.md, Retrieval): standing rules (preferences, and this user's own
+        rules of every kind), and situational facts, processes and lessons (project-wide or of this session). One round
+        trip: the standing rules are read while the query is embedded and searched.
         """
         request = self._request(query, top_k, score_threshold, "hybrid")
         now = now or datetime.now(UTC)
@@ -98,7 +102,9 @@ class Retrieval:
                 else None
             )
             try:
-                candidates = self._candidates(request, scene, user_id, SITUATIONAL_KINDS, now, session_id)
+                candidates = self._candidates(
+                    request, scene, user_id, SITUATIONAL_KINDS, now, session_id, channel=filters.situational_channel
+                )
             except BaseException:
                 if standing_read is not None:
                     wait([standing_read])  # never leave a read running behind a failed call; its error is moot
@@ -121,8 +127,9 @@ class Retrieval:
         now: datetime | None = None,
         session_id: str | None = None,
     ) -> list[Insight]:
-        """Preferences for this scene (this user's and project-wide ones), newest first, within a budget: what holds
-        when there is no conversation to rank them by (recall ranks them by relevance first)."""
+        """The standing rules for this scene (preferences, this user's and project-wide, and this user's own rules),
+        preferences first, then newest first, within a budget: what holds when there is no conversation to rank them
+        by (recall ranks them by relevance first)."""
         limit = self._settings.standing_rule_budget if limit is None else limit
         if limit == 0:
             return []
@@ -130,7 +137,8 @@ class Retrieval:
             objects = self._standing_candidates(
                 scene, user_id, now or datetime.now(UTC), limit=limit * 2, session_id=session_id
             )
-        return [insight_from(obj) for obj in newest_per_slot(objects)][:limit]
+        newest = sorted(newest_per_slot(objects), key=lambda obj: not _about_every_answer(obj))  # stable: newest first
+        return [insight_from(obj) for obj in newest][:limit]
 
     def _request(
         self, query: str | Sequence[str], top_k: int | None, score_threshold: float | None, mode: SearchMode
@@ -163,8 +171,10 @@ class Retrieval:
         kinds: Sequence[InsightKind] | None,
         now: datetime,
         session_id: str | None = None,
+        channel: Callable[[Sequence[InsightKind]], filters.WeaviateFilter] = filters.of_kinds,
     ) -> list[StoredObject]:
-        """One Weaviate query: the eligible insights nearest the query, at most one version per slot.
+        """One Weaviate query: the eligible insights nearest the query (of `kinds`, within `channel`), at most one
+        version per slot.
 
         Behind the no-match gate (a margin is set) the candidates are the nearest by cosine, with the distance that
         Weaviate computed: the gate asks a candidate to stand out on cosine, so one that only BM25 finds cannot pass,
@@ -176,7 +186,7 @@ class Retrieval:
         vector = request.vector(self._embedder)
         where = filters.eligible(scene, user_id, now, session_id)
         if kinds:
-            where = where & filters.of_kinds(kinds)
+            where = where & channel(kinds)
         limit = max(request.top_k * 4, 20)
         if request.alpha == 1.0 or request.margin != NO_MARGIN:
             result = self._insights.query.near_vector(
@@ -218,9 +228,9 @@ class Retrieval:
         limit: int = MAX_STANDING_CANDIDATES,
         session_id: str | None = None,
     ) -> list[StoredObject]:
-        """Eligible preferences: with a conversation's vector, the most similar ones, each with its cosine distance
-        (computed by Weaviate, so no vectors travel); without one, the newest."""
-        where = filters.eligible(scene, user_id, now, session_id) & filters.of_kinds([InsightKind.PREFERENCE])
+        """Eligible standing rules (filters.standing_channel): with a conversation's vector, the most similar ones, each
+        with its cosine distance (computed by Weaviate, so no vectors travel); without one, the newest."""
+        where = filters.eligible(scene, user_id, now, session_id) & filters.standing_channel()
         if vector is None:
             result = self._insights.query.fetch_objects(
                 filters=where, limit=limit, sort=Sort.by_property("asserted_at", ascending=False)
@@ -251,20 +261,24 @@ class Retrieval:
         kinds: Sequence[InsightKind] | None = SITUATIONAL_KINDS,
         now: datetime | None = None,
     ) -> list[GateInput]:
-        """What the no-match gate sees for a recall: every candidate with its similarity, keyword coverage, relevance
-        and background, before any threshold. For explaining a result, and for calibration (bench/)."""
+        """What the no-match gate sees for a recall: every situational candidate (never a user's own rule, which is
+        standing) with its similarity, keyword coverage, relevance and background, before any threshold. For
+        explaining a result, and for calibration (bench/)."""
         request = self._request(query, None, None, "hybrid")
         with weaviate_errors("searching insights"):
-            objects = self._candidates(request, scene, user_id, kinds, now or datetime.now(UTC))
+            objects = self._candidates(
+                request, scene, user_id, kinds, now or datetime.now(UTC), channel=filters.situational_channel
+            )
         scored = [self._score(obj, request) for obj in objects]
         similarities = [similarity for similarity, _, _ in scored]
+        copies = copies_of_each(objects)
         return [
             GateInput(
                 insight_from(obj),
                 similarity,
                 keyword,
                 relevance,
-                ranking.background(similarities, index, self._settings.background_prior),
+                ranking.background(similarities, index, self._settings.background_prior, copies[index]),
             )
             for index, (obj, (similarity, keyword, relevance)) in enumerate(zip(objects, scored, strict=True))
         ]
@@ -283,9 +297,10 @@ class Retrieval:
     def _rank(self, objects: Sequence[StoredObject], request: _Request, now: datetime) -> list[ScoredInsight]:
         scored = [self._score(obj, request) for obj in objects]
         similarities = [similarity for similarity, _, _ in scored]
+        copies = copies_of_each(objects)
         hits = []
         for index, (obj, (similarity, keyword, relevance)) in enumerate(zip(objects, scored, strict=True)):
-            background = ranking.background(similarities, index, self._settings.background_prior)
+            background = ranking.background(similarities, index, self._settings.background_prior, copies[index])
             if not ranking.passes_gate(relevance, similarity, background, request.threshold, request.margin):
                 continue
             insight = insight_from(obj)
@@ -299,11 +314,15 @@ class Retrieval:
         return hits[: request.top_k]
 
     def _rank_standing(self, objects: Sequence[StoredObject], request: _Request, budget: int) -> list[Insight]:
-        """The preferences the budget takes: matching the conversation first, then the newest. Only those kept are
-        converted to insights (a user may have a hundred)."""
+        """The standing rules the budget takes: matching the conversation first, then the newest (preferences first).
+        Only those kept are converted to insights (a user may have a hundred)."""
         relevance = {id(obj): self._score(obj, request)[2] for obj in objects}
         ordered = ranking.standing_order(
-            objects, lambda obj: relevance[id(obj)], lambda obj: obj.properties["asserted_at"], request.threshold
+            objects,
+            lambda obj: relevance[id(obj)],
+            lambda obj: obj.properties["asserted_at"],
+            request.threshold,
+            _about_every_answer,
         )
         return [insight_from(obj) for obj in ordered[:budget]]
 
@@ -340,6 +359,11 @@ class _Request:
         return self._vector
 
 
+def _about_every_answer(obj: StoredObject) -> bool:
+    """A preference (how every answer should look), as against a user's own fact or process (about a subject)."""
+    return bool(obj.properties.get("kind") == InsightKind.PREFERENCE.value)
+
+
 def query_turns(query: str | Sequence[str]) -> list[str]:
     """The last turns (at most MAX_QUERY_TURNS), oldest first, cut to MAX_QUERY_CHARS from the newest backwards."""
     turns = [turn.strip() for turn in ([query] if isinstance(query, str) else list(query)) if turn.strip()]
@@ -366,6 +390,22 @@ def newest_per_slot(objects: Sequence[StoredObject]) -> list[StoredObject]:
         ):
             newest[slot] = obj
     return [obj for obj in objects if newest.get(str(obj.properties.get("slot_key"))) is obj]
+
+
+def copies_of_each(objects: Sequence[StoredObject]) -> list[set[int]]:
+    """For each candidate, the positions of the others with its topic (and condition): copies of one lesson for other
+    owners (a user's, the project's approved copy, a session's), which are not its background (ranking.background)."""
+    topic_of = [
+        (
+            keys.normalize_key(str(obj.properties.get("topic") or "")),
+            keys.normalize_key(str(obj.properties.get("condition_detail") or "")),
+        )
+        for obj in objects
+    ]
+    return [
+        {other for other, key in enumerate(topic_of) if key == mine and other != index}
+        for index, mine in enumerate(topic_of)
+    ]
 
 
 def newest_per_topic(insights: Sequence[Insight]) -> set[uuid.UUID]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast, get_args
 
 import weaviate
 from weaviate.classes.config import Configure, DataType
@@ -32,6 +32,7 @@ from hindsight_insights.store.schema import (
 from hindsight_insights.suggestions import Mined, PromptSuggestion, SuggestionEvidence, SuggestionStatus
 
 MAX_SUGGESTIONS = 1000
+STATUSES: tuple[str, ...] = get_args(SuggestionStatus)
 
 Upserted = Literal["created", "updated", "reopened"]
 
@@ -180,6 +181,12 @@ class SuggestionBox:
             result = self.collection.query.fetch_objects(filters=where, limit=MAX_SUGGESTIONS)
         found = [_suggestion(obj) for obj in result.objects]
         return sorted(found, key=lambda s: (-s.corrections, s.topic_key, s.scene_key, s.type))
+
+    def list_suggestions(self, status: str | None = None) -> list[PromptSuggestion]:
+        """The report's port (reporting.inputs.SuggestionSource): `all`, with the status as text."""
+        if status is not None and status not in STATUSES:
+            raise InvalidInput([("status", f"must be one of {', '.join(STATUSES)}, not {status!r}")])
+        return self.all(status=cast(SuggestionStatus | None, status))
 
     def decide(
         self,
