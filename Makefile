@@ -2,7 +2,7 @@
 # `make test` (.ci/run).
 .PHONY: setup setup-tests demo test test-weaviate-1.27 lint eval eval-corrections eval-poisoning eval-reflection \
 	bench bench-plugin bench-frozen bench-search bench-worker package pin-chatflow worker train-screen bench-screen \
-	train-detector bench-detector bench-screen-writes bench-blame
+	train-detector bench-detector bench-screen-writes bench-blame bench-fewshot
 
 # uv, the venv and the Weaviate binary: what `make demo` needs.
 setup:
@@ -87,6 +87,10 @@ bench-frozen: setup
 	.venv/bin/python -m bench.bench_frozen
 
 # The worker with the offline extractor: reflections per minute and its peak RSS (target 300 MB).
+bench-fewshot: setup
+	.venv/bin/python -m bench.bench_fewshot
+	.venv/bin/python -m bench.bench_fewshot --language en
+
 bench-worker: setup
 	.venv/bin/python -m bench.bench_worker
 

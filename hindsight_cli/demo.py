@@ -36,8 +36,10 @@ from hindsight_insights.reflection.repair import plan_repair, repair_steps
 from hindsight_insights.reporting import build_report, gather_report_input, render_report
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.blame import blame_collection_name
+from hindsight_insights.store.examples import example_collection_name
 from hindsight_insights.store.review import ReviewQueue
 from hindsight_insights.store.schema import collection_names
+from hindsight_insights.store.suggestions import suggestion_collection_name
 from hindsight_insights.weaviate_server import running_weaviate
 from worker.db import open_engine
 from worker.runner import ReflectionWorker
@@ -60,7 +62,12 @@ def _fresh(settings: Settings) -> None:
     assert settings.weaviate_url is not None
     with contextlib.closing(connect_url(settings, settings.weaviate_url)) as client:
         names = collection_names(settings.project)
-        for name in (names.insights, names.turns, names.audit, blame_collection_name(settings.project)):
+        extra = (
+            blame_collection_name(settings.project),
+            example_collection_name(settings.project),
+            suggestion_collection_name(settings.project),
+        )
+        for name in (names.insights, names.turns, names.audit, *extra):
             client.collections.delete(name)
 
 
@@ -163,7 +170,8 @@ def _daily_report(store: InsightStore, settings: Settings, state_dir: Path, cons
     console.rule("6. Today's report (python -m hindsight_cli report; --format html adds the 30-day chart)")
     with_state = settings.model_copy(update={"worker_state_url": _state_url(state_dir)})
     day = today_in(settings)
-    built = build_report(gather_report_input(store, day, cost=reflection_cost(with_state, day)))
+    cost = reflection_cost(with_state, day)
+    built = build_report(gather_report_input(store, day, cost=cost, suggestions=store.suggestions))
     text = render_report(built, "markdown", settings.prompts_dir, settings.language)
     summary = text.split("\n## ")[1:3]  # the summary and the top patterns; the rest is in the full report
     console.print("\n".join("## " + part.strip() + "\n" for part in summary), markup=False, soft_wrap=True)

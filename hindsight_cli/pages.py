@@ -90,7 +90,7 @@ def report(
         settings = store.settings
         the_day = parse_day(day, settings)
         cost = reflection_cost(settings, the_day)
-        built = build_report(gather_report_input(store, the_day, cost=cost))
+        built = build_report(gather_report_input(store, the_day, cost=cost, suggestions=store.suggestions))
     text = render_report(built, format.value, settings.prompts_dir, (lang.value if lang else settings.language))
     if out is None:
         typer.echo(text)
@@ -123,6 +123,7 @@ def console_command(
                 token=token,
                 cost=lambda day: reflection_cost(settings, day),
                 today=lambda: today_in(settings),
+                suggestions=store.suggestions,
             )
         )
         listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

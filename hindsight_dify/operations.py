@@ -153,20 +153,38 @@ def _language(parameters: Parameters, settings: Settings) -> Language:
 def search_insight(store: InsightStore, parameters: Parameters, context: Context) -> ToolResult:
     settings = store.settings
     language = _language(parameters, settings)
+    turns = recent_turns(parameters.text("query") or "")
+    scene = parameters.text("scene") or "general"
+    user = acting_user(parameters, context)
+    with_examples = parameters.boolean("examples")  # the builder's switch (form: form)
     recall = store.retrieval.recall(
-        recent_turns(parameters.text("query") or ""),
-        scene=parameters.text("scene") or "general",
-        user_id=acting_user(parameters, context),
+        turns,
+        scene=scene,
+        user_id=user,
         session_id=context.conversation_id,
         top_k=parameters.whole_number("top_k", 1, MAX_TOP_K),
         score_threshold=parameters.number("score_threshold", 0.0, 1.0),
     )
-    rules = render_rules(recall.insights, settings, language)
+    examples = store.examples.matching(turns, user_id=user, scene=scene) if with_examples else []
+    rules = render_rules(recall.insights, settings, language, examples)
     insights = [_insight_summary(i, "standing") for i in recall.standing] + [
         _insight_summary(hit.insight, "situational", hit.score) for hit in recall.situational
     ]
     injected = [item["id"] for item in insights]
-    body = {"insights": insights, "count": len(insights), "rules": rules, "injected_ids": injected}
+    body: dict[str, Any] = {"insights": insights, "count": len(insights), "rules": rules, "injected_ids": injected}
+    if with_examples:
+        body["examples"] = [
+            {
+                "id": str(e.id),
+                "scope": e.scope,
+                "scene": e.scene,
+                "context": e.context,
+                "said": e.said,
+                "corrected": e.corrected,
+                "learned_at": e.learned_at.isoformat(),
+            }
+            for e in examples
+        ]
     result = ToolResult(text=rules, json=body, variables={"rules": rules, "injected_ids": ",".join(injected)})
     return _with_ignored(result, parameters.ignored(), in_text=False)  # the text is the rules block alone
 

@@ -233,6 +233,23 @@ class Settings(BaseSettings):
         24.0, gt=0, le=24 * 31, description="The recent turns the error, correction and knowledge-gap rates read."
     )
 
+    # Few-shot examples (store/examples.py): (what the agent said -> what the user corrected it to) pairs from detected
+    # corrections, redacted, for their user until a reviewer promotes one; search_insight adds at most 3 when the
+    # builder enables them.
+    fewshot_ttl_days: float = Field(30.0, gt=0, description="An example is shown for this long after it was learned.")
+    fewshot_min_similarity: float = Field(
+        0.35, ge=-1.0, le=1.0, description="Cosine an example needs to the recent turns to be shown."
+    )
+    fewshot_duplicate_similarity: float = Field(
+        0.9, ge=0.0, le=1.0, description="Examples at least this close (cosine) are one: the newest wording kept."
+    )
+    # Prompt suggestions (suggestions.py): the nightly run groups the correction records by topic, scene and type.
+    suggestion_window_days: float = Field(30.0, gt=0, description="The corrections a night's mining reads.")
+    suggestion_min_corrections: int = Field(3, ge=1, description="Corrections of one group before it is suggested.")
+    suggestion_reopen_growth: float = Field(
+        2.0, gt=1.0, description="A dismissed suggestion comes back once its corrections grow by this factor."
+    )
+
     @field_validator("worker_nightly_time")
     @classmethod
     def _time_of_day(cls, value: str) -> str:

@@ -21,7 +21,9 @@ from hindsight_insights.connection import connect_url
 from hindsight_insights.embedder import Embedder, load_embedder
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.budget import budget_collection_name
+from hindsight_insights.store.examples import example_collection_name
 from hindsight_insights.store.schema import collection_names
+from hindsight_insights.store.suggestions import suggestion_collection_name
 from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, start_local
 from scripts.package_plugin import ROOT, package
 from testkit.messages import credentials_for
@@ -81,7 +83,8 @@ def drop_the_tests_projects(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     for project in projects:
         names = collection_names(project)
-        for name in (names.insights, names.turns, names.audit, budget_collection_name(project)):
+        extra = (budget_collection_name(project), example_collection_name(project), suggestion_collection_name(project))
+        for name in (names.insights, names.turns, names.audit, *extra):
             client.collections.delete(name)  # a missing collection is no error
 
 

@@ -19,7 +19,9 @@ import pytest
 import weaviate
 
 from hindsight_insights.store.budget import budget_collection_name
+from hindsight_insights.store.examples import example_collection_name
 from hindsight_insights.store.schema import collection_names
+from hindsight_insights.store.suggestions import suggestion_collection_name
 from testkit.messages import ToolOutput
 from testkit.runner import RunnerPlugin
 
@@ -113,7 +115,8 @@ def test_attacks_of_the_screening_set_never_reach_a_rules_block(
 def every_object(client: weaviate.WeaviateClient, project: str) -> list[dict[str, Any]]:
     names = collection_names(project)
     objects = []
-    for name in (names.insights, names.turns, names.audit, budget_collection_name(project)):
+    extra = (budget_collection_name(project), example_collection_name(project), suggestion_collection_name(project))
+    for name in (names.insights, names.turns, names.audit, *extra):
         if client.collections.exists(name):
             objects += [dict(obj.properties) for obj in client.collections.use(name).iterator()]
     return objects

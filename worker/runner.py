@@ -47,6 +47,7 @@ from hindsight_insights.reflection import (
 from hindsight_insights.reflection.repair import RepairPlan, conclude_repair
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.turns import TurnStamp
+from hindsight_insights.suggestions import mine_suggestions
 from worker.budget import CostGuard
 from worker.clock import Clock, SystemClock, local_day, next_day_start
 from worker.expiry import ExpiryReport, sweep
@@ -137,6 +138,7 @@ class ReflectionWorker:
             zone=self.zone,
             settings=self.settings,
             runner=self,
+            mine=lambda now: mine_suggestions(store, now, self.settings),
         )
 
     # ---- the poll ---------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from hindsight_insights.admission import Admitted
 from hindsight_insights.config import Settings
 from hindsight_insights.connection import weaviate_errors
 from hindsight_insights.embedder import Embedder
+from hindsight_insights.errors import HindsightError
 from hindsight_insights.models import (
     ForgetResult,
     Insight,
@@ -37,6 +38,7 @@ from hindsight_insights.screening import RULES_ONLY, Screen
 from hindsight_insights.store.audit import AuditLog
 from hindsight_insights.store.blame import BlameLedger
 from hindsight_insights.store.budget import WeaviateBudget
+from hindsight_insights.store.examples import ExampleLibrary
 from hindsight_insights.store.forgetting import Forgetting
 from hindsight_insights.store.graph import DependencyGraph
 from hindsight_insights.store.lifecycle import Lifecycle
@@ -44,6 +46,7 @@ from hindsight_insights.store.ports import TurnRecords
 from hindsight_insights.store.reads import InsightReads
 from hindsight_insights.store.retrieval import Retrieval
 from hindsight_insights.store.schema import VECTOR_TEXT_VERSION, ProjectCollections, ensure_collections
+from hindsight_insights.store.suggestions import SuggestionBox
 from hindsight_insights.store.table import InsightTable
 from hindsight_insights.store.turns import TurnLog
 from hindsight_insights.store.weaviate_table import WeaviateInsightTable
@@ -154,6 +157,8 @@ class InsightStore(ProjectStore[TurnLog]):
         screen: Screen = RULES_ONLY,
         budget: WeaviateBudget | None = None,
         blame: BlameLedger | None = None,
+        examples: ExampleLibrary | None = None,
+        suggestions: SuggestionBox | None = None,
     ) -> None:
         self.insight_table = WeaviateInsightTable(collections.insights, embedder)
         super().__init__(self.insight_table, TurnLog(collections.turns), settings, screen)
@@ -165,6 +170,8 @@ class InsightStore(ProjectStore[TurnLog]):
             raise ValueError("InsightStore needs a blame ledger (InsightStore.open makes one)")
         self.blame_ledger = blame  # blame and support of injected insights (governance/blame.py)
         self.graph = DependencyGraph(self.reads, self.insight_table, self.turns, blame)
+        self._examples = examples  # few-shot examples (store/examples.py), when opened with them
+        self._suggestions = suggestions  # prompt suggestions (store/suggestions.py), when opened with them
         self.retrieval = Retrieval(collections.insights, embedder, settings)
         self.embedder = embedder
         self.vectors_outdated = collections.vector_text_version < VECTOR_TEXT_VERSION
@@ -186,7 +193,19 @@ class InsightStore(ProjectStore[TurnLog]):
             collections = ensure_collections(client, settings.project, embedder)
         budget = WeaviateBudget.ensure(client, settings.project)
         blame = BlameLedger.ensure(client, settings.project)
-        store = cls(collections, embedder, settings, client if owns_client else None, screen, budget, blame)
+        examples = ExampleLibrary.ensure(client, settings, embedder)
+        suggestions = SuggestionBox.ensure(client, settings)
+        store = cls(
+            collections,
+            embedder,
+            settings,
+            client if owns_client else None,
+            screen,
+            budget,
+            blame,
+            examples=examples,
+            suggestions=suggestions,
+        )
         if store.vectors_outdated:
             # Re-embedding a large project takes minutes: an explicit step, never a side effect of opening.
             log.warning(
@@ -200,9 +219,28 @@ class InsightStore(ProjectStore[TurnLog]):
             )
         return store
 
+    @property
+    def examples(self) -> ExampleLibrary:
+        """The project's few-shot examples (InsightStore.open opens them)."""
+        if self._examples is None:
+            raise HindsightError("this store was opened without its few-shot examples: open it with InsightStore.open")
+        return self._examples
+
+    @property
+    def suggestions(self) -> SuggestionBox:
+        """The project's prompt suggestions (InsightStore.open opens them)."""
+        if self._suggestions is None:
+            raise HindsightError("this store was opened without its prompt suggestions: open it with InsightStore.open")
+        return self._suggestions
+
     def forget_user(self, user_id: str, now: datetime | None = None) -> ForgetResult:
+        """As ProjectStore's; the user's blame, few-shot examples and quotes in prompt suggestions go too."""
         result = super().forget_user(user_id, now)
         self.blame_ledger.forget_user(user_id)
+        if self._examples is not None:
+            self._examples.forget_user(user_id)
+        if self._suggestions is not None:
+            self._suggestions.forget_user(user_id)
         return result
 
     def restore(self, insight_id: uuid.UUID | str, now: datetime | None = None) -> Insight:
