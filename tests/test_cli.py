@@ -129,7 +129,8 @@ def test_the_demo_learns_from_its_conversations_and_keeps_each_users_rules_to_th
     assert "prompt injection" in report.split("waiting for a reviewer")[-1]
     # Blame and repair: the misread memory, corrected twice, is suspect after the second correction; the reviewer's
     # verdict rejects it and the cable advice derived from it, and the sessions it touched are reflected on again.
-    blamed = [line for line in repair.splitlines() if " blames " in line]
+    memory = repair.split("the reflection node's memory ")[1].split(":")[0]
+    blamed = [line for line in repair.splitlines() if f" blames {memory} " in line]
     assert len(blamed) == 2 and "→ suspect" in blamed[1] and "→ suspect" not in blamed[0]
     assert "faulty: rejected" in repair and "sessions reflected on again: demo-zhangsan-1, demo-zhangsan-2" in repair
     assert "repair of demo-zhangsan-2: ok" in repair and "rejected 1" in repair
