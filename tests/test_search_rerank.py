@@ -14,6 +14,7 @@ import pytest
 
 from hindsight_dify import Context, StoreCache, ToolResult, run
 from hindsight_insights.config import Settings
+from hindsight_insights.reranking import MAX_RERANK_QUERY_CHARS, rerank_query
 from hindsight_insights.store import InsightStore
 from testkit.recording_llm import RecordingRerank, ScoresByWords
 from testkit.sdk import RerankModelConfig
@@ -211,3 +212,10 @@ def test_a_malformed_selector_is_refused_naming_it(
     result = run(stores, "search_insight", credentials, parameters, context)
     assert result.json["error"]["type"] == "invalid_input", result.json
     assert result.json["error"]["problems"][0]["field"] == field and rerank.calls == []
+
+
+def test_the_rerank_query_is_the_newest_turns_within_its_length() -> None:
+    turns = ["旧的一轮：" + "很长的背景。" * 300, "退款多久到账？"]
+    query = rerank_query(turns)
+    assert len(query) == MAX_RERANK_QUERY_CHARS and query.endswith("\n退款多久到账？")
+    assert rerank_query(["a", "b"]) == "a\nb"
