@@ -2,7 +2,7 @@
 # `make test` (.ci/run).
 .PHONY: setup setup-tests demo test test-weaviate-1.27 lint eval eval-corrections eval-poisoning eval-reflection \
 	bench bench-plugin bench-frozen bench-search bench-worker package pin-chatflow worker train-screen bench-screen \
-	train-detector bench-detector bench-screen-writes bench-blame bench-fewshot
+	train-detector bench-detector bench-screen-writes bench-blame bench-fewshot bench-record-turn
 
 # uv, the venv and the Weaviate binary: what `make demo` needs.
 setup:
@@ -79,6 +79,11 @@ bench-screen-writes: setup
 
 bench-blame: setup
 	.venv/bin/python -m bench.bench_blame
+
+# record_turn at 100,000 insights through the plugin runtime: the learned detector beside the rules alone, one run,
+# interleaved. The 100,000 are imported once into ~/.cache/hindsight-insights/bench/ and reused.
+bench-record-turn: setup
+	.venv/bin/python -m bench.bench_record_turn
 
 bench-plugin: setup
 	.venv/bin/python -m bench.bench_plugin

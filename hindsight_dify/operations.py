@@ -7,6 +7,7 @@ parameter that a model fills (`form: llm`) and no field of LLM-written JSON choo
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any
 from hindsight_dify.cascade import cascade_for
 from hindsight_dify.dify_model import DifyModelReflector, LlmInvocation, ModelSelection
 from hindsight_dify.params import Parameters, recent_turns
+from hindsight_dify.rerank import RerankInvocation, reranker_for
 from hindsight_dify.results import ToolResult
 from hindsight_insights.commands import Provenance, WriteCommand
 from hindsight_insights.config import Language, Settings
@@ -39,6 +41,8 @@ class Context:
     message_id: str | None = None
     # The tool session's backwards invocation of the workspace's models (session.model.llm); None outside Dify.
     llm: LlmInvocation | None = None
+    # Its backwards invocation of the workspace's rerank models (session.model.rerank); None outside Dify.
+    rerank: RerankInvocation | None = None
 
 
 def acting_user(parameters: Parameters, context: Context) -> str:
@@ -157,6 +161,7 @@ def search_insight(store: InsightStore, parameters: Parameters, context: Context
     scene = parameters.text("scene") or "general"
     user = acting_user(parameters, context)
     with_examples = parameters.boolean("examples")  # the builder's switch (form: form)
+    reranker = reranker_for(parameters, context.rerank)
     recall = store.retrieval.recall(
         turns,
         scene=scene,
@@ -164,6 +169,7 @@ def search_insight(store: InsightStore, parameters: Parameters, context: Context
         session_id=context.conversation_id,
         top_k=parameters.whole_number("top_k", 1, MAX_TOP_K),
         score_threshold=parameters.number("score_threshold", 0.0, 1.0),
+        reranker=reranker,
     )
     examples = store.examples.matching(turns, user_id=user, scene=scene) if with_examples else []
     rules = render_rules(recall.insights, settings, language, examples)
@@ -185,6 +191,8 @@ def search_insight(store: InsightStore, parameters: Parameters, context: Context
             }
             for e in examples
         ]
+    if recall.rerank is not None:  # only with a rerank_model: who decided the situational rules, and why
+        body["rerank"] = dataclasses.asdict(recall.rerank)
     result = ToolResult(text=rules, json=body, variables={"rules": rules, "injected_ids": ",".join(injected)})
     return _with_ignored(result, parameters.ignored(), in_text=False)  # the text is the rules block alone
 

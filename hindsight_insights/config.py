@@ -99,6 +99,12 @@ class Settings(BaseSettings):
     hybrid_alpha: float = Field(0.8, ge=0.0, le=1.0, description="1 = vector only, 0 = BM25 only.")
     recency_half_life_days: float = Field(90.0, gt=0)
     standing_rule_budget: int = Field(5, ge=0, le=20, description="Standing rules injected at most, per call.")
+    # With a workspace rerank model (search_insight's rerank_model; reranking.py), the situational rules it scores at
+    # this or more pass, instead of the no-match gate. 0.5: Dify's own default for a rerank model's score threshold;
+    # rerank models score 0-1, a rule about the conversation's subject typically far above it, a neighbour below.
+    rerank_threshold: float = Field(
+        0.5, ge=0.0, le=1.0, description="A rerank model's score a situational rule needs to pass (reranking.py)."
+    )
     must_confidence: float = Field(0.7, ge=0.0, le=1.0, description="At or above: 'must'; below: 'consider'.")
     language: Language = "zh"
 

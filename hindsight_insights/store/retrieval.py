@@ -10,6 +10,7 @@ result, and at most one rule per topic reaches a recall.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -21,16 +22,20 @@ import numpy as np
 from weaviate.classes.query import HybridFusion, MetadataQuery, Sort
 from weaviate.collections import Collection as WeaviateCollection
 
-from hindsight_insights import keys, ranking
+from hindsight_insights import keys, ranking, reranking
 from hindsight_insights.config import NO_MARGIN, Settings
 from hindsight_insights.connection import weaviate_errors
 from hindsight_insights.embedder import Embedder, Vectors
 from hindsight_insights.errors import InvalidInput
 from hindsight_insights.keys import GENERAL_SCENE
 from hindsight_insights.models import Insight, InsightKind, Recall, ScoredInsight
+from hindsight_insights.reranking import Reranker, RerankFailed, RerankReport
 from hindsight_insights.segment import tokens
 from hindsight_insights.store import filters
 from hindsight_insights.store.schema import VECTOR_NAME, StoredObject, insight_from, vector_of
+from hindsight_insights.store.table import embedding_text
+
+log = logging.getLogger(__name__)
 
 SearchMode = Literal["hybrid", "vector", "bm25"]
 MAX_TOP_K = 20
@@ -86,10 +91,12 @@ class Retrieval:
         score_threshold: float | None = None,
         now: datetime | None = None,
         session_id: str | None = None,
+        reranker: Reranker | None = None,
     ) -> Recall:
         """Both retrieval channels (docs/architecture.md, Retrieval): standing rules (preferences, and this user's own
         rules of every kind), and situational facts, processes and lessons (project-wide or of this session). One round
         trip: the standing rules are read while the query is embedded and searched.
+        With a `reranker`, it decides which situational candidates pass (reranking.py), else the no-match gate.
         """
         request = self._request(query, top_k, score_threshold, "hybrid")
         now = now or datetime.now(UTC)
@@ -110,12 +117,14 @@ class Retrieval:
                     wait([standing_read])  # never leave a read running behind a failed call; its error is moot
                 raise
             preferences = standing_read.result() if standing_read is not None else []
-        situational = self._rank(candidates, request, now)
+        reranked, rerank = self._rerank(candidates, request, reranker) if reranker else (None, None)
+        situational = self._rank(candidates, request, now, reranked)
         standing = self._rank_standing(preferences, request, budget)
         kept = newest_per_topic([*standing, *(hit.insight for hit in situational)])
         return Recall(
             standing=[insight for insight in standing if insight.id in kept],
             situational=[hit for hit in situational if hit.insight.id in kept],
+            rerank=rerank,
         )
 
     def standing_rules(
@@ -294,15 +303,45 @@ class Retrieval:
         keyword = ranking.keyword_coverage(request.tokens, (obj.properties.get("search_text") or "").split())
         return similarity, keyword, ranking.relevance(similarity, keyword, request.alpha)
 
-    def _rank(self, objects: Sequence[StoredObject], request: _Request, now: datetime) -> list[ScoredInsight]:
+    def _rerank(
+        self, objects: Sequence[StoredObject], request: _Request, reranker: Reranker
+    ) -> tuple[list[float] | None, RerankReport]:
+        """The rerank model's score of each candidate, or None (the built-in gate decides) when it failed."""
+        if not objects:
+            return None, RerankReport(reranker.label, "not_asked", "no situational candidates", 0, 0)
+        documents = [embedding_text(insight_from(obj)) for obj in objects]
+        try:
+            scores = reranking.checked_scores(reranker, reranking.rerank_query(request.turns), documents)
+        except RerankFailed as error:
+            log.warning("rerank model %s failed; the built-in gate decides: %s", reranker.label, error)
+            detail = f"the rerank model failed, so the built-in gate decided: {error}"
+            return None, RerankReport(reranker.label, "failed", detail, len(objects), 0)
+        passed = sum(score >= self._settings.rerank_threshold for score in scores)
+        detail = f"{passed} of {len(objects)} situational rules scored {self._settings.rerank_threshold:g} or more"
+        return scores, RerankReport(reranker.label, "reranked", detail, len(objects), passed)
+
+    def _rank(
+        self,
+        objects: Sequence[StoredObject],
+        request: _Request,
+        now: datetime,
+        reranked: Sequence[float] | None = None,
+    ) -> list[ScoredInsight]:
+        """The candidates that pass the gate, best first: the no-match gate, or the rerank model's scores when given
+        (then they are the relevance the rank score weighs)."""
         scored = [self._score(obj, request) for obj in objects]
         similarities = [similarity for similarity, _, _ in scored]
         copies = copies_of_each(objects)
         hits = []
         for index, (obj, (similarity, keyword, relevance)) in enumerate(zip(objects, scored, strict=True)):
-            background = ranking.background(similarities, index, self._settings.background_prior, copies[index])
-            if not ranking.passes_gate(relevance, similarity, background, request.threshold, request.margin):
-                continue
+            if reranked is not None:
+                relevance = reranked[index]
+                if relevance < self._settings.rerank_threshold:
+                    continue
+            else:
+                background = ranking.background(similarities, index, self._settings.background_prior, copies[index])
+                if not ranking.passes_gate(relevance, similarity, background, request.threshold, request.margin):
+                    continue
             insight = insight_from(obj)
             score = ranking.rank_score(
                 relevance, insight.confidence, insight.asserted_at, now, self._settings.recency_half_life_days
