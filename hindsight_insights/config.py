@@ -160,7 +160,7 @@ class Settings(BaseSettings):
     prompts_dir: Path = Field(default_factory=lambda: Path(__file__).resolve().parent.parent / "prompts")
 
     # The poisoning screen on every write (screening.py, admission.py; docs/architecture.md "Admission"). Unset
-    # thresholds are the trained band's (chosen on the training corpus's folds: suspect 0.50, unsure 0.38).
+    # thresholds are the trained band's (chosen on the training corpus's folds: suspect 0.50, unsure 0.30).
     screen_learned: bool = Field(
         True, description="Rules + the learned screen; false: the rules alone. Always the built-in embedder's vectors."
     )
