@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -329,12 +329,7 @@ def suggestions_accept(
     suggestion_id: str, reviewer: Reviewer = YOU, note: Note = "", project: Project = None, as_json: AsJson = False
 ) -> None:
     """Accept a suggestion: the decision is recorded; change your system prompt yourself (nothing is applied)."""
-    with opened(project) as store:
-        suggestion = store.suggestions.decide(suggestion_id, "accepted", reviewer, note)
-    if as_json:
-        views.print_json(console, suggestion.model_dump(mode="json"))
-    else:
-        console.print(f"accepted: {suggestion.id}. Nothing was applied: edit the app's system prompt yourself.")
+    _decide_suggestion(suggestion_id, "accepted", reviewer, note, project, as_json)
 
 
 @suggestions_app.command("dismiss")
@@ -342,10 +337,23 @@ def suggestions_dismiss(
     suggestion_id: str, reviewer: Reviewer = YOU, note: Note = "", project: Project = None, as_json: AsJson = False
 ) -> None:
     """Dismiss a suggestion: it stays dismissed unless its corrections grow markedly."""
+    _decide_suggestion(suggestion_id, "dismissed", reviewer, note, project, as_json)
+
+
+def _decide_suggestion(
+    suggestion_id: str,
+    decision: Literal["accepted", "dismissed"],
+    reviewer: str,
+    note: str,
+    project: str | None,
+    as_json: bool,
+) -> None:
     with opened(project) as store:
-        suggestion = store.suggestions.decide(suggestion_id, "dismissed", reviewer, note)
+        suggestion = store.suggestions.decide(suggestion_id, decision, reviewer, note)
     if as_json:
         views.print_json(console, suggestion.model_dump(mode="json"))
+    elif decision == "accepted":
+        console.print(f"accepted: {suggestion.id}. Nothing was applied: edit the app's system prompt yourself.")
     else:
         console.print(f"dismissed: {suggestion.id}")
 
