@@ -2,7 +2,7 @@
 # `make test` (.ci/run).
 .PHONY: setup setup-tests demo test test-weaviate-1.27 lint eval eval-corrections eval-poisoning eval-reflection \
 	bench bench-plugin bench-frozen bench-search bench-worker package pin-chatflow worker train-screen bench-screen \
-	train-detector bench-detector bench-screen-writes
+	train-detector bench-detector bench-screen-writes bench-blame bench-fewshot bench-record-turn
 
 # uv, the venv and the Weaviate binary: what `make demo` needs.
 setup:
@@ -77,6 +77,14 @@ bench-screen: setup
 bench-screen-writes: setup
 	.venv/bin/python -m bench.bench_screen_writes
 
+bench-blame: setup
+	.venv/bin/python -m bench.bench_blame
+
+# record_turn at 100,000 insights through the plugin runtime: the learned detector beside the rules alone, one run,
+# interleaved. The 100,000 are imported once into ~/.cache/hindsight-insights/bench/ and reused.
+bench-record-turn: setup
+	.venv/bin/python -m bench.bench_record_turn
+
 bench-plugin: setup
 	.venv/bin/python -m bench.bench_plugin
 
@@ -84,6 +92,10 @@ bench-frozen: setup
 	.venv/bin/python -m bench.bench_frozen
 
 # The worker with the offline extractor: reflections per minute and its peak RSS (target 300 MB).
+bench-fewshot: setup
+	.venv/bin/python -m bench.bench_fewshot
+	.venv/bin/python -m bench.bench_fewshot --language en
+
 bench-worker: setup
 	.venv/bin/python -m bench.bench_worker
 

@@ -54,8 +54,10 @@ def save_call(store: InsightStore, i: int) -> Callable[[], object]:
 def turn_call(store: InsightStore, i: int) -> Callable[[], object]:
     subject = SUBJECTS[i % len(SUBJECTS)]
     message = WISHES[i % len(WISHES)].format(subject) if i % 2 else f"{subject} 的进度怎么样？"
-    fields = {"user_message": message, "assistant_message": f"关于{subject}：已处理。", "session_id": f"s{i % 30}"}
-    return lambda: record_turn(store, Parameters(fields), Context(user_id=f"u{i % 20}", message_id=f"m{i}"))
+    user = f"u{i % 20}"  # a session holds one user's turns (recording refuses another's): sessions per user
+    session = f"{user}-s{i % 3}"
+    fields = {"user_message": message, "assistant_message": f"关于{subject}：已处理。", "session_id": session}
+    return lambda: record_turn(store, Parameters(fields), Context(user_id=user, message_id=f"m{i}"))
 
 
 def timed(call: Callable[[], object]) -> float:

@@ -96,7 +96,9 @@ def quarantined(item: dict[str, Any], learned: LearnedScreen | None = None, *, u
     """Held: suspect, or (with the learned screen) unsure, which admission holds without a workspace model;
     `unsure_held=False`: suspects only (as if a workspace model cleared every unsure item)."""
     insight = item["insight"]
-    result = screen(insight["topic"], insight["action"], insight["observation"], learned=learned)
+    result = screen(
+        insight["topic"], insight["action"], insight["observation"], learned=learned, instruction=insight["action"]
+    )
     return result.held if unsure_held else result.suspect
 
 

@@ -15,7 +15,8 @@ on the session once it has ended. Later conversations then go through search_ins
 
 The holdout split is reported first; nothing in the extractor or the detector was tuned on it. Then the separate
 never-tuned set bench/data/reflection_eval_sessions.json (same format, no "split": the whole file is one set, "eval"),
-recorded with the learned correction detector on, as record_turn runs in Dify; its failures stay hidden like the
+recorded with the learned correction detector on, as record_turn runs in Dify, and reflected on by the offline
+extractor with the learned detector beside its rules, as the worker runs it; its failures stay hidden like the
 holdout's, so that nothing is tuned on it.
 
     make eval-reflection    (or: .venv/bin/python -m bench.eval_reflection)
@@ -39,6 +40,7 @@ from typing import Any
 
 from hindsight_dify import Context, StoreCache, credentials_for, run
 from hindsight_insights.config import Settings
+from hindsight_insights.detector_model import learned_detector
 from hindsight_insights.models import InsightStatus, Scope
 from hindsight_insights.reflection import ReflectionEngine
 from hindsight_insights.reflection.offline import OfflineExtractor
@@ -82,6 +84,8 @@ def session_insights(store: InsightStore, session_id: str) -> list[Any]:
 
 def evaluate(store: InsightStore, stores: StoreCache, creds: dict[str, Any], sessions: list[dict[str, Any]]) -> Tally:
     tally = Tally()
+    # The worker's offline extractor: the rules with the learned detector beside them (worker/service.py).
+    extractor = OfflineExtractor(store.settings).with_detector(learned_detector(store.embedder, store.settings))
     for session in sessions:
         conversation = f"{session['id']}-{uuid.uuid4().hex[:6]}"
         for index, turn in enumerate(session["turns"]):
@@ -94,7 +98,7 @@ def evaluate(store: InsightStore, stores: StoreCache, creds: dict[str, Any], ses
                 user_id=session["user_id"], conversation_id=conversation, message_id=f"{conversation}-{index}"
             )
             call(stores, creds, "record_turn", parameters, context)
-        report = ReflectionEngine(store, OfflineExtractor(store.settings)).reflect_session(conversation)
+        report = ReflectionEngine(store, extractor).reflect_session(conversation)
         if report.outcome != "ok":
             tally.failures.append(f"{session['id']}: reflection {report.outcome}: {report.reason}")
         judge(store, stores, creds, session, conversation, tally)

@@ -239,7 +239,11 @@ def main() -> None:
         running_weaviate(settings, Path(data_dir)) as running,
         contextlib.closing(open_store(running)) as store,
     ):
-        key_of = evalset.load(store, data)
+        key_of, held = evalset.load(store, data)
+        print(
+            f"the poisoning screen held {len(held)} of {len(data.insights)} of the set's ordinary rules "
+            f"(approved for this measurement, as a reviewer would): {', '.join(held) or 'none'}"
+        )
         if args.calibrate:
             calibrate(store, data, key_of)
         matched = matching_global_threshold(store, data, key_of)

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from hindsight_insights.commands import Provenance, WriteCommand
 from hindsight_insights.governance.writing import write
 from hindsight_insights.models import InsightContent, InsightStatus, Scope
+from hindsight_insights.screening import INJECTION
 from hindsight_insights.store import InsightStore
 
 DATA = Path(__file__).parent / "data"
@@ -133,12 +134,15 @@ def _command(item: dict[str, Any], topic: str, expire_at: datetime | None) -> Wr
     return WriteCommand(content, Provenance("evalset", item["user_id"] or None, scope=Scope(item["scope"])))
 
 
-def load(store: InsightStore, data: EvalSet) -> dict[uuid.UUID, str]:
-    """Save every insight so that the store gives it its labelled state. Returns stored id -> key."""
+def load(store: InsightStore, data: EvalSet) -> tuple[dict[uuid.UUID, str], list[str]]:
+    """Save every insight so that the store gives it its labelled state. Returns stored id -> key, and the keys of
+    the insights the poisoning screen held: each is approved at once, as a reviewer would, so that retrieval is
+    measured on the whole set, and the caller reports them (they are the screen's false holds on ordinary rules)."""
     by_key = {item["key"]: item for item in data.insights}
     superseded = [item for item in data.insights if item["state"] == "superseded"]
     rest = [item for item in data.insights if item["state"] != "superseded"]
     key_of: dict[uuid.UUID, str] = {}
+    held: list[str] = []
     last_expiry = datetime.now(UTC)
     for item in superseded + rest:  # older versions first, so that their successors supersede them
         topic = by_key[SUCCESSOR[item["key"]]]["topic"] if item["key"] in SUCCESSOR else item["topic"]
@@ -151,6 +155,9 @@ def load(store: InsightStore, data: EvalSet) -> dict[uuid.UUID, str]:
         if result.id in key_of:
             raise SystemExit(f"{item['key']} merged into {key_of[result.id]}: the set has a near-duplicate pair")
         key_of[result.id] = item["key"]
+        if placed.review_reason and placed.review_reason.startswith(INJECTION):
+            held.append(item["key"])
+            store.approve(result.id, reviewer="eval", now=now)
         if item["state"] in ("rejected", "pending_review"):  # a reviewer's decision, or an insight sent back to review
             store.set_status(result.id, InsightStatus(item["state"]))
     time.sleep(max((last_expiry - datetime.now(UTC)).total_seconds(), 0) + 0.5)  # let the expiries pass
@@ -170,4 +177,4 @@ def load(store: InsightStore, data: EvalSet) -> dict[uuid.UUID, str]:
     ]
     if wrong:
         raise SystemExit("states differ from the labels: " + "; ".join(wrong))
-    return key_of
+    return key_of, held

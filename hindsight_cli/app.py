@@ -11,8 +11,9 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -27,6 +28,7 @@ from hindsight_insights.store import InsightStore, connect_checked, open_store
 from hindsight_insights.store.migration import embed_again
 from hindsight_insights.store.review import ReviewQueue
 from hindsight_insights.store.tenant_migration import legacy_projects, move_into_tenants
+from hindsight_insights.suggestions import PromptSuggestion, list_suggestions, mine_suggestions
 from hindsight_insights.weaviate_server import ensure_binary, running_weaviate
 
 if TYPE_CHECKING:  # imported by the worker's commands only: the model SDKs take seconds to import
@@ -37,6 +39,12 @@ insights_app = typer.Typer(help="A project's insights and its review queue.", no
 app.add_typer(insights_app, name="insights")
 detector_app = typer.Typer(help="The learned correction detector.", no_args_is_help=True)
 app.add_typer(detector_app, name="detector")
+suggestions_app = typer.Typer(
+    help="Suggested system-prompt changes: accept or dismiss; never applied.", no_args_is_help=True
+)
+app.add_typer(suggestions_app, name="suggestions")
+examples_app = typer.Typer(help="Few-shot examples of corrected answers.", no_args_is_help=True)
+app.add_typer(examples_app, name="examples")
 
 console = Console()
 errors = Console(stderr=True)
@@ -46,6 +54,12 @@ AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tabl
 Reviewer = Annotated[str, typer.Option(help="Who decides; kept in the audit trail (default: your login).")]
 YOU = getpass.getuser()
 Note = Annotated[str, typer.Option(help="Why; kept in the audit trail.")]
+
+
+class SuggestionStatusOption(StrEnum):
+    pending = "pending"
+    accepted = "accepted"
+    dismissed = "dismissed"
 
 
 def settings_for(project: str | None) -> Settings:
@@ -153,7 +167,8 @@ def list_insights(
 
 @insights_app.command()
 def show(insight_id: str, project: Project = None, as_json: AsJson = False) -> None:
-    """One insight with its slot's versions and its audit trail."""
+    """One insight with its slot's versions, its audit trail, and what it touched: the turns it was injected into,
+    what was learned from their sessions, its blame and the turns that blamed it."""
     with opened(project) as store:
         item = ReviewQueue(store).show(insight_id)
     if as_json:
@@ -180,6 +195,48 @@ def reject(
     with opened(project) as store:
         insight = ReviewQueue(store).reject(insight_id, reviewer, note)
     decided(insight, f"rejected: {insight.topic} ({insight.id})", as_json)
+
+
+@insights_app.command()
+def faulty(
+    insight_id: str,
+    reviewer: Reviewer = YOU,
+    note: Note = "",
+    now: Annotated[
+        bool, typer.Option("--now/--later", help="Re-reflect the sessions now (default), or leave it to the worker.")
+    ] = True,
+    project: Project = None,
+    as_json: AsJson = False,
+) -> None:
+    """Confirm an insight is faulty and repair what it touched: it is rejected, what was learned from the sessions
+    that used it becomes suspect, and the worker reflects on those sessions again without it (under its budget).
+    Every step is in the audit trail (action repair)."""
+    from hindsight_insights.reflection.repair import plan_repair, repair_steps
+
+    with opened_worker(project) as worker:
+        plan = plan_repair(worker.store, insight_id, reviewer, note)
+        queued = worker.enqueue_repair(plan)
+        tick = worker.run_repairs() if now else None
+        steps = repair_steps(worker.store, plan.faulty.id)
+    if as_json:
+        views.print_json(console, {"plan": plan.as_json(), "queued": queued, "steps": steps})
+        return
+    console.print(
+        f"faulty: {plan.faulty.topic} ({plan.faulty.id}) is {plan.faulty.status.value}; "
+        f"{len(plan.sessions)} session(s) to reflect on again: {', '.join(plan.sessions)}"
+    )
+    for suspect in plan.suspected:
+        console.print(f"  suspect now: {suspect.topic} ({suspect.id}): {suspect.action}", soft_wrap=True)
+    if tick is None:
+        console.print(f"{queued} repair task(s) queued for the worker")
+    for step in steps:
+        if step["step"] != "re-reflected":
+            continue
+        console.print(
+            f"  session {step.get('session_id')}: {step.get('outcome')}; learned {len(step.get('learned', []))}, "
+            f"restored {len(step.get('restored', []))}, rejected {len(step.get('rejected', []))}"
+            + (f" ({step['reason']})" if step.get("reason") else "")
+        )
 
 
 @insights_app.command()
@@ -259,6 +316,141 @@ def detector_retrain(
         console.print(f"macro F1 on {split}: before {result.before[split]:.3f}, after {result.after[split]:.3f}")
     verdict = "installed" if result.installed else "NOT installed (worse on the held-out sets); the old model stays"
     console.print(f"mean macro F1 {result.pooled_before:.3f} -> {result.pooled_after:.3f}: {verdict}")
+
+
+# ---- prompt suggestions and few-shot examples (hindsight_insights/suggestions.py, store/examples.py) ---------------
+
+
+@suggestions_app.command("list")
+def suggestions_list(
+    status: Annotated[SuggestionStatusOption | None, typer.Option(help="pending, accepted or dismissed.")] = None,
+    project: Project = None,
+    as_json: AsJson = False,
+) -> None:
+    """The project's suggestions, most corrected first."""
+    with opened(project) as store:
+        found = list_suggestions(store, status=None if status is None else status.value)
+    if as_json:
+        views.print_json(console, [s.model_dump(mode="json") for s in found])
+        return
+    console.print(f"{len(found)} suggestions")
+    for s in found:
+        topic = s.topic or "-"
+        console.print(
+            f"{s.id}  {s.status:<9} {s.type:<10} {s.corrections:>3} corrections, {s.users} users  "
+            f"topic {topic!r}, scene {s.scene!r}",
+            markup=False,
+        )
+
+
+@suggestions_app.command("show")
+def suggestions_show(suggestion_id: str, project: Project = None, as_json: AsJson = False) -> None:
+    """One suggestion: its counts, text and evidence."""
+    with opened(project) as store:
+        suggestion = store.suggestions.get(suggestion_id)
+    print_suggestion(suggestion, as_json)
+
+
+@suggestions_app.command("accept")
+def suggestions_accept(
+    suggestion_id: str, reviewer: Reviewer = YOU, note: Note = "", project: Project = None, as_json: AsJson = False
+) -> None:
+    """Accept a suggestion: the decision is recorded; change your system prompt yourself (nothing is applied)."""
+    _decide_suggestion(suggestion_id, "accepted", reviewer, note, project, as_json)
+
+
+@suggestions_app.command("dismiss")
+def suggestions_dismiss(
+    suggestion_id: str, reviewer: Reviewer = YOU, note: Note = "", project: Project = None, as_json: AsJson = False
+) -> None:
+    """Dismiss a suggestion: it stays dismissed unless its corrections grow markedly."""
+    _decide_suggestion(suggestion_id, "dismissed", reviewer, note, project, as_json)
+
+
+def _decide_suggestion(
+    suggestion_id: str,
+    decision: Literal["accepted", "dismissed"],
+    reviewer: str,
+    note: str,
+    project: str | None,
+    as_json: bool,
+) -> None:
+    with opened(project) as store:
+        suggestion = store.suggestions.decide(suggestion_id, decision, reviewer, note)
+    if as_json:
+        views.print_json(console, suggestion.model_dump(mode="json"))
+    elif decision == "accepted":
+        console.print(f"accepted: {suggestion.id}. Nothing was applied: edit the app's system prompt yourself.")
+    else:
+        console.print(f"dismissed: {suggestion.id}")
+
+
+@suggestions_app.command("mine")
+def suggestions_mine(project: Project = None, as_json: AsJson = False) -> None:
+    """Mine the correction records now, as the nightly run does (creates or updates suggestions, applies nothing)."""
+    with opened(project) as store:
+        report = mine_suggestions(store)
+    if as_json:
+        views.print_json(console, vars(report))
+    else:
+        console.print(
+            f"{report.read} corrections read; {report.suggested} groups suggested: {report.created} new, "
+            f"{report.updated} updated, {report.reopened} reopened"
+        )
+
+
+def print_suggestion(suggestion: PromptSuggestion, as_json: bool) -> None:
+    if as_json:
+        views.print_json(console, suggestion.model_dump(mode="json"))
+        return
+    decided = f" by {suggestion.decided_by}" if suggestion.decided_by else ""
+    console.print(f"{suggestion.id}: {suggestion.status}{decided}", markup=False)
+    console.print(
+        f"{suggestion.corrections} corrections, {suggestion.users} users, {suggestion.sessions} sessions, "
+        f"{suggestion.first_at:%Y-%m-%d} to {suggestion.last_at:%Y-%m-%d}",
+        markup=False,
+    )
+    console.print(suggestion.text, markup=False)
+    if suggestion.note:
+        console.print(f"note: {suggestion.note}", markup=False)
+
+
+@examples_app.command("list")
+def examples_list(
+    user: Annotated[str | None, typer.Option(help="Only examples from this user's conversations.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 50,
+    project: Project = None,
+    as_json: AsJson = False,
+) -> None:
+    """Few-shot examples, newest first."""
+    with opened(project) as store:
+        found = store.examples.recent(user_id=user, limit=limit)
+    if as_json:
+        views.print_json(console, [e.model_dump(mode="json") for e in found])
+        return
+    console.print(f"{len(found)} examples")
+    for e in found:
+        console.print(
+            f"{e.id}  {e.scope:<7} user {e.user_id!r}, until {e.expire_at:%Y-%m-%d}: {e.said[:40]!r} -> "
+            f"{e.corrected[:40]!r}",
+            markup=False,
+        )
+
+
+@examples_app.command("promote")
+def examples_promote(example_id: str, reviewer: Reviewer = YOU, project: Project = None) -> None:
+    """Make an example the project's: every user of its scene may be shown it."""
+    with opened(project) as store:
+        example = store.examples.promote(example_id, reviewer)
+    console.print(f"promoted: {example.id} is shown project-wide")
+
+
+@examples_app.command("delete")
+def examples_delete(example_id: str, project: Project = None) -> None:
+    """Delete an example."""
+    with opened(project) as store:
+        store.examples.delete(example_id)
+    console.print(f"deleted: {example_id}")
 
 
 @app.command()
@@ -452,3 +644,8 @@ def worker_status(project: Project = None, as_json: AsJson = False) -> None:
         )
     else:
         views.worker_status(console, status)
+
+
+# ---- the daily report and the review console (pages.py registers them on `app`) ------------------------------------
+
+from hindsight_cli import pages  # noqa: E402, F401

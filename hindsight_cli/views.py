@@ -88,12 +88,42 @@ def review_item(console: Console, item: ReviewItem) -> None:
     ):
         console.print(f"  {label:>12}: {value}")
     console.print(insights_table(item.history, "versions of this slot, oldest first"))
+    touched_by(console, item.touched)
     audit = Table(title="audit trail")
     for column in ("when", "who", "action", "note"):
         audit.add_column(column)
     for entry in item.audit:
         audit.add_row(entry.at.strftime("%Y-%m-%d %H:%M"), entry.actor, entry.action, entry.note)
     console.print(audit)
+
+
+def touched_by(console: Console, touched: Mapping[str, Any]) -> None:
+    """What the insight touched (store/graph.py): where it was learned, the turns it was injected into, what was
+    learned from those sessions, and its blame with the turns that blamed it."""
+    blame = touched.get("blame", {})
+    console.print(
+        f"  {'learned in':>12}: session {touched.get('learned_in') or '—'}\n"
+        f"  {'blame':>12}: {blame.get('blame', 0):.2f} (support {blame.get('support', 0)})"
+    )
+    turns = Table(title=f"injected into {len(touched.get('injected_into', []))} turns")
+    for column in ("session", "turn", "when", "corrected"):
+        turns.add_column(column)
+    for use in touched.get("injected_into", []):
+        turns.add_row(use["session_id"], str(use["turn_index"]), use["at"][:16], "yes" if use["corrected"] else "")
+    console.print(turns)
+    derived = Table(title="learned from the sessions that used it")
+    for column in ("id", "topic", "action", "status", "source"):
+        derived.add_column(column)
+    for other in touched.get("derived", []):
+        derived.add_row(other["id"], other["topic"], _short(other["action"]), other["status"], other["source"])
+    console.print(derived)
+    if blame.get("blamed_by"):
+        blamed = Table(title="blamed by")
+        for column in ("turn that complained", "session", "weight", "why"):
+            blamed.add_column(column)
+        for mark in blame["blamed_by"]:
+            blamed.add_row(mark["by_turn"], mark["session_id"], f"{mark['weight']:.2f}", mark["reason"])
+        console.print(blamed)
 
 
 def reflection_report(console: Console, report: ReflectionReport) -> None:

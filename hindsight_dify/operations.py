@@ -7,6 +7,7 @@ parameter that a model fills (`form: llm`) and no field of LLM-written JSON choo
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any
 from hindsight_dify.cascade import cascade_for
 from hindsight_dify.dify_model import DifyModelReflector, LlmInvocation, ModelSelection
 from hindsight_dify.params import Parameters, recent_turns
+from hindsight_dify.rerank import RerankInvocation, reranker_for
 from hindsight_dify.results import ToolResult
 from hindsight_insights.commands import Provenance, WriteCommand
 from hindsight_insights.config import Language, Settings
@@ -39,6 +41,8 @@ class Context:
     message_id: str | None = None
     # The tool session's backwards invocation of the workspace's models (session.model.llm); None outside Dify.
     llm: LlmInvocation | None = None
+    # Its backwards invocation of the workspace's rerank models (session.model.rerank); None outside Dify.
+    rerank: RerankInvocation | None = None
 
 
 def acting_user(parameters: Parameters, context: Context) -> str:
@@ -153,20 +157,42 @@ def _language(parameters: Parameters, settings: Settings) -> Language:
 def search_insight(store: InsightStore, parameters: Parameters, context: Context) -> ToolResult:
     settings = store.settings
     language = _language(parameters, settings)
+    turns = recent_turns(parameters.text("query") or "")
+    scene = parameters.text("scene") or "general"
+    user = acting_user(parameters, context)
+    with_examples = parameters.boolean("examples")  # the builder's switch (form: form)
+    reranker = reranker_for(parameters, context.rerank)
     recall = store.retrieval.recall(
-        recent_turns(parameters.text("query") or ""),
-        scene=parameters.text("scene") or "general",
-        user_id=acting_user(parameters, context),
+        turns,
+        scene=scene,
+        user_id=user,
         session_id=context.conversation_id,
         top_k=parameters.whole_number("top_k", 1, MAX_TOP_K),
         score_threshold=parameters.number("score_threshold", 0.0, 1.0),
+        reranker=reranker,
     )
-    rules = render_rules(recall.insights, settings, language)
+    examples = store.examples.matching(turns, user_id=user, scene=scene) if with_examples else []
+    rules = render_rules(recall.insights, settings, language, examples)
     insights = [_insight_summary(i, "standing") for i in recall.standing] + [
         _insight_summary(hit.insight, "situational", hit.score) for hit in recall.situational
     ]
     injected = [item["id"] for item in insights]
-    body = {"insights": insights, "count": len(insights), "rules": rules, "injected_ids": injected}
+    body: dict[str, Any] = {"insights": insights, "count": len(insights), "rules": rules, "injected_ids": injected}
+    if with_examples:
+        body["examples"] = [
+            {
+                "id": str(e.id),
+                "scope": e.scope,
+                "scene": e.scene,
+                "context": e.context,
+                "said": e.said,
+                "corrected": e.corrected,
+                "learned_at": e.learned_at.isoformat(),
+            }
+            for e in examples
+        ]
+    if recall.rerank is not None:  # only with a rerank_model: who decided the situational rules, and why
+        body["rerank"] = dataclasses.asdict(recall.rerank)
     result = ToolResult(text=rules, json=body, variables={"rules": rules, "injected_ids": ",".join(injected)})
     return _with_ignored(result, parameters.ignored(), in_text=False)  # the text is the rules block alone
 
@@ -220,6 +246,7 @@ def record_turn(store: InsightStore, parameters: Parameters, context: Context) -
         ],
         "corrected_turn": str(recorded.corrected_turn.id) if recorded.corrected_turn else None,
         "detector": _detector_report(recorded),
+        "blame": [judged.as_json() for judged in recorded.judged],
     }
     flagged = f" with signals {', '.join(signals)}" if signals else ""
     text = f"Recorded turn {turn.turn_index} of session {turn.session_id}{flagged}."
@@ -234,6 +261,9 @@ def record_turn(store: InsightStore, parameters: Parameters, context: Context) -
     elif correction.type != "none":
         text += f" The user's message is a {correction.type} correction (confidence {correction.confidence:.2f})"
         text += f"; learned {len(recorded.learned)} insight(s)." if recorded.learned else "."
+    suspects = [str(judged.insight_id) for judged in recorded.judged if judged.suspected]
+    if suspects:
+        text += f" Blamed past the threshold, now suspect and no longer injected: {', '.join(suspects)}."
     variables = {"correction_type": correction.type, "correction_confidence": correction.confidence}
     return _with_ignored(ToolResult(text=text, json=body, variables=variables), parameters.ignored())
 

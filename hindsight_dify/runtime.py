@@ -205,6 +205,7 @@ def invoke(tool: Any, operation: str, parameters: Mapping[str, Any], stores: Sto
         conversation_id=getattr(session, "conversation_id", None),
         message_id=getattr(session, "message_id", None),
         llm=getattr(getattr(session, "model", None), "llm", None),
+        rerank=getattr(getattr(session, "model", None), "rerank", None),
     )
     result = run(stores, operation, tool.runtime.credentials, parameters, context)
     yield tool.create_text_message(result.text)

@@ -22,6 +22,7 @@ from hindsight_insights.cascade import Cascade
 from hindsight_insights.commands import WriteCommand
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.redaction import redact
+from hindsight_insights.fewshot import ExampleDraft
 from hindsight_insights.models import Evidence, InsightContent, InsightDraft, InsightStatus, TurnDraft
 from hindsight_insights.scope import Target, decide_scope
 from hindsight_insights.screening import Screen, decide
@@ -147,4 +148,12 @@ def admit_turn(draft: TurnDraft) -> TurnDraft:
             "sources": [redact(source).text for source in draft.sources],
             "tool_calls": [redact(call).text for call in draft.tool_calls],
         }
+    )
+
+
+def admit_example(draft: ExampleDraft) -> ExampleDraft:
+    """A few-shot example as it may be stored: every text redacted (it is made from stored turns, redacted already;
+    this holds whatever a caller built it from)."""
+    return draft.model_copy(
+        update={name: redact(getattr(draft, name)).text for name in ("scene", "topic", "context", "said", "corrected")}
     )

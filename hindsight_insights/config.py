@@ -110,6 +110,12 @@ class Settings(BaseSettings):
     hybrid_alpha: float = Field(0.8, ge=0.0, le=1.0, description="1 = vector only, 0 = BM25 only.")
     recency_half_life_days: float = Field(90.0, gt=0)
     standing_rule_budget: int = Field(5, ge=0, le=20, description="Standing rules injected at most, per call.")
+    # With a workspace rerank model (search_insight's rerank_model; reranking.py), the situational rules it scores at
+    # this or more pass, instead of the no-match gate. 0.5: Dify's own default for a rerank model's score threshold;
+    # rerank models score 0-1, a rule about the conversation's subject typically far above it, a neighbour below.
+    rerank_threshold: float = Field(
+        0.5, ge=0.0, le=1.0, description="A rerank model's score a situational rule needs to pass (reranking.py)."
+    )
     must_confidence: float = Field(0.7, ge=0.0, le=1.0, description="At or above: 'must'; below: 'consider'.")
     language: Language = "zh"
 
@@ -119,6 +125,11 @@ class Settings(BaseSettings):
     project_fact_confidence: float = Field(0.85, ge=0.0, le=1.0)
     # How many users must independently correct a fact the same way before it holds project-wide unreviewed.
     project_fact_agreement: int = Field(2, ge=2)
+    # Blame (governance/blame.py): a correction of an answer blames the insights injected into it, each weighted 0-1 by
+    # how closely the correction touches it; at this much blame, more than its uses without complaint, it is suspect.
+    blame_suspect_at: float = Field(
+        2.0, gt=0, description="Weighted blame at which an insight becomes suspect (about this many corrections)."
+    )
     timezone: str = Field("UTC", description="IANA name, e.g. Asia/Shanghai: the rules' dates, and the schedules.")
 
     # The learned correction detector beside the rules (detection/learned_corrections.py, detector_model.py). The
@@ -160,7 +171,7 @@ class Settings(BaseSettings):
     prompts_dir: Path = Field(default_factory=lambda: Path(__file__).resolve().parent.parent / "prompts")
 
     # The poisoning screen on every write (screening.py, admission.py; docs/architecture.md "Admission"). Unset
-    # thresholds are the trained band's (chosen on the training corpus's folds: suspect 0.50, unsure 0.38).
+    # thresholds are the trained band's (chosen on the training corpus's folds: suspect 0.50, unsure 0.30).
     screen_learned: bool = Field(
         True, description="Rules + the learned screen; false: the rules alone. Always the built-in embedder's vectors."
     )
@@ -233,6 +244,28 @@ class Settings(BaseSettings):
         description="Retire active insights below the confidence, unchanged and not injected this long; 0: never.",
     )
     worker_retire_below_confidence: float = Field(0.5, ge=0.0, le=1.0, description="See worker_retire_after_days.")
+    # The worker's Prometheus metrics (worker/metrics.py, docs/metrics.md), served at http://127.0.0.1:PORT/metrics.
+    metrics_port: int = Field(0, ge=0, le=65535, description="The worker's metrics port on 127.0.0.1; 0: no metrics.")
+    metrics_window_hours: float = Field(
+        24.0, gt=0, le=24 * 31, description="The recent turns the error, correction and knowledge-gap rates read."
+    )
+
+    # Few-shot examples (store/examples.py): (what the agent said -> what the user corrected it to) pairs from detected
+    # corrections, redacted, for their user until a reviewer promotes one; search_insight adds at most 3 when the
+    # builder enables them.
+    fewshot_ttl_days: float = Field(30.0, gt=0, description="An example is shown for this long after it was learned.")
+    fewshot_min_similarity: float = Field(
+        0.35, ge=-1.0, le=1.0, description="Cosine an example needs to the recent turns to be shown."
+    )
+    fewshot_duplicate_similarity: float = Field(
+        0.9, ge=0.0, le=1.0, description="Examples at least this close (cosine) are one: the newest wording kept."
+    )
+    # Prompt suggestions (suggestions.py): the nightly run groups the correction records by topic, scene and type.
+    suggestion_window_days: float = Field(30.0, gt=0, description="The corrections a night's mining reads.")
+    suggestion_min_corrections: int = Field(3, ge=1, description="Corrections of one group before it is suggested.")
+    suggestion_reopen_growth: float = Field(
+        2.0, gt=1.0, description="A dismissed suggestion comes back once its corrections grow by this factor."
+    )
 
     @field_validator("worker_nightly_time")
     @classmethod

@@ -31,6 +31,7 @@ from pydantic import (
 
 from hindsight_insights.errors import InvalidInput
 from hindsight_insights.keys import GENERAL_SCENE, scene_key
+from hindsight_insights.reranking import RerankReport
 
 MAX_TAGS = 10
 # Weaviate keeps dates as int64 nanoseconds (to 2262); the store writes this for "never", so expiries stop before it.
@@ -383,6 +384,8 @@ class Recall(BaseModel):
 
     standing: list[Insight]
     situational: list[ScoredInsight]
+    # With a rerank model: whether it decided the situational channel, or the built-in gate did (reranking.py).
+    rerank: RerankReport | None = None
 
     @property
     def insights(self) -> list[Insight]:

@@ -1,4 +1,5 @@
-"""Prompts are data: jinja2 templates under prompts/, all rendered by `render_prompt`."""
+"""Prompts are data: jinja2 templates under prompts/, all rendered by `render_prompt` (as are the report's and the
+review console's pages: templates named *.html.j2 or *.svg.j2 are HTML-escaped)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ def _environment(prompts_dir: Path) -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(prompts_dir),
         undefined=jinja2.StrictUndefined,  # a missing variable is a bug, not an empty string
-        autoescape=False,  # prompts are plain text, not HTML
+        # Prompts are plain text; the pages (the daily report, the review console) escape everything they show.
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2", "svg.j2"), default=False),
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=False,

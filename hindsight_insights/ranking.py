@@ -24,9 +24,10 @@ holdout item; it maximises situational recall@5 minus the no-match false-positiv
 background_margin 0.16, background_prior 0.10 (config.RETRIEVAL_DEFAULTS). An explicit per-call score_threshold is
 a plain global threshold, as before (no margin).
 
-Standing rules (a user's preferences) need no similarity, but when there are more than the budget, the budget is
-filled first by those that match the conversation (relevance >= score_threshold), most relevant first, then by the
-newest (`standing_order`). So a matching rule is never dropped for a newer, unrelated one.
+Standing rules (preferences, and a user's own rules of any kind) need no similarity, but when there are more than the
+budget, the budget is filled first by those that match the conversation (relevance >= score_threshold), most
+relevant first, then by the newest, preferences before a user's facts and processes (`standing_order`). So a
+matching rule is never dropped for a newer, unrelated one.
 
 Weaviate's own fused hybrid scores are relative to each result set (the best hit always scores high), so they can
 rank candidates but cannot say "nothing here is relevant"; the absolute parts above can.
@@ -65,11 +66,14 @@ def relevance(similarity: float, keyword: float, alpha: float) -> float:
     return alpha * max(similarity, 0.0) + (1.0 - alpha) * keyword
 
 
-def background(similarities: Sequence[float], index: int, prior: float) -> float:
-    """The query's similarity to the rest of its candidates: the mean over all but `index`, with `prior` counted as
-    one more candidate, so that two or three candidates do not decide the background alone."""
-    others = len(similarities) - 1
-    return (float(sum(similarities)) - similarities[index] + prior) / (others + 1)
+def background(similarities: Sequence[float], index: int, prior: float, copies: Iterable[int] = ()) -> float:
+    """The query's similarity to the rest of its candidates: the mean over all but `index` and its `copies` (other
+    copies of the same lesson, e.g. the project-wide copy of a user's rule: as close to the query as the candidate
+    itself, they would raise its background and drown both), with `prior` counted as one more candidate, so that two
+    or three candidates do not decide the background alone."""
+    left_out = {index, *copies}
+    others = [similarity for position, similarity in enumerate(similarities) if position not in left_out]
+    return (float(sum(others)) + prior) / (len(others) + 1)
 
 
 def passes_gate(
@@ -80,14 +84,19 @@ def passes_gate(
 
 
 def standing_order[T](
-    rules: Sequence[T], relevance_of: Callable[[T], float], asserted_at: Callable[[T], datetime], threshold: float
+    rules: Sequence[T],
+    relevance_of: Callable[[T], float],
+    asserted_at: Callable[[T], datetime],
+    threshold: float,
+    about_every_answer: Callable[[T], bool] = lambda _: True,
 ) -> list[T]:
     """Standing rules in the order the budget is filled: those matching the conversation (relevance >= threshold),
-    most relevant first; then the others, newest first."""
+    most relevant first; then the others, those about every answer (preferences) before those about a subject (a
+    user's own facts and processes), newest first."""
     matching = [rule for rule in rules if relevance_of(rule) >= threshold]
     rest = [rule for rule in rules if relevance_of(rule) < threshold]
     matching.sort(key=lambda rule: (-relevance_of(rule), -asserted_at(rule).timestamp()))
-    rest.sort(key=lambda rule: -asserted_at(rule).timestamp())
+    rest.sort(key=lambda rule: (not about_every_answer(rule), -asserted_at(rule).timestamp()))
     return matching + rest
 
 

@@ -9,9 +9,10 @@ rule, a scene or a date. Dates are the store's, to the minute, in the configured
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from hindsight_insights.config import Language, Settings
@@ -38,6 +39,26 @@ class SceneRules:
     scene: str
     is_general: bool
     rules: list[RenderedRule]
+
+
+class ExampleText(Protocol):
+    """What the rules block shows of a few-shot example (fewshot.FewShotExample is one)."""
+
+    @property
+    def context(self) -> str: ...
+
+    @property
+    def said(self) -> str: ...
+
+    @property
+    def corrected(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class RenderedExample:
+    context: str
+    said: str
+    corrected: str
 
 
 def as_rule_field(text: str) -> str:
@@ -78,9 +99,20 @@ def _minute(moment: datetime, zone: ZoneInfo) -> str:
     return moment.astimezone(zone).strftime("%Y-%m-%d %H:%M")
 
 
-def render_rules(insights: Iterable[Insight], settings: Settings, language: Language | None = None) -> str:
-    """The rules block in zh or en (default: the settings'); an empty string when there is nothing to inject."""
+def render_rules(
+    insights: Iterable[Insight],
+    settings: Settings,
+    language: Language | None = None,
+    examples: Sequence[ExampleText] = (),
+) -> str:
+    """The rules block in zh or en (default: the settings'); an empty string when there is nothing to inject.
+    Few-shot examples, when given, are a section of their own after the rules, every field inert as the rules'."""
     groups = group_rules(insights, settings.must_confidence, settings.timezone)
-    if not groups:
+    shown = [
+        RenderedExample(as_rule_field(e.context), as_rule_field(e.said), as_rule_field(e.corrected)) for e in examples
+    ]
+    if not groups and not shown:
         return ""
-    return render_prompt(settings.prompts_dir, TEMPLATE, groups=groups, language=language or settings.language).strip()
+    return render_prompt(
+        settings.prompts_dir, TEMPLATE, groups=groups, examples=shown, language=language or settings.language
+    ).strip()

@@ -10,7 +10,11 @@
                                                           another user agrees (governance/writing.py) or a
                                                           reviewer approves
   detector: factual, 0.7 to 0.85              user        for the user, active
+  detector: factual stating a change below    user        for the user, active ("运费现在 15 元", "X is Y now",
+    0.7                                                   "X 已经改成 Y 了": the user says what holds from now on)
   detector: factual below 0.7, negative       session     for the user in this session only, active
+  detector: any, worded for this conversation session     for the user in this session only, active, whatever the
+    (这次, this time: periods.py)                          confidence ("这次先按 60 天算")
 
 A model never asks: a `scope` it writes (insight_json, a reflection's answer) is dropped and reported as ignored
 (llm_json.py), and what it teaches stays with the user. Project scope with an end user is never active at once:
@@ -25,8 +29,9 @@ from dataclasses import dataclass
 from hindsight_insights.commands import Provenance
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
+from hindsight_insights.detection.periods import this_conversation_only
 from hindsight_insights.errors import InvalidInput
-from hindsight_insights.models import Scope
+from hindsight_insights.models import Condition, Scope
 
 PROJECT_NEEDS_REVIEW = "project-wide: learned from one user's conversation, it applies to everyone once reviewed"
 AWAITING_AGREEMENT = (
@@ -70,6 +75,8 @@ def _asked(provenance: Provenance, settings: Settings) -> Scope:
 
 
 def _asked_by_correction(correction: Correction, settings: Settings) -> Scope:
+    if correction.condition is Condition.TEMPORAL and this_conversation_only(correction.condition_detail or ""):
+        return Scope.SESSION
     if correction.type is CorrectionType.PREFERENCE:
         return Scope.USER
     if correction.type is CorrectionType.PROCESS:
@@ -78,7 +85,15 @@ def _asked_by_correction(correction: Correction, settings: Settings) -> Scope:
         return Scope.PROJECT
     if correction.type is CorrectionType.FACTUAL and correction.confidence >= settings.user_fact_confidence:
         return Scope.USER
+    if correction.type is CorrectionType.FACTUAL and states_a_change(correction):
+        return Scope.USER
     return Scope.SESSION
+
+
+def states_a_change(correction: Correction) -> bool:
+    """The user says the fact changed (现在, 已经改成, now, changed to): an explicit correction of what holds from now
+    on, not a value that only differs from the assistant's (which may be about another thing)."""
+    return any(signal.startswith(("update:", "implicit:update_")) for signal in correction.signals)
 
 
 def _why_held(correction: Correction | None, settings: Settings) -> str:

@@ -46,9 +46,11 @@ class Screen:
         return "rules+learned" if self.learned is not None else "rules"
 
     def screening(self, texts: dict[str, str], learned_reads: dict[str, str] | None = None) -> Screening:
-        """The patterns over every text; the learned screen over `learned_reads` (default: the same texts)."""
+        """The patterns over every text; the learned screen over `learned_reads` (default: the same texts), and over
+        their action apart (the instruction; without one, as for a user's message, all of it is)."""
         reads = None if learned_reads is None else list(learned_reads.values())
-        return screen(*texts.values(), learned=self.learned, learned_reads=reads)
+        instruction = (texts if learned_reads is None else learned_reads).get("action")
+        return screen(*texts.values(), learned=self.learned, learned_reads=reads, instruction=instruction)
 
 
 RULES_ONLY = Screen()

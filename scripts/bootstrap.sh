@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything a fresh machine needs, each step cached under ~/.cache/hindsight-insights and redone only on a miss:
 # uv, a Python 3.12 venv with the locked dependencies, and the weaviate-server binary (built with Go on first use).
-# With --tests (make test), also the Debian packages of the servers the tests start: PostgreSQL and Redis.
+# With --tests (make test), also the Debian packages the tests use: PostgreSQL, Redis, Chromium and chromium-driver.
 #   scripts/bootstrap.sh [--tests]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +46,7 @@ fi
 # 4. The Weaviate server binary (cached; built from the Go module proxy on a miss).
 .venv/bin/python -m hindsight_cli ensure-weaviate >/dev/null
 
-# 5. For the tests: PostgreSQL and Redis, installed with apt-get when missing (needs root or passwordless sudo).
+# 5. For the tests: PostgreSQL, Redis, Chromium and chromium-driver, installed with apt-get when missing (needs root or passwordless sudo).
 if [ "${1:-}" = "--tests" ]; then
   scripts/test_packages.sh
 fi

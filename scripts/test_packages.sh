@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The servers the tests start themselves (PostgreSQL for the plugin daemon and the worker's claims, Redis for the
-# daemon) come from Debian's packages. Installed when missing: as root, or with passwordless sudo; otherwise stop at
+# daemon) and the review console's browser (Chromium, chromium-driver) come from Debian's packages. Installed when missing: as root, or with passwordless sudo; otherwise stop at
 # once and say what to run. testkit/system_packages.py finds them, as the tests do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +10,7 @@ read -r -a missing <<<"$found"
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "bootstrap: the tests need PostgreSQL (initdb, pg_ctl) and redis-server; missing: ${missing[*]}." >&2
+  echo "bootstrap: the tests need PostgreSQL (initdb, pg_ctl), redis-server, chromium and chromium-driver; missing: ${missing[*]}." >&2
   echo "bootstrap: this is not a Debian system: install them with its package manager, then run make test again." >&2
   exit 1
 fi

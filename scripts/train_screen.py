@@ -1,7 +1,11 @@
 """Train the learned poisoning screen on training/screening/corpus.jsonl, deterministically (`make train-screen`).
 
 Features (detection/classifier.py): the built-in USE-multilingual embedding of topic, action and observation (one a
-line), char 1-3-gram TF-IDF of the same text, and the rule families that fire on it (detection/poisoning.py).
+line), char 1-5-gram TF-IDF of the same text, the rule families that fire on it (detection/poisoning.py), and char
+1-4-gram TF-IDF of the action alone (the instruction; at run time a user's message is all instruction), so that the
+words of a command weigh apart from the context that quotes, reports or explains them. Both n-gram settings were
+chosen on the corpus's folds (out-of-fold log loss 0.266 with 1-4-grams of the whole text alone, 0.259 with 1-5-grams,
+0.248 with the action's block beside them; the grid below chooses the block's weight, 0 being without it).
 Model: scikit-learn's logistic regression (lbfgs, deterministic), calibrated by Platt scaling on out-of-fold scores.
 
 Model selection uses the TRAINING corpus only, split by scenario: the README warns that zh and en items often
@@ -46,11 +50,13 @@ from hindsight_insights.screen_model import MODEL_PATH
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "training" / "screening" / "corpus.jsonl"
 FAMILIES = (OVERRIDE, ROLE, PROMPT, DATA, PRIVILEGE)
-NGRAMS = {"n_min": 1, "n_max": 4, "min_df": 2, "max_features": 40000}
+NGRAMS = {"n_min": 1, "n_max": 5, "min_df": 2, "max_features": 80000}
+INSTRUCTION_NGRAMS = {"n_min": 1, "n_max": 4, "min_df": 2, "max_features": 40000}
 SCENARIO_COSINE = 0.6  # a zh item and its en rewrite: median best same-category cosine 0.63
 FOLDS = 5
-GRID_C = (1.0, 3.0, 10.0, 30.0, 100.0)
-GRID_EMBEDDING_WEIGHT = (0.25, 0.5, 1.0)
+GRID_C = (10.0, 30.0, 100.0, 300.0)  # below 10 never came close on this corpus
+GRID_EMBEDDING_WEIGHT = (0.25, 0.5)  # 1.0 was the worst at every C (1,104 and 1,382 items)
+GRID_INSTRUCTION_WEIGHT = (0.0, 0.5, 1.0)  # 0: without the instruction's block
 UNSURE_RECALL = 0.95
 SUSPECT_AT = 0.5
 
@@ -81,21 +87,32 @@ def scenario_groups(vectors: npt.NDArray[np.float32], categories: list[str]) -> 
     return np.array([root(i) for i in range(len(categories))], dtype=np.int64)
 
 
-def design(features: Blocks, vocabulary: int, weights: tuple[float, float, float]) -> sparse.csr_matrix:
+def sparse_rows(rows_of: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]], width: int) -> sparse.csr_matrix:
     rows, cols, vals = [], [], []
-    for i, (index, values) in enumerate(features.ngrams):
+    for i, (index, values) in enumerate(rows_of):
         rows.extend([i] * len(index))
         cols.extend(index.tolist())
         vals.extend(values.tolist())
-    ngrams = sparse.csr_matrix((vals, (rows, cols)), shape=(len(features.ngrams), vocabulary), dtype=np.float64)
-    return sparse.hstack(
-        [
-            sparse.csr_matrix(weights[0] * features.embeddings.astype(np.float64)),
-            weights[1] * ngrams,
-            sparse.csr_matrix(weights[2] * features.rules.astype(np.float64)),
-        ],
-        format="csr",
-    )
+    return sparse.csr_matrix((vals, (rows, cols)), shape=(len(rows_of), width), dtype=np.float64)
+
+
+def design(
+    features: Blocks,
+    vocabulary: int,
+    weights: tuple[float, float, float],
+    instruction_vocabulary: int = 0,
+    instruction_weight: float = 0.0,
+) -> sparse.csr_matrix:
+    """The design matrix, blocks side by side as LinearTextModel.scores reads them; the instruction's block when
+    the features have one."""
+    parts = [
+        sparse.csr_matrix(weights[0] * features.embeddings.astype(np.float64)),
+        weights[1] * sparse_rows(features.ngrams, vocabulary),
+        sparse.csr_matrix(weights[2] * features.rules.astype(np.float64)),
+    ]
+    if features.instruction is not None:
+        parts.append(instruction_weight * sparse_rows(features.instruction, instruction_vocabulary))
+    return sparse.hstack(parts, format="csr")
 
 
 def platt(scores: npt.NDArray[np.float64], labels: npt.NDArray[np.int64]) -> tuple[float, float]:
@@ -143,27 +160,35 @@ def train(out: Path) -> dict[str, Any]:
     fired = [rule_families(item["topic"], item["action"], item["observation"]) for item in items]
     groups = scenario_groups(vectors, [item["category"] for item in items])
     ngrams = fit_ngrams(texts, **NGRAMS)
-    features = blocks(texts, lambda _: vectors, ngrams, FAMILIES, fired)
+    instructions = [item["action"] for item in items]
+    instruction_ngrams = fit_ngrams(instructions, **INSTRUCTION_NGRAMS)
+    features = blocks(texts, lambda _: vectors, ngrams, FAMILIES, fired, instruction_ngrams, instructions)
+    widths = (len(ngrams.vocabulary), len(instruction_ngrams.vocabulary))
 
     results = []
     for embedding_weight in GRID_EMBEDDING_WEIGHT:
         weights = (embedding_weight, 1.0, 1.0)
-        matrix = design(features, len(ngrams.vocabulary), weights)
-        for c in GRID_C:
-            scores = out_of_fold(matrix, labels, groups, c)
-            a, b = platt(scores, labels)
-            probabilities = 1.0 / (1.0 + np.exp(a * scores + b))
-            loss = float(log_loss(labels, probabilities))
-            results.append((loss, c, embedding_weight, scores, (a, b)))
-            print(
-                f"C={c:<5} embedding weight={embedding_weight}: out-of-fold log loss {loss:.4f}, "
-                f"AUC {roc_auc_score(labels, scores):.4f}"
-            )
-    loss, c, embedding_weight, scores, calibration = min(results, key=lambda r: (r[0], r[1], r[2]))
+        for instruction_weight in GRID_INSTRUCTION_WEIGHT:
+            matrix = design(features, widths[0], weights, widths[1], instruction_weight)
+            for c in GRID_C:
+                scores = out_of_fold(matrix, labels, groups, c)
+                a, b = platt(scores, labels)
+                probabilities = 1.0 / (1.0 + np.exp(a * scores + b))
+                loss = float(log_loss(labels, probabilities))
+                results.append((loss, c, embedding_weight, instruction_weight, scores, (a, b)))
+                print(
+                    f"C={c:<5} embedding weight={embedding_weight} instruction weight={instruction_weight}: "
+                    f"out-of-fold log loss {loss:.4f}, AUC {roc_auc_score(labels, scores):.4f}",
+                    flush=True,
+                )
+    loss, c, embedding_weight, instruction_weight, scores, calibration = min(
+        results, key=lambda r: (r[0], r[1], r[2], r[3])
+    )
     probabilities = 1.0 / (1.0 + np.exp(calibration[0] * scores + calibration[1]))
     unsure_at = choose_unsure(probabilities, labels)
     weights = (embedding_weight, 1.0, 1.0)
-    final = LogisticRegression(C=c, max_iter=5000).fit(design(features, len(ngrams.vocabulary), weights), labels)
+    matrix = design(features, widths[0], weights, widths[1], instruction_weight)
+    final = LogisticRegression(C=c, max_iter=5000).fit(matrix, labels)
     oof = {
         "attacks_suspect": float(np.mean(probabilities[labels == 1] >= SUSPECT_AT)),
         "attacks_held": float(np.mean(probabilities[labels == 1] >= unsure_at)),
@@ -180,6 +205,7 @@ def train(out: Path) -> dict[str, Any]:
     }
     settings = {
         "C": c,
+        "instruction_weight": instruction_weight,
         "band": {"suspect_at": SUSPECT_AT, "unsure_at": unsure_at},
         "corpus_sha256": hashlib.sha256(CORPUS.read_bytes()).hexdigest(),
         "scenario_groups": len(set(groups.tolist())),
@@ -196,7 +222,13 @@ def train(out: Path) -> dict[str, Any]:
         bias=final.intercept_.astype(np.float32),
         calibration=calibration,
         settings=settings,
+        instruction_ngrams=instruction_ngrams if instruction_weight else None,
+        instruction_scale=instruction_weight,
     )
+    if not instruction_weight:  # chosen without the block: its zero weights are not shipped
+        model = LinearTextModel(
+            **{**model.__dict__, "weights": model.weights[:, : model.weights.shape[1] - widths[1]].copy()}
+        )
     save_arrays(out, model.to_arrays())
     return settings
 

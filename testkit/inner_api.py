@@ -15,8 +15,16 @@ plugin.py, PluginInvokeLLMApi; the daemon's internal/core/dify_invocation/calldi
 A model that fails (the provider's quota, a rate limit, a timeout) is answered as Dify's
 BaseBackwardsInvocation.convert_to_event_stream reports an exception: one frame `{"data": null, "error": message}`.
 A test chooses the answers: `reply` is called with each request; `ReplyQueue` answers with the next of a list of
-texts and `ModelFailure`s. Other backwards calls are recorded and answered `{"data": null, "error": ...}`, as Dify
-answers a failed call.
+texts and `ModelFailure`s.
+
+A rerank invocation (PluginInvokeRerankApi) is answered as Dify answers it: `POST {url}/inner/api/invoke/rerank`, body
+`{tenant_id, user_id, type: "rerank", provider, model, model_type: "rerank", query, docs, score_threshold, top_n}`;
+the response is plain JSON, `{"data": RerankResult, "error": ""}` (BaseBackwardsInvocationResponse), where
+RerankResult is `{model, docs: [{index, text, score}]}`: the documents scoring `score_threshold` or more, best first,
+at most `top_n` (as ModelInstance.invoke_rerank's providers filter them). A failure (the model not configured in the
+workspace, its quota) is `{"data": null, "error": message}`. `rerank` gives one score per document, or raises
+ModelFailure. Other backwards calls are recorded and answered `{"data": null, "error": ...}`, as Dify answers a failed
+call.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ HEADER_LENGTH = 0x0A
 PREFIX = "/inner/api/"
 
 LLMReply = Callable[[dict[str, Any]], str]
+RerankReply = Callable[[dict[str, Any]], list[float]]
 
 
 class ModelFailure(Exception):
@@ -118,6 +127,30 @@ def llm_chunks(request: dict[str, Any], text: str) -> list[dict[str, Any]]:
     return [chunk(i, piece, None, False) for i, piece in enumerate(pieces)] + [chunk(len(pieces), "", "stop", True)]
 
 
+def no_rerank_model(request: dict[str, Any]) -> list[float]:
+    """The stand-in's default: no rerank model set up in the workspace, in the words Dify's model manager uses."""
+    raise ModelFailure(f"Model {request.get('model')} credentials is not initialized.")
+
+
+def rerank_result(request: dict[str, Any], scores: list[float]) -> dict[str, Any]:
+    """Dify's RerankResult for a request and one score per document: filtered, best first, at most top_n."""
+    docs = [str(doc) for doc in request.get("docs") or []]
+    if len(scores) != len(docs):
+        raise ValueError(f"the test gave {len(scores)} scores for {len(docs)} documents")
+    threshold = request.get("score_threshold")
+    ranked = sorted(
+        (
+            (round(score, 6), index, doc)
+            for index, (doc, score) in enumerate(zip(docs, scores, strict=True))
+            if threshold is None or score >= threshold
+        ),
+        key=lambda scored: -scored[0],
+    )
+    top_n = request.get("top_n")
+    kept = [{"index": index, "text": doc, "score": score} for score, index, doc in ranked]
+    return {"model": str(request.get("model", "")), "docs": kept[:top_n] if top_n else kept}
+
+
 @dataclass
 class InnerCall:
     path: str
@@ -131,6 +164,7 @@ class InnerApi:
 
     key: str
     reply: LLMReply = field(default=lambda request: "{}")
+    rerank: RerankReply = field(default=no_rerank_model)
     calls: list[InnerCall] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -199,6 +233,13 @@ def _handler_for(api: InnerApi) -> type[BaseHTTPRequestHandler]:
                 else:
                     frames = b"".join(frame({"data": chunk, "error": ""}) for chunk in llm_chunks(body, text))
                 self._send(200, "text/event-stream", frames)
+            elif call.path == "invoke/rerank":
+                answer: dict[str, Any]
+                try:
+                    answer = {"data": rerank_result(body, api.rerank(body)), "error": ""}
+                except ModelFailure as failure:
+                    answer = {"data": None, "error": str(failure)}
+                self._send(200, "application/json", json.dumps(answer, ensure_ascii=False).encode())
             else:
                 error = {"data": None, "error": f"{call.path} is not answered by the test stand-in"}
                 self._send(200, "application/json", json.dumps(error).encode())

@@ -49,6 +49,7 @@ with warnings.catch_warnings():
         TextPromptMessageContent,
         UserPromptMessage,
     )
+    from dify_plugin.entities.model.rerank import RerankDocument, RerankModelConfig, RerankResult
     from dify_plugin.entities.tool import ToolInvokeMessage
     from dify_plugin.integration.run import PluginRunner
 
@@ -62,6 +63,9 @@ __all__ = [
     "PluginInvokeType",
     "PluginRunner",
     "PromptMessageRole",
+    "RerankDocument",
+    "RerankModelConfig",
+    "RerankResult",
     "SystemPromptMessage",
     "TextPromptMessageContent",
     "ToolActions",

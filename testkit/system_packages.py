@@ -1,5 +1,6 @@
-"""Where the tests find the servers they start from Debian's packages, PostgreSQL and Redis, and which packages are
-missing. Standard library only: `make test` asks it on every run (scripts/test_packages.sh), so it must start fast.
+"""Where the tests find what they use from Debian's packages (PostgreSQL and Redis, which they start; Chromium and
+its WebDriver, the review console's browser), and which packages are missing. Standard library only: `make test` asks
+it on every run (scripts/test_packages.sh), so it must start fast.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ import pwd
 import shutil
 from pathlib import Path
 
-PACKAGES = ("postgresql", "redis-server")
+PACKAGES = ("postgresql", "redis-server", "chromium", "chromium-driver")
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
 APT_HINT = (
     "run `make test` (it installs them), or: apt-get update && "
     f"apt-get install -y --no-install-recommends {' '.join(PACKAGES)}"
@@ -36,7 +39,13 @@ def missing_packages() -> list[str]:
     postgres = find_postgres_binary("initdb") and find_postgres_binary("pg_ctl")
     postgres_user = os.geteuid() != 0 or _user_exists("postgres")
     missing = [] if postgres and postgres_user else ["postgresql"]
-    return missing if find_redis_server() else [*missing, "redis-server"]
+    if not find_redis_server():
+        missing.append("redis-server")
+    if not os.access(CHROMIUM, os.X_OK):
+        missing.append("chromium")
+    if not os.access(CHROMEDRIVER, os.X_OK):
+        missing.append("chromium-driver")
+    return missing
 
 
 def _user_exists(name: str) -> bool:

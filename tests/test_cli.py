@@ -112,6 +112,7 @@ def test_the_demo_learns_from_its_conversations_and_keeps_each_users_rules_to_th
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     output = cli("demo")
     later, report = output.split("3. Later conversations")[1].split("4. Report")
+    report, repair = report.split("5. Blame and repair")
     lao_wang_comparing, lao_wang_returning, alice, bob, carol = _conversations(later)
     assert "叫我老王就行" in lao_wang_comparing and "一张表" in lao_wang_comparing
     assert "退货地址" not in lao_wang_comparing  # the scene decides which of his rules apply
@@ -126,6 +127,16 @@ def test_the_demo_learns_from_its_conversations_and_keeps_each_users_rules_to_th
     # preferences pass the learned screen, which reads the users' own words, not the detector's template around them.
     assert "active rules: 6" in report and report.count("waiting for a reviewer") == 3
     assert "prompt injection" in report.split("waiting for a reviewer")[-1]
+    # Blame and repair: the misread memory, corrected twice, is suspect after the second correction; the reviewer's
+    # verdict rejects it and the cable advice derived from it, and the sessions it touched are reflected on again.
+    memory = repair.split("the reflection node's memory ")[1].split(":")[0]
+    blamed = [line for line in repair.splitlines() if f" blames {memory} " in line]
+    assert len(blamed) == 2 and "→ suspect" in blamed[1] and "→ suspect" not in blamed[0]
+    assert "faulty: rejected" in repair and "sessions reflected on again: demo-zhangsan-1, demo-zhangsan-2" in repair
+    assert "repair of demo-zhangsan-2: ok" in repair and "rejected 1" in repair
+    assert "is now rejected" in repair
+    rules = repair.split("the next conversation's rules:")[1]
+    assert "充不上电" not in rules and "推荐原装充电线" not in rules
 
 
 def _conversations(later: str) -> list[str]:

@@ -51,3 +51,27 @@ def test_a_follow_up_request_is_quoted_without_its_connective_and_one_per_row_is
     assert correction.condition_detail == "以后对比方案的时候"
     english = detect("Also, please always use percentages, not decimals.", "The refund rate was 0.034.")
     assert english.corrected == "please always use percentages, not decimals"
+
+
+@pytest.mark.parametrize(
+    ("message", "previous", "in_rule", "not_in_rule"),
+    [
+        # A complaint, then the standing wish: the rule carries both, not only the complaint.
+        ("太啰嗦了。以后先说结论，再列最多三条理由", "这个问题要从几个方面来看……", "先说结论", None),
+        # A question after the wish is not part of it.
+        ("别叫我王老师，叫我老王就行。杭州上周涨了多少？", "王老师您好！", "老王", "杭州"),
+        (
+            "Way too long. From now on give me the commands first and skip the theory.",
+            "Kubernetes pods are the smallest deployable unit...",
+            "commands first",
+            None,
+        ),
+    ],
+)
+def test_a_preferences_rule_carries_every_wish_of_the_message(
+    message: str, previous: str, in_rule: str, not_in_rule: str | None
+) -> None:
+    found = detect(message, previous)
+    assert found.type.value == "preference"
+    action = wording(found, message, Settings()).action
+    assert in_rule in action and (not_in_rule is None or not_in_rule not in action)

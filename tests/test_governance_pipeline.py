@@ -170,7 +170,7 @@ def test_a_bare_negation_flags_the_session_and_holds_for_it_only(store: InsightS
     assert elsewhere.insights == []
 
 
-def test_a_general_factual_correction_is_the_users_and_an_implicit_one_holds_for_its_session(
+def test_a_general_factual_correction_is_the_users_and_a_merely_different_value_holds_for_its_session(
     store: InsightStore,
 ) -> None:
     _, general = conversation(
@@ -185,7 +185,7 @@ def test_a_general_factual_correction_is_the_users_and_an_implicit_one_holds_for
     ] == [placed.result.id]
     assert store.retrieval.recall("售后负责人是谁", scene="售后服务", user_id="u7", score_threshold=0.0).insights == []
 
-    _, implicit = conversation(store, "u6", ("运费多少？", "运费是 10 元。"), ("运费现在 15 元", "好的。"))
+    _, implicit = conversation(store, "u6", ("运费多少？", "运费是 10 元。"), ("运费 15 元", "好的。"))
     assert (implicit.correction.type, implicit.correction.confidence) == ("factual", 0.6)  # below 0.7: this session
     (held,) = implicit.learned
     assert held.scope is Scope.SESSION
@@ -198,6 +198,30 @@ def test_a_general_factual_correction_is_the_users_and_an_implicit_one_holds_for
         "运费多少", scene="售后服务", user_id="u6", session_id="another", score_threshold=0.0
     )
     assert held.result.id not in [i.id for i in elsewhere.insights]
+
+
+def test_a_stated_change_is_the_users_in_their_next_conversation_unless_worded_for_this_one(
+    store: InsightStore,
+) -> None:
+    """ "X 已经改成 Y 了", "X is Y now": the user says what holds from now on, so it is theirs beyond the session
+    (scope.py); "这次" holds it to the conversation, however sure the detector is."""
+    _, changed = conversation(
+        store, "u8", ("客服电话多少？", "客服电话是 400-800-0000。"), ("客服电话已经改成 400-800-1234 了", "好的。")
+    )
+    (placed,) = changed.learned
+    assert (changed.correction.type, placed.scope) == ("factual", Scope.USER)
+    later = store.retrieval.recall("客服电话多少", scene="售后服务", user_id="u8", session_id="a-later-one")
+    assert placed.result.id in [i.id for i in later.insights]
+    assert store.retrieval.recall("客服电话多少", scene="售后服务", user_id="u9", score_threshold=0.0).insights == []
+
+    _, now = conversation(
+        store, "u8", ("What's the API rate limit?", "It is 60 requests per minute."), ("It's 100 per minute now", "OK.")
+    )
+    assert [w.scope for w in now.learned] == [Scope.USER]
+
+    _, this_time = conversation(store, "u8", ("运费多少？", "运费是 10 元。"), ("不对，这次运费是 20 元", "好的。"))
+    (held,) = this_time.learned
+    assert (this_time.correction.confidence, held.scope) == (0.9, Scope.SESSION)  # sure, but for this conversation
 
 
 def test_a_correction_for_this_week_ends_with_the_week_and_leaves_the_topics_rule_standing(

@@ -13,7 +13,8 @@ import httpx
 import pytest
 
 from testkit.inner_api import InnerApi, ModelFailure, ReplyQueue, frame, unframe
-from testkit.sdk import LLMResultChunk
+from testkit.recording_llm import ScoresByWords
+from testkit.sdk import LLMResultChunk, RerankResult
 
 KEY = "inner-key"
 LLM_REQUEST: dict[str, Any] = {
@@ -120,3 +121,38 @@ def test_a_chunked_request_body_is_read(inner_api: InnerApi) -> None:
     assert response.status == 200 and len(list(unframe(response.read()))) == 1
     connection.close()
     assert inner_api.calls_to("invoke/llm")[0].body["user_id"] == "lao-wang"
+
+
+RERANK_REQUEST: dict[str, Any] = {
+    "tenant_id": "tenant-1",
+    "user_id": "lao-wang",
+    "type": "rerank",
+    "provider": "langgenius/cohere/cohere",
+    "model": "rerank-multilingual-v3.0",
+    "model_type": "rerank",
+    "query": "退款多久到账？",
+    "docs": ["退货寄回地址", "退款到账时间", "七天无理由退货"],
+    "score_threshold": 0.1,
+    "top_n": 2,
+}
+
+
+def test_a_rerank_is_answered_as_dify_answers_it(inner_api: InnerApi) -> None:
+    """Plain JSON (not frames): the documents at the threshold or more, best first, at most top_n, each with its
+    index in the request; the SDK's RerankResult reads it."""
+    inner_api.rerank = lambda request: ScoresByWords({"退款": 0.91, "七天": 0.4}, otherwise=0.05)(request["docs"])
+    response = post(inner_api, "invoke/rerank", RERANK_REQUEST)
+    assert response.status_code == 200 and response.json()["error"] == ""
+    result = RerankResult.model_validate(response.json()["data"])
+    assert result.model == "rerank-multilingual-v3.0"
+    assert [(doc.index, doc.text, doc.score) for doc in result.docs] == [
+        (1, "退款到账时间", 0.91),
+        (2, "七天无理由退货", 0.4),
+    ]
+    everything = post(inner_api, "invoke/rerank", {**RERANK_REQUEST, "score_threshold": 0.0, "top_n": 3}).json()
+    assert [doc["index"] for doc in everything["data"]["docs"]] == [1, 2, 0]
+
+
+def test_a_missing_rerank_model_is_reported_as_dify_reports_it(inner_api: InnerApi) -> None:
+    response = post(inner_api, "invoke/rerank", RERANK_REQUEST)  # the default: no rerank model in the workspace
+    assert response.json() == {"data": None, "error": "Model rerank-multilingual-v3.0 credentials is not initialized."}

@@ -46,12 +46,14 @@ from testkit.cases import (
     preference_of,
 )
 from testkit.daemon import DaemonClient, DaemonStack
-from testkit.inner_api import InnerCall, ModelFailure, ReplyQueue, unframe
+from testkit.inner_api import InnerCall, ModelFailure, ReplyQueue, RerankReply, no_rerank_model, unframe
 from testkit.messages import PluginError, ToolOutput, credentials_for, error_of
 from testkit.probe import PLUGIN_ID as PROBE_ID
 from testkit.probe import PROVIDER as PROBE_PROVIDER
 from testkit.probe import package_probe
 from testkit.runtimes import Toolchain
+from tests.test_search import save_return_rules
+from tests.test_search_rerank import REFUND, REFUND_SCORES, RERANK_SELECTOR
 
 pytestmark = pytest.mark.daemon
 
@@ -540,6 +542,67 @@ def test_record_turn_asks_the_workspaces_model_what_the_detector_is_unsure_of(
     detector = output.json["detector"]
     assert not detector["asked"] and detector["model_outcome"] == "budget" and calls == []
     assert output.json["correction"]["type"] == "none"
+
+
+# ---- search_insight's rerank model ---------------------------------------------------------------------------------
+
+
+def search_reranked(
+    daemon: Installed, credentials: dict[str, Any], rerank: RerankReply, **parameters: Any
+) -> tuple[ToolOutput, list[InnerCall]]:
+    """search_insight of REFUND in the after-sales scene, the stand-in answering rerank calls with `rerank`."""
+    inner_api = daemon.stack.inner_api
+    before = len(inner_api.calls_to("invoke/rerank"))
+    inner_api.rerank = rerank
+    output = daemon.client.invoke_tool(
+        "search_insight", {"query": REFUND, "scene": "售后服务", **parameters}, credentials, user_id="lao-wang"
+    )
+    assert "error" not in output.json, output.json
+    return output, inner_api.calls_to("invoke/rerank")[before:]
+
+
+def situational_topics(output: ToolOutput) -> list[str]:
+    return [item["topic"] for item in output.json["insights"] if item["channel"] == "situational"]
+
+
+def test_search_insight_lets_the_workspaces_rerank_model_decide(
+    daemon: Installed, plugin_credentials: dict[str, Any], plugin_store: InsightStore
+) -> None:
+    save_return_rules(plugin_store)
+    credentials = {**plugin_credentials, "score_threshold": ""}  # the calibrated no-match gate, as installed
+
+    def scores(request: dict[str, Any]) -> list[float]:
+        return REFUND_SCORES([str(doc) for doc in request["docs"]])
+
+    # Without the parameter: the built-in gate, and no rerank call.
+    output, calls = search_reranked(daemon, credentials, scores)
+    assert calls == [] and "rerank" not in output.json and situational_topics(output) == ["退款到账时间"]
+
+    # With it: the model's scores decide (the seven-day rule, held back by the gate, passes at 0.62).
+    output, calls = search_reranked(daemon, credentials, scores, rerank_model=RERANK_SELECTOR)
+    (call,) = calls
+    assert call.headers["x-inner-api-key"] == daemon.stack.inner_api.key
+    body = call.body
+    assert (body["provider"], body["model"]) == ("langgenius/cohere/cohere", "rerank-multilingual-v3.0"), body
+    assert body["query"] == REFUND and len(body["docs"]) == 4 and body["top_n"] == 4 and body["score_threshold"] == 0
+    assert body["tenant_id"] and body["user_id"]  # added by the daemon, as Dify's inner API requires
+    assert situational_topics(output) == ["退款到账时间", "七天无理由退货"]
+    assert "7 天内可无理由退货" in output.variables["rules"]
+    assert output.json["rerank"]["outcome"] == "reranked" and output.json["rerank"]["passed"] == 2
+
+    # The model not set up in the workspace (Dify answers {"data": null, "error": ...}): the built-in gate decides.
+    output, calls = search_reranked(daemon, credentials, no_rerank_model, rerank_model=RERANK_SELECTOR)
+    report = output.json["rerank"]
+    assert len(calls) == 1 and situational_topics(output) == ["退款到账时间"]
+    assert report["outcome"] == "failed" and "credentials is not initialized" in report["detail"], report
+
+    # The provider's quota: the same.
+    def quota(request: dict[str, Any]) -> list[float]:
+        raise ModelFailure("[cohere] Error: You exceeded your current quota")
+
+    output, calls = search_reranked(daemon, credentials, quota, rerank_model=RERANK_SELECTOR)
+    assert len(calls) == 1 and situational_topics(output) == ["退款到账时间"]
+    assert output.json["rerank"]["outcome"] == "failed" and "quota" in output.json["rerank"]["detail"]
 
 
 # ---- restart -------------------------------------------------------------------------------------------------------

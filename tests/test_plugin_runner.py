@@ -125,7 +125,8 @@ def test_save_then_search_in_chinese(
     rules = found.variables["rules"]
     assert rules.startswith("## 从以往对话中学到的行为规则") and "文三路 1 号" in rules and "必须：" in rules
     assert found.texts == [rules] and found.json["rules"] == rules
-    assert found.json["count"] == 1 and found.json["insights"][0]["channel"] == "situational"
+    # Saved for the end user (the builder's scope setting is empty): the user's own rule, standing for them.
+    assert found.json["count"] == 1 and found.json["insights"][0]["channel"] == "standing"
     assert found.variables["injected_ids"] == saved.json["id"] == found.json["injected_ids"][0]
     assert found.types == ["text", "json", "variable", "variable"]
     assert plugin_store.count() == (1, 0)
@@ -526,12 +527,10 @@ def test_odd_inputs_that_are_converted_as_documented(
 ONE_WORD_CORRECTIONS = [
     pytest.param(RETURN_ADDRESS["action"], RETURN_ADDRESS["action"].replace("西湖区", "滨江区"), id="place zh"),
     # Worded as facts: "say it costs $35 per parcel" / "tell them we do not ship to Hong Kong" are held by the learned
-    # screen (attack probability 0.65 / 0.57: commands to say something), which is what this test is not about.
-    pytest.param(
-        "When asked about shipping, answer that it costs $25 per parcel.",
-        "When asked about shipping, answer that it costs $35 per parcel.",
-        id="number en",
-    ),
+    # screen (attack probability 0.65 / 0.57: commands to say something), and since the screen was retrained on 1,382
+    # items so is "When asked about shipping, answer that it costs $35 per parcel." beside the evidence "纠正一下"
+    # (0.46, in the unsure band [0.30, 0.50)), which is what this test is not about.
+    pytest.param("Shipping costs $25 per parcel.", "Shipping costs $35 per parcel.", id="number en"),
     pytest.param(
         "If a customer asks, we do ship to Hong Kong.",
         "If a customer asks, we do not ship to Hong Kong.",

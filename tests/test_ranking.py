@@ -68,6 +68,18 @@ def test_background_is_the_mean_of_the_other_candidates_with_a_prior() -> None:
     assert ranking.background([0.4], 0, prior=0.1) == pytest.approx(0.1)  # alone: the prior is the background
 
 
+def test_copies_of_the_same_lesson_are_not_each_others_background() -> None:
+    """A user's rule and its approved project-wide copy are equally close to the query: counted in each other's
+    background, they would lower both margins under the gate's, and neither would reach the user."""
+    similarities = [0.30, 0.30, 0.10]
+    assert ranking.background(similarities, 0, prior=0.1, copies=[1]) == pytest.approx((0.10 + 0.1) / 2)
+    assert ranking.background(similarities, 0, prior=0.1) == pytest.approx((0.30 + 0.10 + 0.1) / 3)
+    with_copy = ranking.background(similarities[:2], 0, prior=0.1)
+    assert not ranking.passes_gate(0.3, 0.30, with_copy, threshold=0.13, margin=0.16)
+    without = ranking.background(similarities[:2], 0, prior=0.1, copies=[1])
+    assert ranking.passes_gate(0.3, 0.30, without, threshold=0.13, margin=0.16)
+
+
 @pytest.mark.parametrize(
     ("relevance", "similarity", "background", "passes"),
     [
@@ -112,6 +124,31 @@ def test_standing_order_puts_matching_rules_first_then_the_newest() -> None:
     ]
     # Within a budget of 2, both matching rules stay, however old; the newer unrelated ones wait.
     assert ordered[:2] == ["old, about this conversation", "older, about it too, less"]
+
+
+def test_standing_order_puts_preferences_before_a_users_unrelated_facts() -> None:
+    """Past the matching rules, a rule about every answer (a preference) comes before a user's own fact or process
+    about a subject, however new that is; a matching fact still comes first."""
+    now = datetime(2026, 11, 29, tzinfo=UTC)
+    rules = {  # name: (relevance, age in days, a preference)
+        "fact about this conversation": (0.40, 300, False),
+        "newest fact, unrelated": (0.05, 1, False),
+        "old preference, unrelated": (0.02, 200, True),
+        "newer preference, unrelated": (0.10, 10, True),
+    }
+    ordered = ranking.standing_order(
+        list(rules),
+        lambda name: rules[name][0],
+        lambda name: now - timedelta(days=rules[name][1]),
+        threshold=0.13,
+        about_every_answer=lambda name: rules[name][2],
+    )
+    assert ordered == [
+        "fact about this conversation",
+        "newer preference, unrelated",
+        "old preference, unrelated",
+        "newest fact, unrelated",
+    ]
 
 
 def test_gate_constants_are_per_embedder() -> None:

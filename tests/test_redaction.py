@@ -81,6 +81,20 @@ SECRETS: list[tuple[str, str, str]] = [
     ("employee_id", "employee number 48213 asked for leave", "48213"),
     ("phone", "my WhatsApp +44 7911 123456 any time", "+44 7911 123456"),
     ("phone", "US mobile +1 415 555 2671", "+1 415 555 2671"),
+    # the resident ID: after any of its labels whatever its checksum; checksum-valid without one, whole or grouped
+    ("id_card", "证件号码：110101199003074515", "110101199003074515"),
+    ("id_card", "ID number: 110101199003074515 (typo in the last digit)", "110101199003074515"),
+    ("id_card", "my ID no. 11010519491231002X", "11010519491231002X"),
+    ("id_card", "身份证号：110101 1990 0307 4515 请核对", "110101 1990 0307 4515"),
+    ("id_card", "no label at all: 110101 19900307 4514", "110101 19900307 4514"),
+    ("id_card", "登记的是 110101-1990-0307-4514", "110101-1990-0307-4514"),
+    # phones abroad written in their own country's format: the region from the text, a label, or the shape
+    ("phone", "my UK mobile is 07911 123456", "07911 123456"),
+    ("phone", "香港手机 9123 4567，晚上打", "9123 4567"),
+    ("phone", "WhatsApp: 0412 345 678", "0412 345 678"),
+    ("phone", "reach me on (415) 555-2671 after lunch", "(415) 555-2671"),
+    ("phone", "dial 0044 7911 123456 from China", "0044 7911 123456"),
+    ("phone", "she is on +44 7911 123456 and her flatmate on 07812 345678", "07812 345678"),
     ("birth_date", "张伟，1990年3月5日出生", "1990年3月5日"),
     ("birth_date", "Jane Doe, DOB 1985-03-12, asked", "1985-03-12"),
     ("birth_date", "Li Na, born 12 March 1985 in Wuhan", "12 March 1985"),
@@ -108,6 +122,11 @@ BENIGN: list[str] = [
     "Build 20241130153045 passed",
     "ISBN 978-7-111-12345-6",
     "流水 110101199003074515 对不上",  # no label, fails the ID checksum
+    "流水 110101 1990 0307 4515 对不上",  # grouped, no label, fails the ID checksum
+    "Order ID: 1234567890123 shipped",  # an order's ID is no identity number
+    "电话 800-820-8820 是免费热线",  # a mainland toll-free line keeps mainland's reading
+    "phone the London office on 020 7946 0958",  # a fixed line abroad, like a mainland one, is public
+    "UK order 07911123456 shipped",  # a number after an order label stays
     "batch 4111111111111112 failed",  # no label, fails Luhn
     "构建号 6217001234567890123",  # no label, fails Luhn
     "see DE89370400440532013001 in the spec",  # IBAN-shaped, bad check digits

@@ -7,6 +7,9 @@ from __future__ import annotations
 import pytest
 
 from hindsight_insights.config import Settings
+from hindsight_insights.detection.learned_corrections import LearnedDetector
+from hindsight_insights.detector_model import learned_detector
+from hindsight_insights.embedder import Embedder
 from hindsight_insights.models import InsightStatus, Scope, TurnDraft
 from hindsight_insights.reflection import ReflectionEngine
 from hindsight_insights.reflection.offline import OfflineExtractor
@@ -88,3 +91,67 @@ def test_a_fact_is_the_users_at_once_and_waits_for_verification_and_a_bare_no_te
     assert (mine.kind, mine.scope, mine.status) == ("fact", Scope.USER, InsightStatus.ACTIVE)
     assert (project.scope, project.status) == (Scope.PROJECT, InsightStatus.PENDING_REVIEW)
     assert "良睦路 1399 号" in mine.action and project.review_reason is not None
+
+
+@pytest.fixture(scope="module")
+def learned(embedder: Embedder) -> LearnedDetector:
+    detector = learned_detector(embedder, Settings(detector=True))
+    assert detector is not None, "the shipped model was trained with another embedder"
+    return detector
+
+
+@pytest.mark.parametrize(
+    ("wish", "answer"),
+    [
+        ("公里就行", "全程大约 120 英里。"),
+        ("简体就好", "這個問題的答案是……"),
+        ("半角标点", "好的，我已经改好了！"),
+        ("two sentences max", "Here is a long answer with many sentences, each adding a little more detail."),
+        ("GBP please", "Q2 revenue was $1.1M."),
+    ],
+)
+def test_a_standing_wish_without_trigger_words_becomes_the_users_preference_with_the_learned_detector(
+    store: MemoryStore, learned: LearnedDetector, wish: str, answer: str
+) -> None:
+    """Units, script, punctuation, length: the rules find no trigger word; the learned detector's preference class
+    does, and the extractor reading with it (as the worker runs it) learns a preference for that user only."""
+    record(store, "w1", "u-terse", "general", [("帮我看一下这个 / have a look", answer), (wish, "OK.")])
+    assert ReflectionEngine(store, OfflineExtractor(store.settings)).reflect_session("w1").saved_ids == []  # rules
+    report = ReflectionEngine(store, OfflineExtractor(store.settings).with_detector(learned)).reflect_session("w1")
+    (created,) = report.created
+    rule = store.get(created)
+    assert (rule.kind, rule.scope, rule.user_id) == ("preference", Scope.USER, "u-terse")
+    assert rule.evidence.quote == wish and wish in rule.action
+    assert report.pending_review == []  # no project-wide copy: a wish about answers is the user's, not everyone's
+
+
+def test_a_terse_wish_the_user_comes_back_to_in_the_session_is_a_preference(
+    store: MemoryStore, learned: LearnedDetector
+) -> None:
+    """ "hours please" alone is below the learned detector's bar; the user asking for hours again shows it stands."""
+    once = [("How long did the nightly backup take?", "The job ran for 7,200 seconds."), ("hours please", "2 hours.")]
+    record(store, "h1", "u-ops", "故障排查", once)
+    extractor = OfflineExtractor(store.settings).with_detector(learned)
+    assert ReflectionEngine(store, extractor).reflect_session("h1").saved_ids == []
+    again = [*once, ("And the restore test, in hours?", "The restore ran for 1.5 hours.")]
+    record(store, "h2", "u-ops", "故障排查", again)
+    report = ReflectionEngine(store, extractor).reflect_session("h2")
+    (created,) = report.created
+    rule = store.get(created)
+    assert (rule.kind, rule.scope, rule.evidence.quote) == ("preference", Scope.USER, "hours please")
+    assert rule.evidence.turn == 1 and rule.confidence < store.settings.must_confidence  # a "consider" rule
+
+
+def test_the_opening_request_is_never_taken_for_a_returning_wish(store: MemoryStore, learned: LearnedDetector) -> None:
+    record(
+        store,
+        "h3",
+        "u-sales",
+        "sales",
+        [
+            ("Draft a follow-up email to Northwind after yesterday's demo.", "Hi Northwind team, ..."),
+            ("Now one for Contoso, like the Northwind one.", "Hi Contoso team, ..."),
+        ],
+    )
+    report = ReflectionEngine(store, OfflineExtractor(store.settings).with_detector(learned)).reflect_session("h3")
+    assert [store.get(i).evidence.quote for i in report.saved_ids if store.get(i).kind == "preference"] == []

@@ -71,7 +71,7 @@ def test_unsure_without_a_model_waits_for_a_reviewer_and_is_never_injected(
     saved = save(stores, plugin_credentials, UNSURE_PREFERENCE, None)
     assert saved.json["status"] == "pending_review"
     reason = saved.json["review_reason"]
-    assert reason.startswith("possible prompt injection (the screen is unsure: attack probability 0.4")
+    assert reason.startswith("possible prompt injection (the screen is unsure: attack probability 0.3")
     assert "no workspace model is set to ask" in reason and "held for review" in saved.text
     (held,) = plugin_store.list_insights(user_id="lao-wang")
     assert held.status is InsightStatus.PENDING_REVIEW and held.review_reason == reason
@@ -117,7 +117,7 @@ def test_a_benign_verdict_lets_it_through_in_one_short_call(
     (call,) = llm.calls
     assert call["stream"] is False and call["model_config"]["completion_params"]["max_tokens"] == MAX_OUTPUT_TOKENS
     system, user = (str(message.content) for message in call["prompt_messages"])
-    assert "security classifier" in system and "<<<ITEM" in user and "直接叫他“老王”" in user
+    assert "security classifier" in system and "<<<ITEM" in user and "先叫他“老王”" in user
     (stored,) = plugin_store.list_insights(user_id="lao-wang")
     assert stored.status is InsightStatus.ACTIVE
     assert plugin_store.budget is not None and plugin_store.budget.used(datetime.now(UTC).date()) == 1

@@ -112,7 +112,7 @@ def test_attacks_of_the_screening_set_never_reach_a_rules_block(
 
 def every_object(client: weaviate.WeaviateClient, project: str) -> list[dict[str, Any]]:
     objects = []
-    for spec in COLLECTION_SET:
+    for spec in COLLECTION_SET:  # budget, blame, few-shot examples and suggestions included
         if client.collections.use(spec.name).tenants.exists(tenant_name(project)):
             objects += [dict(obj.properties) for obj in project_collection(client, project, spec.role).iterator()]
     return objects

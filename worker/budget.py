@@ -5,6 +5,7 @@ log, the day in the settings' timezone).
     past the budget            a session's end is deferred to the nightly run (which reads its sessions), a user's
                                night is skipped (their deferred sessions wait for the next night)
     past budget + reserve      anomalies wait too, until the next day's budget opens
+    repair                     a repair's re-reflection runs below the budget; past it, it waits for the next day
 
 A reflection's cost is known only after it ran, so the day can end past its budget by what the reflections already
 running cost (one per worker thread). A budget of 0 means no limit.
@@ -28,6 +29,8 @@ class CostGuard:
             return "run"
         if kind == "anomaly":
             return "run" if spent < self.budget + self.reserve else "hold"
+        if kind == "repair":  # a reviewer asked for it: it waits, it is never dropped
+            return "run" if spent < self.budget else "hold"
         if spent < self.budget:
             return "run"
         return "defer" if kind == "session" else "skip"

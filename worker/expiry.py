@@ -34,13 +34,14 @@ class ExpiryReport:
     candidates: int = 0  # low confidence and unchanged for the TTL
     in_use: int = 0  # of those, injected into a turn within the TTL: kept
     retired: list[uuid.UUID] = field(default_factory=list)
+    examples_expired: int = 0  # few-shot examples past their TTL, deleted (search never shows them anyway)
     deactivated: int = 0  # idle projects set INACTIVE after the sweep (store/tenancy.py)
 
 
 def sweep(
     store: InsightStore, settings: Settings, now: datetime, progress: Callable[[str, int, int], None] | None = None
 ) -> ExpiryReport:
-    report = ExpiryReport(expired=store.expire_sweep(now))
+    report = ExpiryReport(expired=store.expire_sweep(now), examples_expired=store.examples.sweep(now))
     if settings.worker_retire_after_days <= 0:
         return report
     since = now - timedelta(days=settings.worker_retire_after_days)

@@ -100,6 +100,29 @@ class Ledger:
             ).one()
         return Spend(reflections=int(row[0]), tokens_in=int(row[1]), tokens_out=int(row[2]), cached_tokens=int(row[3]))
 
+    def outcomes(self) -> dict[tuple[str, str], int]:
+        """Every reflection ever logged, counted by trigger (kind) and outcome (the metrics' counter)."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                select(reflections.c.kind, reflections.c.outcome, func.count())
+                .where(reflections.c.project == self._project)
+                .group_by(reflections.c.kind, reflections.c.outcome)
+            )
+            return {(str(row[0]), str(row[1])): int(row[2]) for row in rows}
+
+    def spend_ever(self) -> Spend:
+        """Every reflection's tokens, all days together (the metrics' counters)."""
+        with self._engine.connect() as connection:
+            row = connection.execute(
+                select(
+                    func.count(),
+                    func.coalesce(func.sum(reflections.c.tokens_in), 0),
+                    func.coalesce(func.sum(reflections.c.tokens_out), 0),
+                    func.coalesce(func.sum(reflections.c.cached_tokens), 0),
+                ).where(reflections.c.project == self._project)
+            ).one()
+        return Spend(reflections=int(row[0]), tokens_in=int(row[1]), tokens_out=int(row[2]), cached_tokens=int(row[3]))
+
     # ---- counters -------------------------------------------------------------------------------------------
 
     def _counter(self, day: date, name: str) -> dict[str, Any]:

@@ -5,6 +5,9 @@
              their newest of the last `worker_nightly_lookback_days`, at most 8 (the engine's cap). A user with one
              session and nothing deferred is left out: nothing can repeat across sessions, and its end had its own
              reflection.
+    suggest  the plan also mines the correction records for prompt suggestions (hindsight_insights/suggestions.py):
+             created or updated per (topic, scene, type), for a human to accept or dismiss, never applied; a failure
+             fails the plan, which is tried again (the suggestions' ids are deterministic, so nothing doubles).
     run      each user's task is one reflect_user (nightly variant: requests repeated across sessions, duplicates and
              conflicts consolidated), claimed like any task: every replica's poll helps.
     batch    when the source is Anthropic's and more users than `worker_batch_threshold` have a task, the tasks go
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any, Protocol
@@ -35,6 +38,7 @@ from hindsight_insights.config import Settings
 from hindsight_insights.reflection import BatchJob, ReflectionBatch, ReflectionReport
 from hindsight_insights.reflection.transcript import MAX_NIGHTLY_SESSIONS
 from hindsight_insights.store.turns import TurnLog
+from hindsight_insights.suggestions import MiningReport
 from worker.budget import CostGuard
 from worker.clock import Clock, local_day
 from worker.lease import Heartbeat, beat_interval
@@ -82,6 +86,7 @@ class NightlyRun:
     zone: ZoneInfo
     settings: Settings
     runner: TaskRunner
+    mine: Callable[[datetime], MiningReport] | None = None  # prompt suggestions (suggestions.mine_suggestions)
 
     def run(self, report: TickReport, progress: Progress | None = None) -> None:
         """Plan tonight (unless a worker has) and run the night's due user reflections."""
@@ -135,6 +140,15 @@ class NightlyRun:
             state: State = "batched" if batched else "due"
             self.board.ensure("nightly", night_of(user_id, day), now, user_id=user_id, state=state, detail=detail)
         self.ledger.count(day, "nightly.planned", len(groups))
+        if self.mine is not None:
+            mined = self.mine(now)
+            self.ledger.count(day, "suggestions.mined", mined.suggested)
+            log.info(
+                "prompt suggestions: %d corrections read, %d groups (%d new)",
+                mined.read,
+                mined.suggested,
+                mined.created,
+            )
         if batched:
             self._submit(day, now, report)
 

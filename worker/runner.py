@@ -10,6 +10,9 @@
     nightly   nightly.py (NightlyRun, which calls back only through its TaskRunner protocol: run_due and
               conclude): per user active in the last day, their recent sessions in one reflection
     expiry    expiry.py: the sweep, and the TTL's retirements
+    repair    a reviewer confirmed an insight faulty (reflection/repair.py plans it): each session it touched is
+              reflected on again with that insight excluded, one task per session, claimed and budgeted like any
+              other reflection; when it ends, reflection/repair.py resolves the session's suspects
 
 Two polls run side by side, each every poll interval: one for anomalies, one for session ends (and the nightly tasks
 and batches), so that a long session reflection never holds up an anomaly. Each starts due tasks until one poll
@@ -22,6 +25,7 @@ import logging
 import os
 import secrets
 import socket
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -30,7 +34,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import Engine
 
 from hindsight_insights.config import Settings
-from hindsight_insights.errors import HindsightError
+from hindsight_insights.errors import HindsightError, NotFound
 from hindsight_insights.reflection import (
     AnthropicReflector,
     Extractor,
@@ -40,8 +44,10 @@ from hindsight_insights.reflection import (
     Reflector,
     Variant,
 )
+from hindsight_insights.reflection.repair import RepairPlan, conclude_repair
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.turns import TurnStamp
+from hindsight_insights.suggestions import mine_suggestions
 from worker.budget import CostGuard
 from worker.clock import Clock, SystemClock, local_day, next_day_start
 from worker.expiry import ExpiryReport, sweep
@@ -132,6 +138,7 @@ class ReflectionWorker:
             zone=self.zone,
             settings=self.settings,
             runner=self,
+            mine=lambda now: mine_suggestions(store, now, self.settings),
         )
 
     # ---- the poll ---------------------------------------------------------------------------------------------
@@ -157,7 +164,30 @@ class ReflectionWorker:
         self.night.collect_batches(now, report)
         self.night.resume_plans(now, report)
         deadline = now + timedelta(seconds=self.settings.worker_poll_interval_s)
-        self.run_due(["session", "nightly"], report, deadline=deadline, progress=progress)
+        self.run_due(["repair", "session", "nightly"], report, deadline=deadline, progress=progress)
+        return report
+
+    def enqueue_repair(self, plan: RepairPlan) -> int:
+        """One repair task per session of the plan (due now); returns how many were added."""
+        now = self.clock.now()
+        added = 0
+        for session_id in plan.sessions:
+            turns = self.store.turns.session(session_id)
+            detail = {
+                "faulty": str(plan.faulty.id),
+                "session": session_id,
+                "suspects": [str(i.id) for i in [*plan.suspected, *plan.already_suspect]],
+            }
+            user = turns[0].user_id if turns else None
+            added += self.board.ensure("repair", f"{plan.faulty.id}/{session_id}", now, user_id=user, detail=detail)
+        if added:
+            self.ledger.count(local_day(now, self.zone), "repair.planned", added)
+        return added
+
+    def run_repairs(self, progress: Progress | None = None) -> TickReport:
+        """The due repair re-reflections now (the CLI's `insights faulty --now`), under the budget."""
+        report = TickReport()
+        self.run_due(["repair"], report, progress=progress)
         return report
 
     def scan_anomalies(self, now: datetime) -> int:
@@ -259,9 +289,20 @@ class ReflectionWorker:
         return report
 
     def _reflect(self, claim: Claim) -> ReflectionReport:
-        variant: Variant = "anomaly" if claim.kind == "anomaly" else "session" if claim.kind == "session" else "nightly"
-        sessions = list(claim.task.detail.get("sessions", [])) if claim.kind == "nightly" else [claim.subject]
+        variant: Variant = "nightly" if claim.kind == "nightly" else "anomaly" if claim.kind == "anomaly" else "session"
+        if claim.kind == "nightly":
+            sessions = list(claim.task.detail.get("sessions", []))
+        elif claim.kind == "repair":
+            sessions = [str(claim.task.detail["session"])]
+        else:
+            sessions = [claim.subject]
         try:
+            if claim.kind == "repair":
+                try:
+                    faulty = self.store.get(str(claim.task.detail["faulty"]))
+                except NotFound as gone:
+                    return self.engine.failure(sessions, variant, f"the insight to repair is gone: {gone}")
+                return self.engine.reflect_session(sessions[0], excluded=[faulty])
             if claim.kind == "anomaly":
                 return self.engine.reflect_anomaly(claim.subject)
             if claim.kind == "session":
@@ -278,6 +319,16 @@ class ReflectionWorker:
         newer signals came meanwhile), or due again after a backoff, or failed for good."""
         now = self.clock.now()
         day = local_day(now, self.zone)
+        if kind == "repair" and claim is not None:
+            detail = claim.task.detail
+            suspects = [uuid.UUID(str(i)) for i in detail.get("suspects", [])]
+            try:
+                conclude_repair(
+                    self.store, uuid.UUID(str(detail["faulty"])), str(detail["session"]), suspects, report, now
+                )
+            except HindsightError as error:  # the faulty insight deleted meanwhile, or Weaviate away: logged, retried
+                log.warning("concluding the repair of %s failed: %s", subject, error)
+                report = report.model_copy(update={"outcome": "failed", "reason": f"concluding the repair: {error}"})
         self.ledger.record(report, kind=kind, subject=subject, attempt=attempt, worker=self.owner, day=day, at=now)
         line = reflection_line(
             report,

@@ -4,6 +4,7 @@ the project's store, the reflector `reflection_llm` chooses, and the state datab
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Iterator, Sequence
 
@@ -18,8 +19,11 @@ from hindsight_insights.store import open_store
 from hindsight_insights.weaviate_server import running_weaviate
 from worker.clock import Clock
 from worker.db import open_engine, state_url
+from worker.metrics import metrics_served
 from worker.runner import ReflectionWorker
 from worker.schedule import serve
+
+log = logging.getLogger(__name__)
 
 
 class NoReflection:
@@ -53,8 +57,11 @@ def open_worker(
 
 
 def run(worker: ReflectionWorker, stop: threading.Event) -> None:
-    """Run the worker on its schedule until `stop` is set."""
-    serve(worker, worker.settings, worker.state, stop)
+    """Run the worker on its schedule until `stop` is set, with its metrics served when a port is configured."""
+    with metrics_served(worker, worker.settings.metrics_port) as port:
+        if port is not None:
+            log.info("metrics at http://127.0.0.1:%d/metrics", port)
+        serve(worker, worker.settings, worker.state, stop)
 
 
 def shown_url(settings: Settings) -> str:

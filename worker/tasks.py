@@ -31,9 +31,9 @@ from worker.db import insert_ignoring_conflict, tasks
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["anomaly", "session", "nightly", "plan", "batch"]
+Kind = Literal["anomaly", "session", "nightly", "plan", "batch", "repair"]
 State = Literal["due", "running", "done", "failed", "deferred", "batched", "skipped"]
-PRIORITY: dict[str, int] = {"anomaly": 0, "session": 1, "nightly": 2, "plan": 3, "batch": 4}
+PRIORITY: dict[str, int] = {"anomaly": 0, "repair": 1, "session": 2, "nightly": 3, "plan": 4, "batch": 5}
 MAX_BACKOFF = timedelta(hours=1)
 
 

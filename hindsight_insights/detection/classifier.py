@@ -6,7 +6,10 @@ Features of a text, three blocks side by side, each scaled by a block weight sto
      across languages;
   2. character n-grams of the folded text (text.fold), TF-IDF with sublinear term frequency, L2-normalised: works
      for Chinese without word segmentation, and for spacing, pinyin and leetspeak that an embedding smooths over;
-  3. the rule families that fired (0/1 each): what the precise rules already know.
+  3. the rule families that fired (0/1 each): what the precise rules already know;
+  4. optionally (the poisoning screen), character n-grams of the instruction alone (an insight's action; a message is
+     all instruction), fitted on instructions: the same words weigh differently as a command than in the text around
+     it (a report that quotes an attack, a course that explains one).
 
 A linear model (logistic regression, trained by scripts/train_screen.py with scikit-learn) scores them; its scores are
 calibrated on held-out folds (Platt scaling for two classes, a temperature for more), so a probability means what it
@@ -86,14 +89,26 @@ class Blocks:
     embeddings: FloatArray
     ngrams: list[tuple[npt.NDArray[np.int64], FloatArray]]
     rules: FloatArray
+    instruction: list[tuple[npt.NDArray[np.int64], FloatArray]] | None = None  # the instruction's n-gram rows
 
 
 def blocks(
-    texts: Sequence[str], embed: EmbedFn, ngrams: CharNgrams, families: Sequence[str], fired: Sequence[Collection[str]]
+    texts: Sequence[str],
+    embed: EmbedFn,
+    ngrams: CharNgrams,
+    families: Sequence[str],
+    fired: Sequence[Collection[str]],
+    instruction_ngrams: CharNgrams | None = None,
+    instructions: Sequence[str] | None = None,
 ) -> Blocks:
+    """The blocks of `texts`; with `instruction_ngrams`, the fourth block over `instructions` (default: the texts)."""
     vectors = np.asarray(embed(texts), dtype=np.float32).reshape(len(texts), -1)
     flags = np.array([[1.0 if family in found else 0.0 for family in families] for found in fired], dtype=np.float32)
-    return Blocks(vectors, [ngrams.row(text) for text in texts], flags.reshape(len(texts), len(families)))
+    instruction = None
+    if instruction_ngrams is not None:
+        instruction = [instruction_ngrams.row(text) for text in (texts if instructions is None else instructions)]
+    rows = [ngrams.row(text) for text in texts]
+    return Blocks(vectors, rows, flags.reshape(len(texts), len(families)), instruction)
 
 
 @dataclass(frozen=True)
@@ -107,21 +122,31 @@ class LinearTextModel:
     bias: FloatArray  # (outputs,)
     calibration: tuple[float, float]  # two classes: Platt (a, b), p = 1/(1+exp(a·s+b)); more: (temperature, 0)
     settings: Mapping[str, Any]  # what the training chose (thresholds, C, …), for the caller and the record
+    instruction_ngrams: CharNgrams | None = None  # the fourth block's n-grams, when the model has one
+    instruction_scale: float = 0.0  # its block weight
 
     @property
     def embedding_dim(self) -> int:
-        return int(self.weights.shape[1]) - len(self.ngrams.vocabulary) - len(self.families)
+        extra = 0 if self.instruction_ngrams is None else len(self.instruction_ngrams.vocabulary)
+        return int(self.weights.shape[1]) - len(self.ngrams.vocabulary) - len(self.families) - extra
 
     def scores(self, features: Blocks) -> FloatArray:
         """Raw linear scores, (texts, outputs)."""
         dim, vocab = self.embedding_dim, len(self.ngrams.vocabulary)
         emb_w = self.weights[:, :dim]
         ngram_w = self.weights[:, dim : dim + vocab]
-        rule_w = self.weights[:, dim + vocab :]
+        rule_w = self.weights[:, dim + vocab : dim + vocab + len(self.families)]
+        instruction_w = self.weights[:, dim + vocab + len(self.families) :]
         out = self.scales[0] * features.embeddings @ emb_w.T + self.scales[2] * features.rules @ rule_w.T
         for i, (index, values) in enumerate(features.ngrams):
             if len(index):
                 out[i] += self.scales[1] * (ngram_w[:, index] @ values)
+        if self.instruction_ngrams is not None:
+            if features.instruction is None:
+                raise ValueError("this model reads the instruction apart: build the blocks with its instruction_ngrams")
+            for i, (index, values) in enumerate(features.instruction):
+                if len(index):
+                    out[i] += self.instruction_scale * (instruction_w[:, index] @ values)
         return (out + self.bias).astype(np.float32)
 
     def probabilities(self, features: Blocks) -> FloatArray:
@@ -137,15 +162,21 @@ class LinearTextModel:
         return (exp / exp.sum(axis=1, keepdims=True)).astype(np.float32)
 
     def predict(
-        self, texts: Sequence[str], embed: EmbedFn, fired: Sequence[Collection[str]] | None = None
+        self,
+        texts: Sequence[str],
+        embed: EmbedFn,
+        fired: Sequence[Collection[str]] | None = None,
+        instructions: Sequence[str] | None = None,
     ) -> FloatArray:
-        """Calibrated probabilities of `texts`; `fired`: the rule families that fired on each (none when omitted)."""
+        """Calibrated probabilities of `texts`; `fired`: the rule families that fired on each (none when omitted);
+        `instructions`: the instruction of each, for a model that reads it apart (default: the whole text)."""
         found = fired if fired is not None else [() for _ in texts]
-        return self.probabilities(blocks(texts, embed, self.ngrams, self.families, found))
+        features = blocks(texts, embed, self.ngrams, self.families, found, self.instruction_ngrams, instructions)
+        return self.probabilities(features)
 
     def to_arrays(self) -> dict[str, npt.NDArray[Any]]:
         vocabulary = sorted(self.ngrams.vocabulary, key=self.ngrams.vocabulary.__getitem__)
-        meta = {
+        meta: dict[str, Any] = {
             "classes": list(self.classes),
             "families": list(self.families),
             "embedder_id": self.embedder_id,
@@ -154,13 +185,19 @@ class LinearTextModel:
             "ngram_range": [self.ngrams.n_min, self.ngrams.n_max],
             "settings": dict(self.settings),
         }
-        return {
-            "meta": np.array(json.dumps(meta, ensure_ascii=False, sort_keys=True)),
+        arrays = {
             "vocabulary": np.array(vocabulary, dtype=str),
             "idf": self.ngrams.idf.astype(np.float32),
             "weights": self.weights.astype(np.float32),
             "bias": self.bias.astype(np.float32),
         }
+        if self.instruction_ngrams is not None:
+            grams = self.instruction_ngrams
+            meta["instruction_scale"] = self.instruction_scale
+            meta["instruction_ngram_range"] = [grams.n_min, grams.n_max]
+            arrays["instruction_vocabulary"] = np.array(sorted(grams.vocabulary, key=grams.vocabulary.__getitem__), str)
+            arrays["instruction_idf"] = grams.idf.astype(np.float32)
+        return {"meta": np.array(json.dumps(meta, ensure_ascii=False, sort_keys=True)), **arrays}
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, npt.NDArray[Any]]) -> LinearTextModel:
@@ -169,6 +206,15 @@ class LinearTextModel:
         n_min, n_max = meta["ngram_range"]
         a, b = meta["calibration"]
         s1, s2, s3 = meta["scales"]
+        instruction = None
+        if "instruction_vocabulary" in arrays:
+            i_min, i_max = meta["instruction_ngram_range"]
+            instruction = CharNgrams(
+                {str(gram): i for i, gram in enumerate(arrays["instruction_vocabulary"].tolist())},
+                np.asarray(arrays["instruction_idf"], dtype=np.float32),
+                int(i_min),
+                int(i_max),
+            )
         return cls(
             classes=tuple(meta["classes"]),
             ngrams=CharNgrams(vocabulary, np.asarray(arrays["idf"], dtype=np.float32), int(n_min), int(n_max)),
@@ -179,4 +225,6 @@ class LinearTextModel:
             bias=np.asarray(arrays["bias"], dtype=np.float32),
             calibration=(float(a), float(b)),
             settings=meta["settings"],
+            instruction_ngrams=instruction,
+            instruction_scale=float(meta.get("instruction_scale", 0.0)),
         )

@@ -37,13 +37,16 @@ def implicit(turn: ReadMessage) -> Correction | None:
         if contradiction is not None:
             mine, theirs = contradiction
             clause = clause_of(sentence.span, mine.start)
+            # "运费现在 15 元", "the limit is 100 now": the user says the fact changed, not only another value.
+            update = patterns.UPDATE.search(text)
             return Correction(
                 CorrectionType.FACTUAL,
                 IMPLICIT,
                 corrected=quote(turn.message, clause.start, clause.end),
                 original=quote_previous_at(turn, theirs),
                 topic=subject(turn, clause, mine),
-                signals=("implicit:different_value", f"unit:{mine.unit or 'bare'}"),
+                signals=("implicit:different_value", f"unit:{mine.unit or 'bare'}")
+                + ((f"update:{update.group()}",) if update else ()),
             )
         changed = _changed_fact(turn, sentence)
         if changed is not None:

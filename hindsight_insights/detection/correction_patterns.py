@@ -354,6 +354,18 @@ ONE_OFF = re.compile(
 )
 
 # --------------------------------------------------------------------------------------------------- process
+# An order of the ANSWER's parts (conclusion first, 先给我命令), not of the work: how answers should look is the user's
+# preference (correction_wishes.process), never a process for everyone.
+_ANSWER_PART_EN = (
+    r"(the )?(answer|conclusion|summary|bottom line|tl;?dr|yes or no|verdict|recommendation|commands?|code)"
+)
+ANSWER_SHAPE = re.compile(
+    rf"^\W*{_ANSWER_PART_EN}s? (first|up front|at the top)\b|"
+    rf"\b(give|show|tell|put|say|need|want|lead with|start with|list)\b( me| us)?( an?)?\s{_ANSWER_PART_EN}s?\b"
+    r"[^,.;]{0,20}\b(first|up front|at the top|in the first line)\b|"
+    r"先(说|讲|给我?|写|放|列出?)(结论|答案|结果|命令|代码|要点|重点|总结|推荐)|"
+    r"(结论|答案|命令|代码|要点)(要|请)?(放|写)(在)?(最)?前面"
+)
 PROCESS = _cues(
     ("order_first_then_zh", r"先(?P<first>[^。;]{1,30}?)[,]?\s*(再|然后|之后|才|后)(?P<then>[^,。;]{1,30})"),
     (
@@ -563,13 +575,15 @@ STATEMENT = re.compile(r"(^|[^不])(是|为)|改成|改到|换成|变成|调成|
 TEMPORAL = _cues(
     (
         "temporal_zh",
-        r"(这个月|本月|这周|本周|这星期|今天|今晚|明天|今年|本季度|这季度|这个季度|这次|本次|活动期间|促销期间|大促期间|"
+        r"(这个月|本月|这周|本周|这星期|今天|今晚|明天|今年|本季度|这季度|这个季度|(这次|本次)(活动|促销|大促)(期间)?|"
+        r"这次|本次|这一次|这回|本轮对话|这轮对话|活动期间|促销期间|大促期间|"
         r"春节期间|国庆期间|节假日期间|双十一期间|双11期间|暂时|临时|目前|截至[^,。]{1,10}|截止到[^,。]{1,10}|"
         r"(?<![\d一二三四五六七八九十])[\d一二三四五六七八九十]{1,3}月(底|\d{1,2}[日号])前|年底前|限时)",
     ),
     (
         "temporal_en",
-        r"\b(this (month|week|quarter|year|time|weekend)|today|tonight|for now|temporarily|"
+        r"\b(this (month|week|quarter|year|time|weekend|conversation|chat|session)|just this once|today|tonight|"
+        r"for now|temporarily|"
         r"(until|through|till) (the end of (the )?(month|week|quarter|year)|"
         r"(january|february|march|april|may|june|july|august|september|october|november|december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
         r"next [a-z]+)( \d{1,2}(st|nd|rd|th)?)?|\d{1,2}(st|nd|rd|th)|\d{4}-\d{2}-\d{2})|"

@@ -169,6 +169,8 @@ def process(turn: ReadMessage) -> Correction | None:
         if sentence.question or sentence.reported_at < len(sentence.text) or patterns.FAVOUR.search(sentence.text):
             continue
         text = sentence.text
+        if patterns.ANSWER_SHAPE.search(text):
+            return _answer_shape(turn, sentence)
         for name, pattern in patterns.PROCESS:
             match = pattern.search(text)
             if not match or _about_myself(text, match.start()):
@@ -180,6 +182,19 @@ def process(turn: ReadMessage) -> Correction | None:
         if instead and turn.previous is not None and anchors(instead["dont"]) & anchors(turn.previous.text):
             return _process_result(turn, sentence, "instead_of_proposed", instead)
     return None
+
+
+def _answer_shape(turn: ReadMessage, sentence: Sentence) -> Correction:
+    """ "Conclusion first", "先给我命令，别讲原理": the order of the answer's parts is how this user wants answers to
+    look, a preference for them (scope.py: the user's only), not a process of the work for everyone."""
+    return Correction(
+        CorrectionType.PREFERENCE,
+        PREFERENCE_STATED,
+        corrected=quote(turn.message, sentence.span.start, sentence.span.end),
+        original=original_overlap(turn, sentence.text),
+        topic="回答结构" if turn.zh else "answer structure",
+        signals=("preference:structure", "directive", "preference:answer_shape"),
+    )
 
 
 def _about_myself(text: str, position: int) -> bool:

@@ -3,6 +3,9 @@
 Only periods whose end is certain from the words alone are read (today, tomorrow, this week, month, quarter, year,
 this weekend); "暂时", "活动期间" or "for now" keep their condition and no expiry, for a reviewer or a later
 correction to end. Weeks end on Sunday; every end is the last moment of that day in the project's time zone.
+
+"这次", "this time", "this conversation" name the conversation itself (`this_conversation_only`): such a correction
+holds for its session only (scope.py), however sure the detector is of it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,18 @@ _PERIODS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("quarter", re.compile(r"(这个?季度|本季度|\bthis quarter\b)", re.I)),
     ("year", re.compile(r"(今年|本年度|\bthis year\b)", re.I)),
 )
+
+
+_THIS_CONVERSATION = re.compile(
+    r"^\W*(这次|本次|这一次|这回|本轮对话|这轮对话|"
+    r"this time|this conversation|this chat|this session|just this once)\W*$",
+    re.I,
+)
+
+
+def this_conversation_only(detail: str) -> bool:
+    """The condition's words name this conversation, not a period of the calendar (这次, this time)."""
+    return bool(_THIS_CONVERSATION.match(detail.strip()))
 
 
 def period_end(detail: str, now: datetime, timezone: str) -> datetime | None:

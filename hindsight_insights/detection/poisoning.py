@@ -58,10 +58,13 @@ class LearnedScreen:
     embed: EmbedFn
     band: Band
 
-    def probability(self, texts: list[str], families: frozenset[str]) -> float:
-        """The calibrated probability that the insight (its texts joined, one field a line) is an attack."""
+    def probability(self, texts: list[str], families: frozenset[str], instruction: str | None = None) -> float:
+        """The calibrated probability that the insight (its texts joined, one field a line) is an attack.
+        `instruction`: the text that commands (an insight's action), which the model also reads apart; None: the
+        texts are all instruction (a user's message)."""
         joined = "\n".join(texts)
-        probabilities = self.model.predict([joined], self.embed, [families])
+        instructions = [joined if instruction is None or not instruction.strip() else instruction]
+        probabilities = self.model.predict([joined], self.embed, [families], instructions)
         return float(probabilities[0, self.model.classes.index(ATTACK)])
 
 
@@ -79,10 +82,16 @@ class Screening:
         return self.suspect or self.unsure
 
 
-def screen(*texts: str, learned: LearnedScreen | None = None, learned_reads: Sequence[str] | None = None) -> Screening:
+def screen(
+    *texts: str,
+    learned: LearnedScreen | None = None,
+    learned_reads: Sequence[str] | None = None,
+    instruction: str | None = None,
+) -> Screening:
     """Whether any of `texts` (an insight's topic, action, observation, evidence, tags) carries an attack, and why.
     The patterns read every text; the learned screen reads `learned_reads` when given (the words someone else
-    wrote, not our own templates around them), else the same texts."""
+    wrote, not our own templates around them), else the same texts, and `instruction` (an insight's action) apart
+    when given."""
     present = [text for text in texts if text and text.strip()]
     findings: list[tuple[str, str]] = []
     for text in present:
@@ -93,7 +102,7 @@ def screen(*texts: str, learned: LearnedScreen | None = None, learned_reads: Seq
     if learned is None or not present:
         return Screening(bool(reasons), reasons, families=families)
     read = present if learned_reads is None else [text for text in learned_reads if text and text.strip()]
-    probability = learned.probability(read, families) if read else 0.0
+    probability = learned.probability(read, families, instruction) if read else 0.0
     suspect = bool(reasons) or probability >= learned.band.suspect_at
     if probability >= learned.band.suspect_at:
         reasons.append(f"learned screen: attack probability {probability:.2f}")

@@ -10,13 +10,17 @@ Chinese character, so a stored quote stays readable in its own language):
                 (api_key=…, AccessKey …, secret: …), and long random tokens with no spaces
   password      the value after 密码/口令/password/pwd, and the password of scheme://user:password@host
   token         JWTs, Bearer tokens, token=…
-  id_card       a number after 身份证/ID card whatever its checksum; without a label, an 18-digit resident ID with a
-                valid birth date and check digit (python-stdnum cn.ric)
+  id_card       a number after 身份证/证件号码/ID card/ID number whatever its checksum; without a label, an 18-character
+                resident ID (whole or grouped 6-8-4 / 6-4-4-4) with a valid birth date and check digit (python-stdnum
+                cn.ric)
   bank_card     a number after 银行卡/卡号/card number; without a label, 13–19 digits passing Luhn
   iban          an IBAN with a valid check (python-stdnum), or any after the label IBAN
   passport      a number after 护照/passport
   employee_id   a number after 工号/员工编号/employee number
-  phone         mobile numbers, mainland and international (phonenumbers); any number after "my phone"/我的电话
+  phone         mobile numbers, mainland and international (phonenumbers): +CC or 00CC anywhere; a national format
+                read as the region the text names or dials (UK mobile 07911 …, 香港手机 9123 4567), or after a phone
+                label (WhatsApp: 0412 …), or in the North American shape (415) 555-2671; any number after "my
+                phone"/我的电话
   email         e-mail addresses (not the documentation domains example.com/.org/.net)
   birth_date    a full date next to a birth label (出生, 生日, born, date of birth, DOB)
   address       a home address: the Chinese grammar down to a room, unit or a home label; a street line with a

@@ -41,6 +41,8 @@ from detect_secrets.plugins.twilio import TwilioKeyDetector
 from stdnum import iban, luhn
 from stdnum.cn import ric
 
+from hindsight_insights.detection import redaction_patterns as patterns
+
 Span = tuple[int, int]
 
 # Not PrivateKeyDetector: it flags the header line alone (also in prose about PEM files); the block rule
@@ -118,16 +120,62 @@ def high_entropy_tokens(text: str) -> list[Span]:
 
 
 def personal_phones(text: str) -> list[Span]:
-    """Mobile (or maybe-mobile) numbers, mainland by default and any country written with +: phonenumbers."""
+    """Mobile (or maybe-mobile) numbers: phonenumbers over the text read as mainland (any country written with + or
+    00 too), then read as each region the text names or dials (`phone_regions`: a country word, another +CC number)
+    for numbers written in that country's own format (07911 123456 beside "UK"); and a number after a phone label
+    (手机, phone, WhatsApp …) that is no mainland number, read as each of the common regions (REGIONS); a number
+    in the North American shape, (415) 555-2671, is read as North American wherever it is."""
     found = []
-    for match in phonenumbers.PhoneNumberMatcher(text, "CN", leniency=phonenumbers.Leniency.VALID):
-        if phonenumbers.number_type(match.number) in _PERSONAL_LINES:
-            found.append((match.start, match.end))
+    for region in ("CN", *phone_regions(text)):
+        for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID):
+            if phonenumbers.number_type(match.number) in _PERSONAL_LINES:
+                found.append((match.start, match.end))
+    for nanp in patterns.NANP_NUMBER.finditer(text):
+        number = _parses_as(nanp.group(), "US")
+        if number is not None and phonenumbers.number_type(number) in _PERSONAL_LINES:
+            found.append(nanp.span())
+    for labelled in patterns.PHONE_LABELLED.finditer(text):
+        if _personal_abroad(labelled["value"]):
+            found.append(labelled.span("value"))
     return found
 
 
+def phone_regions(text: str) -> list[str]:
+    """The regions a text points at, in a fixed order: its country words (patterns.REGION_CUES) and the countries of
+    the +CC numbers in it (a text that dials +44 once may write its other UK numbers nationally)."""
+    lowered = text.lower()
+    regions = [region for region, cue in patterns.REGION_CUES if cue.search(lowered)]
+    for match in phonenumbers.PhoneNumberMatcher(text, "ZZ", leniency=phonenumbers.Leniency.VALID):
+        code = match.number.country_code  # its main region: +44 is GB (region_code_for_number may say GG)
+        region = phonenumbers.region_code_for_country_code(code) if code is not None else None
+        if region and region not in ("CN", "ZZ"):
+            regions.append(region)
+    return list(dict.fromkeys(regions))
+
+
+def _personal_abroad(candidate: str) -> bool:
+    """A labelled number that mainland numbering does not know (a mainland hotline keeps mainland's reading) and
+    that is a personal line in one of the common regions."""
+    if not patterns.NANP_NUMBER.search(candidate) and _parses_as(candidate, "CN") is not None:
+        return False
+    for region in patterns.REGIONS:
+        number = _parses_as(candidate, region)
+        if number is not None and phonenumbers.number_type(number) in _PERSONAL_LINES:
+            return True
+    return False
+
+
+def _parses_as(candidate: str, region: str) -> phonenumbers.PhoneNumber | None:
+    try:
+        number = phonenumbers.parse(candidate, region)
+    except phonenumbers.NumberParseException:
+        return None
+    return number if phonenumbers.is_valid_number(number) else None
+
+
 def valid_resident_id(number: str) -> bool:
-    return bool(ric.is_valid(number.upper()))
+    """Birth date and check digit of an 18-character resident ID, written whole or in groups."""
+    return bool(ric.is_valid(re.sub(r"[\s-]", "", number).upper()))
 
 
 def valid_iban(number: str) -> bool:

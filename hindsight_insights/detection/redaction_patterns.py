@@ -21,13 +21,16 @@ import re
 
 # ------------------------------------------------------------------------------------------ numbers by label
 # Between a label and its value: 号/号码/number/no./#, then 是/为/:/is.
-_JOIN = r"(?:\s*(?:号码|号|number|no\.?|num|#|id))?\s*(?:[:=]|是|为|is|:)?\s*"
+_JOIN = r"(?:\s*(?:号码|号|码|number|no\.?|num|#|id))?\s*(?:[:=]|是|为|is|:)?\s*"
+# A resident ID as people write it: 18 characters (or the old 15 digits), whole or in groups (6-8-4, 6-4-4-4).
+_RESIDENT_ID = r"\d{6}[\s-]?(?:\d{8}|\d{4}[\s-]?\d{4})[\s-]?\d{3}[\dx]|\d{6}[\s-]?\d{4,8}[\s-]?\d{3,4}[\dx]?"
 NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
     (
         "id_card",
         re.compile(
-            rf"(?:身份证|身份证件|证件号|居民身份|公民身份|national id|resident id|id card){_JOIN}"
-            r"(?P<value>\d{6}[\s-]?\d{4,8}[\s-]?\d{3,4}[\dx]?)(?![\da-z])"
+            rf"(?:身份证|身份证件|证件号|居民身份|公民身份|身份号|national id|resident id|id card|identity card|"
+            rf"(?:(?:my|his|her|their|your)\s+|(?<![a-z]\s)(?<![a-z]))id(?=\s*(?:number|no\b|no\.|num|#|:))){_JOIN}"
+            rf"(?P<value>{_RESIDENT_ID})(?![\da-z])"
         ),
     ),
     (
@@ -127,7 +130,8 @@ EMAIL = re.compile(r"(?<![a-z0-9._%+-])[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)
 EMAIL_PLACEHOLDER = re.compile(r"@(?:[a-z0-9-]+\.)*example\.(?:com|org|net)$|\.(?:test|invalid|localhost)$")
 
 # -------------------------------------------------------------------------------- numbers without a label
-ID_NUMBER = re.compile(r"(?<![0-9a-z])\d{17}[\dx](?![0-9a-z])")
+# 18 characters, whole or grouped 6-8-4 / 6-4-4-4 (the caller checks the birth date and check digit).
+ID_NUMBER = re.compile(r"(?<![0-9a-z])\d{6}([ -]?)(?:\d{8}|\d{4}\1\d{4})\1\d{3}[\dx](?![0-9a-z])")
 CARD_NUMBER = re.compile(
     r"(?<![0-9a-z.\-/])(?:\d{4}[ -]){3}\d{4}(?:[ -]?\d{1,3})?(?![0-9a-z])|(?<![0-9a-z.\-/])\d{13,19}(?![0-9a-z])"
 )
@@ -136,3 +140,34 @@ IBAN = re.compile(r"(?<![a-z0-9])[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){2,7}(?:\s?[a-z0
 REFERENCE_LABEL = re.compile(
     r"(订单|单号|运单|快递|物流|发票|编号|流水|工单|order|invoice|tracking|ticket|ref|no\.|#)\W{0,3}$"
 )
+
+# ------------------------------------------------------------------------------- phone numbers abroad
+# Which numbering a number written without +CC follows: the country the text names (phonenumbers then reads
+# 07911 123456 as British). Names in English and Chinese, matched on lower-cased text.
+REGION_CUES: list[tuple[str, re.Pattern[str]]] = [
+    ("US", re.compile(r"\b(?:us|usa|u\.s\.|united states|america|american)\b|美国")),
+    ("GB", re.compile(r"\b(?:uk|u\.k\.|united kingdom|britain|british|england|london)\b|英国|伦敦")),
+    ("HK", re.compile(r"\b(?:hong kong|hk)\b|香港")),
+    ("SG", re.compile(r"\bsingapore\b|新加坡")),
+    ("TW", re.compile(r"\btaiwan\b|台湾|臺灣")),
+    ("MO", re.compile(r"\bmacau\b|澳门")),
+    ("JP", re.compile(r"\bjapan(?:ese)?\b|日本")),
+    ("KR", re.compile(r"\b(?:korea|korean)\b|韩国")),
+    ("AU", re.compile(r"\baustralia(?:n)?\b|澳大利亚|澳洲")),
+    ("CA", re.compile(r"\bcanad(?:a|ian)\b|加拿大")),
+    ("DE", re.compile(r"\bgerman(?:y)?\b|德国")),
+    ("FR", re.compile(r"\b(?:france|french)\b|法国")),
+    ("IN", re.compile(r"\bindia(?:n)?\b|印度")),
+    ("MY", re.compile(r"\bmalaysia(?:n)?\b|马来西亚")),
+]
+# Where a labelled number that mainland numbering does not know is tried, in this order.
+REGIONS = ("US", "GB", "HK", "SG", "TW", "MO", "JP", "KR", "AU", "CA", "DE", "FR", "IN", "MY")
+# A phone label, then the number (run on the text as written, any case).
+PHONE_LABELLED = re.compile(
+    r"(?:手机|电话|联系方式|微信|whatsapp|telegram|signal|phone|mobile|cell|tel|call me|text me|reach me)"
+    r"[^\d+()\n]{0,12}?(?P<value>\+?\(?\d[\d\s().-]{5,18}\d)",
+    re.IGNORECASE,
+)
+# The North American way to write a number: the area code in brackets, (415) 555-2671. Mainland numbering writes
+# its area codes with a leading 0 and no brackets, so a number in this shape is read as North American.
+NANP_NUMBER = re.compile(r"(?<![\d(])\(\d{3}\)\s?\d{3}[-.\s]\d{4}(?!\d)")

@@ -17,9 +17,11 @@ from datetime import datetime, timedelta
 
 from hindsight_insights.commands import Provenance, WriteCommand
 from hindsight_insights.config import Settings
+from hindsight_insights.detection.correction_turn import read
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
+from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.periods import period_end
-from hindsight_insights.detection.text import has_han
+from hindsight_insights.detection.text import fold, has_han
 from hindsight_insights.models import Condition, InsightContent, InsightKind, Scope, Turn
 from hindsight_insights.prompts import render_prompt
 from hindsight_insights.scope import decide_scope
@@ -58,12 +60,15 @@ def wording(correction: Correction, message: str, settings: Settings) -> Wording
     """The rule a correction teaches, from a template per language (prompts/corrections/), in the user's words."""
     language = "zh" if has_han(message) else "en"
     topic = (correction.topic or "").strip() or _FALLBACK_TOPIC[(correction.type, language)]
+    corrected = (correction.corrected or message).strip()
+    if correction.type is CorrectionType.PREFERENCE:
+        corrected = every_wish(corrected, message)
     action = render_prompt(
         settings.prompts_dir,
         f"corrections/action.{language}.md.j2",
         type=correction.type.value,
         topic=topic,
-        corrected=(correction.corrected or message).strip(),
+        corrected=corrected,
         original=(correction.original or "").strip(),
     ).strip()
     observation = f"用户说：「{message}」" if language == "zh" else f'The user said: "{message}"'
@@ -76,6 +81,24 @@ def wording(correction: Correction, message: str, settings: Settings) -> Wording
         condition=condition,
         condition_detail=detail if condition is not Condition.UNIVERSAL else None,
     )
+
+
+def every_wish(corrected: str, message: str) -> str:
+    """A preference's words in the rule: from the wish the detector quoted to the last sentence of the message that the
+    detector, reading it alone, also takes for a wish ("太长了。以后先说结论，最多三个理由" is one standing wish, not
+    "太长了"); the user's own words, never a question or a remark after the last wish."""
+    turn = read(message, None)
+    start = turn.message.text.find(fold(corrected).text)
+    if start < 0:
+        return corrected
+    end = start + len(fold(corrected).text)
+    for sentence in turn.sentences:
+        if sentence.span.start < end or sentence.question:
+            continue
+        said = turn.message.quote(sentence.span.start, sentence.span.end)
+        if said and detect(said).type is CorrectionType.PREFERENCE:
+            end = sentence.span.end
+    return (turn.message.quote(start, end) or corrected).strip()
 
 
 def lesson_for(correction: Correction, turn: Turn, settings: Settings, now: datetime) -> WriteCommand | None:

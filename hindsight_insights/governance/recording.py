@@ -9,8 +9,12 @@
 3. the turn is stored, redacted, with what the detector found (its signals flag the session for the worker), and
    with the injected insights this user could have been given: another user's id is left out and reported, so that
    no caller can mark someone else's insight as used (the worker's TTL keeps used insights);
-4. behaviour memory: a corrected previous answer gets the error status and a correction record;
-5. what the correction teaches is written at once (lessons.py, writing.write).
+4. behaviour memory: a corrected previous answer gets the error status and a correction record, and the pair
+   (question, answer, the user's correction) becomes the user's few-shot example (examples.py), when the store keeps
+   them;
+5. blame: the insights injected into the corrected (or disliked) answer are blamed, those used without complaint
+   supported, and one blamed past the threshold becomes suspect (blame.py; on a store that keeps blame);
+6. what the correction teaches is written at once (lessons.py, writing.write).
 """
 
 from __future__ import annotations
@@ -28,10 +32,13 @@ from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.redaction import redact
 from hindsight_insights.errors import InvalidInput
+from hindsight_insights.fewshot import FewShotExample
+from hindsight_insights.governance.blame import Judged, judge_turn
+from hindsight_insights.governance.examples import keep_example
 from hindsight_insights.governance.lessons import lesson_for
 from hindsight_insights.governance.writing import Placed, write
 from hindsight_insights.models import CorrectionRecord, Turn, TurnDraft
-from hindsight_insights.store.ports import RecordingStore
+from hindsight_insights.store.ports import BlamingStore, RecordingStore
 from hindsight_insights.store.turns import turn_uuid
 
 NO_CORRECTION = Correction(CorrectionType.NONE, 0.0)
@@ -46,6 +53,8 @@ class Recorded:
     repeated: bool  # a retry of a message already recorded: nothing new was done
     unseen_injected: list[uuid.UUID] = field(default_factory=list)  # ids this user could not have been given
     asked: CorrectionOpinion | None = None  # the workspace model's opinion of an unsure turn, when it was consulted
+    example: FewShotExample | None = None  # the few-shot example the correction made, when the store keeps them
+    judged: list[Judged] = field(default_factory=list)  # blame and support this turn gave the insights it judged
 
 
 def record_turn(
@@ -86,6 +95,7 @@ def record_turn(
         admit_turn(draft.model_copy(update={"signals": signals, "injected_insight_ids": injected})), now
     )
     corrected_turn = None
+    example = None
     if correction.is_correction and previous is not None and previous.assistant_message:
         record = CorrectionRecord(
             type=correction.type.value,
@@ -98,6 +108,8 @@ def record_turn(
             in_turn=turn.id,
         )
         corrected_turn = store.turns.mark_corrected(previous, record)
+        example = keep_example(store, correction, corrected_turn, turn, now)
+    judged = judge_turn(store, turn, previous, correction, now) if isinstance(store, BlamingStore) else []
     lesson = lesson_for(correction, turn, settings, now)
     learned = write(store, lesson, cascade=cascade) if lesson is not None else []
     return Recorded(
@@ -108,6 +120,8 @@ def record_turn(
         repeated=False,
         unseen_injected=unseen,
         asked=asker.opinion if asker is not None else None,
+        example=example,
+        judged=judged,
     )
 
 

@@ -25,7 +25,8 @@ from hindsight_insights.config import Language, Settings
 from hindsight_insights.detection.correction_types import Correction
 from hindsight_insights.errors import HindsightError, InvalidInput
 from hindsight_insights.governance.writing import write
-from hindsight_insights.models import MAX_TAGS, Condition, InsightContent, InsightStatus, Scope
+from hindsight_insights.models import MAX_TAGS, Condition, Insight, InsightContent, InsightStatus, Scope
+from hindsight_insights.ranking import same_instruction
 from hindsight_insights.reflection.llm import (
     DetectedCandidate,
     ExtractionRequest,
@@ -37,6 +38,7 @@ from hindsight_insights.reflection.llm import (
 from hindsight_insights.reflection.output import REFLECTION_SCHEMA, MalformedOutput, ReflectedInsight, parse_output
 from hindsight_insights.reflection.prompt import (
     MAX_KNOWN_TOPICS,
+    FaultyInsight,
     KnownTopic,
     ReflectionPrompt,
     build_prompt,
@@ -64,6 +66,7 @@ class PreparedReflection:
     user_id: str
     sessions: list[SessionTranscript]
     prompt: ReflectionPrompt
+    excluded: tuple[Insight, ...] = ()  # faulty insights a repair re-reflects without (reflection/repair.py)
 
     @property
     def session_ids(self) -> list[str]:
@@ -102,9 +105,12 @@ class ReflectionEngine:
 
     # ---- entry points ---------------------------------------------------------------------------------------
 
-    def reflect_session(self, session_id: str, *, user_id: str | None = None) -> ReflectionReport:
-        """At session end: what this session teaches. With `user_id`, only a session of that user is read."""
-        return self.reflect([session_id], "session", user_id=user_id)
+    def reflect_session(
+        self, session_id: str, *, user_id: str | None = None, excluded: Sequence[Insight] = ()
+    ) -> ReflectionReport:
+        """At session end: what this session teaches. With `user_id`, only a session of that user is read. A repair
+        passes `excluded`: insights a reviewer found faulty, named to the model as such and never learned again."""
+        return self.reflect([session_id], "session", user_id=user_id, excluded=excluded)
 
     def reflect_anomaly(self, session_id: str, *, user_id: str | None = None) -> ReflectionReport:
         """On a flagged turn (dislike, tool error, stopped generation, correction): what went wrong and what to do."""
@@ -114,11 +120,18 @@ class ReflectionEngine:
         """Nightly: several sessions of one user, for requests repeated across sessions; duplicates consolidated."""
         return self.reflect(session_ids, "nightly")
 
-    def reflect(self, session_ids: Sequence[str], variant: Variant, *, user_id: str | None = None) -> ReflectionReport:
+    def reflect(
+        self,
+        session_ids: Sequence[str],
+        variant: Variant,
+        *,
+        user_id: str | None = None,
+        excluded: Sequence[Insight] = (),
+    ) -> ReflectionReport:
         """`user_id`: the user a caller acts for (a Dify tool call); sessions with turns of anyone else are refused."""
         started = time.monotonic()
         try:
-            prepared = self.prepare(session_ids, variant, user_id=user_id)
+            prepared = self.prepare(session_ids, variant, user_id=user_id, excluded=excluded)
         except HindsightError as error:  # CannotReflect, or the store could not be read
             report = self._report(list(session_ids), variant, None)
             return self._failed(report, str(error), started)
@@ -135,7 +148,12 @@ class ReflectionEngine:
     # ---- the steps ------------------------------------------------------------------------------------------
 
     def prepare(
-        self, session_ids: Sequence[str], variant: Variant, *, user_id: str | None = None
+        self,
+        session_ids: Sequence[str],
+        variant: Variant,
+        *,
+        user_id: str | None = None,
+        excluded: Sequence[Insight] = (),
     ) -> PreparedReflection:
         """Read the sessions and render the prompt. Raises CannotReflect, also when `user_id` is given and a turn
         belongs to someone else."""
@@ -163,8 +181,12 @@ class ReflectionEngine:
             for number, (session_id, turns) in enumerate(found, start=1)
         ]
         views = view(sessions, self._settings.reflection_max_transcript_chars)
-        prompt = build_prompt(self._settings.prompts_dir, variant, self._language, views, self._known_topics(users[0]))
-        return PreparedReflection(variant=variant, user_id=users[0], sessions=sessions, prompt=prompt)
+        known = self._known_topics(users[0])
+        faulty = [FaultyInsight(topic=i.topic, action=i.action) for i in excluded]
+        prompt = build_prompt(self._settings.prompts_dir, variant, self._language, views, known, faulty)
+        return PreparedReflection(
+            variant=variant, user_id=users[0], sessions=sessions, prompt=prompt, excluded=tuple(excluded)
+        )
 
     def finish(
         self, prepared: PreparedReflection, answer: LlmAnswer, *, started: float | None = None, via_batch: bool = False
@@ -246,6 +268,17 @@ class ReflectionEngine:
                         topic=candidate.topic,
                         reason="over_limit",
                         detail=f"one reflection saves at most {self._max_insights} insights",
+                    )
+                )
+                continue
+            repeated = next((i for i in prepared.excluded if same_instruction(candidate.action, i.action)), None)
+            if repeated is not None:
+                report.dropped.append(
+                    Dropped(
+                        index=index,
+                        topic=candidate.topic,
+                        reason="excluded",
+                        detail=f"repeats insight {repeated.id}, which a reviewer found faulty",
                     )
                 )
                 continue

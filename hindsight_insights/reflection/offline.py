@@ -6,19 +6,31 @@ writes (governance/lessons.py) and quoting the user's message verbatim. Negative
 hold for their session only, which is over when reflection runs, so they are not proposed. The engine then checks
 each quote against the transcript and saves through the same rules as a model's candidates.
 
-It is the demo's default and the floor the LLM paths must beat: it finds what users say outright, never what they
-only show (a request repeated across sessions, a workaround), which the model prompts ask for.
+With the learned detector beside the rules (the worker passes it: `with_detector`), it also learns what the model
+finds: a standing wish stated without trigger words ("metric units", "简体", "two sentences max") is a preference
+when the detector says so. And because a reflection reads the whole session, a terse wish the detector only leans
+towards ("EUR please": preference is its likeliest correction class, at `REPEATED_WISH_AT` or more, but below its
+bar for one message) becomes a preference when the user comes back to it in the same session: a content word of
+the wish in another of their messages ("In EUR?", "..., in EUR"). It answers an earlier answer (never the opening
+request) and is not a question. The bar was chosen on the tune split of bench/data/reflection_sessions.json.
+
+It is the demo's default and the floor the LLM paths must beat: it finds what users say outright and, with the
+learned detector, wishes they repeat within a session; never what they only show across sessions (a request
+repeated in each, a workaround), which the model prompts ask for.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from hindsight_insights.commands import Provenance
 from hindsight_insights.config import Settings
-from hindsight_insights.detection.correction_types import CorrectionType
+from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
+from hindsight_insights.detection.quantities import anchors
+from hindsight_insights.detection.text import fold
 from hindsight_insights.governance.lessons import KIND_OF, wording
 from hindsight_insights.models import Scope
 from hindsight_insights.reflection.llm import DetectedCandidate, ExtractionRequest
@@ -26,6 +38,12 @@ from hindsight_insights.reflection.output import ReflectedEvidence, ReflectedIns
 from hindsight_insights.scope import decide_scope
 
 MAX_QUOTE_CHARS = 1000
+# The learned detector's P(preference) from which a wish the user comes back to in the session is standing (module
+# docstring); chosen on the tune split.
+REPEATED_WISH_AT = 0.3
+_PREFERENCE = CorrectionType.PREFERENCE.value
+# Words of courtesy that any two messages may share: they show no returning wish.
+_COURTESY = frozenset({"please", "pls", "plz", "thank", "thanks", "请用", "麻烦", "谢谢"})
 
 
 class OfflineExtractor:
@@ -48,9 +66,13 @@ class OfflineExtractor:
         found: list[DetectedCandidate] = []
         for session in request.sessions:
             previous_answer: str | None = None
+            messages = [turn.user_message.strip() for turn in session.turns]
             for index, turn in enumerate(session.turns):
-                message = turn.user_message.strip()
+                message = messages[index]
                 correction = detect(message, previous_answer, self._detector) if message else None
+                if correction is not None and previous_answer is not None:
+                    others = messages[:index] + messages[index + 1 :]
+                    correction = _repeated_wish(correction, message, previous_answer, others)
                 previous_answer = turn.assistant_message or previous_answer
                 if correction is None or correction.type in (CorrectionType.NONE, CorrectionType.NEGATIVE):
                     continue
@@ -72,3 +94,28 @@ class OfflineExtractor:
                 )
                 found.append(DetectedCandidate(insight, correction))
         return found
+
+
+def _repeated_wish(correction: Correction, message: str, answer: str, others: Sequence[str]) -> Correction:
+    """`correction` as a preference when the learned detector leans to one (module docstring) and another message of
+    the session comes back to the wish's words, words the answer before it lacked (a wish asks for what the answer did
+    not do: "EUR please" after an answer in dollars; "like the Northwind one" after the Northwind email names the
+    subject, not a wish); else `correction` unchanged."""
+    probabilities = correction.probabilities
+    question = "guard:question" in correction.signals or message.rstrip().endswith(("?", "？"))
+    if correction.is_correction or not probabilities or question:
+        return correction
+    kinds = [kind for kind in probabilities if kind != CorrectionType.NONE.value]
+    likeliest = max(kinds, key=lambda kind: (probabilities[kind], kind))
+    if likeliest != _PREFERENCE or probabilities[_PREFERENCE] < REPEATED_WISH_AT:
+        return correction
+    words = anchors(fold(message).text) - _COURTESY - anchors(fold(answer).text)
+    if not any(words & anchors(fold(other).text) for other in others if other):
+        return correction
+    return dataclasses.replace(
+        correction,
+        type=CorrectionType.PREFERENCE,
+        confidence=round(probabilities[_PREFERENCE], 2),
+        corrected=message,
+        signals=(*correction.signals, "offline:repeated_wish"),
+    )

@@ -27,6 +27,14 @@ class KnownTopic:
 
 
 @dataclass(frozen=True)
+class FaultyInsight:
+    """An insight a reviewer found faulty, named in a repair's re-reflection so the model does not learn it again."""
+
+    topic: str
+    action: str
+
+
+@dataclass(frozen=True)
 class ReflectionPrompt:
     variant: Variant
     language: Language
@@ -44,7 +52,14 @@ def user_prompt(
     language: Language,
     sessions: Sequence[SessionView],
     known_topics: Sequence[KnownTopic] = (),
+    faulty: Sequence[FaultyInsight] = (),
 ) -> str:
+    inert = [
+        FaultyInsight(
+            topic=" ".join(as_transcript_text(f.topic).split()), action=" ".join(as_transcript_text(f.action).split())
+        )
+        for f in faulty
+    ]
     shown = [
         KnownTopic(
             topic=" ".join(as_transcript_text(known.topic).split()),
@@ -60,6 +75,7 @@ def user_prompt(
         sessions=sessions,
         known_topics=shown,
         flagged=flagged,
+        faulty=inert,
     ).strip()
 
 
@@ -69,12 +85,13 @@ def build_prompt(
     language: Language,
     sessions: Sequence[SessionView],
     known_topics: Sequence[KnownTopic] = (),
+    faulty: Sequence[FaultyInsight] = (),
 ) -> ReflectionPrompt:
     return ReflectionPrompt(
         variant=variant,
         language=language,
         system=system_prompt(prompts_dir, variant, language),
-        user=user_prompt(prompts_dir, variant, language, sessions, known_topics),
+        user=user_prompt(prompts_dir, variant, language, sessions, known_topics, faulty),
     )
 
 

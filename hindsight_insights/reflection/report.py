@@ -17,6 +17,7 @@ DropReason = Literal[
     "unknown_session",
     "invalid_fields",  # a rule of InsightDraft (length caps, empty after cleaning, too many tags, ...)
     "over_limit",  # more candidates than one reflection may save
+    "excluded",  # repeats an insight a reviewer found faulty (a repair's re-reflection)
 ]
 
 

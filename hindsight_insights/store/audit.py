@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
-from weaviate.classes.query import Filter, Sort
+from weaviate.classes.query import Filter, FilterReturn, Sort
 from weaviate.collections import Collection
 
 from hindsight_insights.connection import weaviate_errors
 from hindsight_insights.models import Insight
 from hindsight_insights.store.schema import AUDIT_FIELDS, from_object, to_properties
 
-AuditAction = Literal["approve", "reject", "edit", "delete", "suspect", "requeue"]
+AuditAction = Literal["approve", "reject", "edit", "delete", "suspect", "requeue", "repair"]
 
 
 class AuditEntry(BaseModel):
@@ -28,6 +29,23 @@ class AuditEntry(BaseModel):
     before: str  # the insight as JSON
     after: str  # "" when it was deleted
     note: str = ""
+
+    @property
+    def topic(self) -> str:
+        """The insight's topic before the step ("" when unreadable)."""
+        return _topic_of(self.before)
+
+
+def _trail_filter() -> FilterReturn:
+    return Filter.by_property("action").equal("suspect") | Filter.by_property("action").like("repair*")
+
+
+def _topic_of(before: object) -> str:
+    try:
+        topic = json.loads(str(before)).get("topic", "")
+    except (ValueError, AttributeError):
+        return ""
+    return str(topic)
 
 
 class AuditLog:
@@ -72,3 +90,27 @@ class AuditLog:
                 sort=Sort.by_property("at", ascending=True),
             )
         return [from_object(obj, AUDIT_FIELDS, AuditEntry) for obj in result.objects]
+
+    def trail(self, since: datetime, until: datetime, limit: int = 1000) -> list[AuditEntry]:
+        """Suspect marks and repair steps recorded in [since, until), oldest first."""
+        where = (
+            _trail_filter()
+            & Filter.by_property("at").greater_or_equal(since)
+            & Filter.by_property("at").less_than(until)
+        )
+        with weaviate_errors("reading the audit trail"):
+            result = self._audit.query.fetch_objects(
+                filters=where, limit=limit, sort=Sort.by_property("at", ascending=True)
+            )
+        return [from_object(obj, AUDIT_FIELDS, AuditEntry) for obj in result.objects]
+
+    def trail_counts(self) -> tuple[int, int]:
+        """(suspect marks, repair steps) ever recorded."""
+        with weaviate_errors("counting the audit trail"):
+            marks = self._audit.aggregate.over_all(
+                filters=Filter.by_property("action").equal("suspect"), total_count=True
+            ).total_count
+            repairs = self._audit.aggregate.over_all(
+                filters=Filter.by_property("action").like("repair*"), total_count=True
+            ).total_count
+        return int(marks or 0), int(repairs or 0)

@@ -92,6 +92,17 @@ def of_kinds(kinds: Iterable[InsightKind]) -> WeaviateFilter:
     return Filter.by_property("kind").contains_any([kind.value for kind in kinds])
 
 
+def standing_channel() -> WeaviateFilter:
+    """What recall's standing channel reads (docs/architecture.md, "Retrieval"): preferences, and a user's own rules
+    of every kind. What a user taught about their own work holds for them in that scene whatever they ask."""
+    return of_kinds([InsightKind.PREFERENCE]) | Filter.by_property("scope").equal(Scope.USER.value)
+
+
+def situational_channel(kinds: Iterable[InsightKind]) -> WeaviateFilter:
+    """What recall's situational channel reads: the given kinds, but never a user's own rule (standing_channel)."""
+    return of_kinds(kinds) & Filter.by_property("scope").not_equal(Scope.USER.value)
+
+
 def with_ids(ids: Iterable[uuid.UUID]) -> WeaviateFilter:
     return Filter.by_id().contains_any(list(ids))
 

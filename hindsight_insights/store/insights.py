@@ -36,13 +36,17 @@ from hindsight_insights.models import (
 )
 from hindsight_insights.screening import RULES_ONLY, Screen
 from hindsight_insights.store.audit import AuditLog
+from hindsight_insights.store.blame import BlameLedger
 from hindsight_insights.store.budget import WeaviateBudget
+from hindsight_insights.store.examples import ExampleLibrary
 from hindsight_insights.store.forgetting import Forgetting
+from hindsight_insights.store.graph import DependencyGraph
 from hindsight_insights.store.lifecycle import Lifecycle
 from hindsight_insights.store.ports import TurnRecords
 from hindsight_insights.store.reads import InsightReads
 from hindsight_insights.store.retrieval import Retrieval
 from hindsight_insights.store.schema import VECTOR_TEXT_VERSION, ProjectCollections
+from hindsight_insights.store.suggestions import SuggestionBox
 from hindsight_insights.store.table import InsightTable
 from hindsight_insights.store.tenancy import ProjectTenancy, ensure_collections
 from hindsight_insights.store.tenant_migration import warn_of_legacy_collections
@@ -161,6 +165,10 @@ class InsightStore(ProjectStore[TurnLog]):
         self.budget = WeaviateBudget(collections.budget)  # the project's daily workspace-model calls (cascade.py)
         self.tenancy = ProjectTenancy(client, collections.project, collections.tenant)
         self.audit = AuditLog(collections.audit)
+        self.blame_ledger = BlameLedger(collections.blame)  # blame and support of injected insights
+        self.graph = DependencyGraph(self.reads, self.insight_table, self.turns, self.blame_ledger)
+        self.examples = ExampleLibrary(collections.examples, embedder, settings)  # few-shot examples
+        self.suggestions = SuggestionBox(collections.suggestions, settings)  # prompt suggestions (store/suggestions.py)
         self.retrieval = Retrieval(collections.insights, embedder, settings)
         self.embedder = embedder
         self.vectors_outdated = collections.vector_text_version < VECTOR_TEXT_VERSION
@@ -198,6 +206,17 @@ class InsightStore(ProjectStore[TurnLog]):
                 shlex.quote(settings.project),
             )
         return store
+
+    def forget_user(self, user_id: str, now: datetime | None = None) -> ForgetResult:
+        """As ProjectStore's; the user's blame, few-shot examples and quotes in prompt suggestions go too."""
+        result = super().forget_user(user_id, now)
+        self.blame_ledger.forget_user(user_id)
+        self.examples.forget_user(user_id)
+        self.suggestions.forget_user(user_id)
+        return result
+
+    def restore(self, insight_id: uuid.UUID | str, now: datetime | None = None) -> Insight:
+        return self.lifecycle.restore(insight_id, now)
 
     def is_connected(self) -> bool:
         return self._client is None or self._client.is_connected()

@@ -61,6 +61,14 @@ class Lifecycle:
             return self.approve(insight.id, now=now) if insight.status is InsightStatus.PENDING_REVIEW else insight
         return self._change_status(insight, status, now or datetime.now(UTC), reassert=False)
 
+    def restore(self, insight_id: uuid.UUID | str, now: datetime | None = None) -> Insight:
+        """A suspect found innocent (repair re-derived it without the faulty insight): it is a version of its slot
+        again, as it was, and the slot settles (it is the rule again if it is still the newest)."""
+        insight = self._reads.get(insight_id)
+        if insight.status is not InsightStatus.SUSPECT:
+            raise InvalidInput([("id", f"insight {insight.id} is {insight.status.value}, not suspect")])
+        return self._change_status(insight, InsightStatus.ACTIVE, now or datetime.now(UTC), reassert=False)
+
     def _change_status(
         self,
         insight: Insight,

@@ -4,18 +4,20 @@ unit tests run on.
 
     LearningStore     governance.writing: save where admission put it, read a slot, approve by agreement
     RecordingStore    governance.recording.record_turn: the turn log, and which injected ids a user could see
+    BlamingStore      governance.blame: a store that keeps blame (the Weaviate one; the in-memory store keeps none)
     ReflectionStore   reflection.ReflectionEngine: the turn log (a session's turns), and the topics already known
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from hindsight_insights.admission import Admitted
 from hindsight_insights.config import Settings
+from hindsight_insights.embedder import Embedder, Vectors
 from hindsight_insights.models import (
     CorrectionRecord,
     Insight,
@@ -27,6 +29,8 @@ from hindsight_insights.models import (
     TurnDraft,
 )
 from hindsight_insights.screening import Screen
+from hindsight_insights.store.audit import AuditLog
+from hindsight_insights.store.blame import BlameLedger
 
 
 class TurnRecords(Protocol):
@@ -91,3 +95,34 @@ class ReflectionStore(LearningStore, Protocol):
         kind: InsightKind | None = None,
         limit: int = 100,
     ) -> list[Insight]: ...
+
+
+class InsightVectors(Protocol):
+    def with_vectors(self, insight_ids: Collection[uuid.UUID]) -> list[tuple[Insight, Vectors]]: ...
+
+
+@runtime_checkable
+class BlamingStore(Protocol):
+    """What blame needs: the ledger, the embedder (how closely a complaint touches an insight), the insights, their
+    status and the audit trail. record_turn judges a turn only on a store that has these."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def blame_ledger(self) -> BlameLedger: ...
+
+    @property
+    def insight_table(self) -> InsightVectors: ...
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    @property
+    def audit(self) -> AuditLog: ...
+
+    def get(self, insight_id: uuid.UUID | str) -> Insight: ...
+
+    def set_status(
+        self, insight_id: uuid.UUID | str, status: InsightStatus, now: datetime | None = None
+    ) -> Insight: ...

@@ -1,5 +1,8 @@
 """Reading a project's insights: search, and recall with its two channels (docs/architecture.md, "Retrieval").
 
+The channels: standing rules are preferences and a user's own rules of every kind (filters.standing_channel), with
+no similarity gate; situational ones are project-wide and session facts, processes and lessons, behind the gate.
+
 Every read filters in Weaviate first (filters.eligible: scene or general, this user or the project, active, unexpired),
 then ranks in Python: the no-match gate and the rank score are in ranking.py. At most one version per slot reaches a
 result, and at most one rule per topic reaches a recall.
@@ -7,8 +10,9 @@ result, and at most one rule per topic reaches a recall.
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,22 +22,26 @@ import numpy as np
 from weaviate.classes.query import HybridFusion, MetadataQuery, Sort
 from weaviate.collections import Collection as WeaviateCollection
 
-from hindsight_insights import keys, ranking
+from hindsight_insights import keys, ranking, reranking
 from hindsight_insights.config import NO_MARGIN, Settings
 from hindsight_insights.connection import weaviate_errors
 from hindsight_insights.embedder import Embedder, Vectors
 from hindsight_insights.errors import InvalidInput
 from hindsight_insights.keys import GENERAL_SCENE
 from hindsight_insights.models import Insight, InsightKind, Recall, ScoredInsight
+from hindsight_insights.reranking import Reranker, RerankFailed, RerankReport
 from hindsight_insights.segment import tokens
 from hindsight_insights.store import filters
 from hindsight_insights.store.schema import VECTOR_NAME, StoredObject, insight_from, vector_of
+from hindsight_insights.store.table import embedding_text
+
+log = logging.getLogger(__name__)
 
 SearchMode = Literal["hybrid", "vector", "bm25"]
 MAX_TOP_K = 20
 MAX_QUERY_TURNS = 5
 MAX_QUERY_CHARS = 4000  # of the recent turns, newest kept: enough context, and a bounded embedding cost
-# Recall ranks at most this many eligible preferences, the most similar to the conversation; a user with more in one
+# Recall ranks at most this many eligible standing rules, the most similar to the conversation; a user with more in one
 # scene (rare) has the least similar ones left out.
 MAX_STANDING_CANDIDATES = 100
 SITUATIONAL_KINDS = (InsightKind.FACT, InsightKind.PROCESS, InsightKind.LESSON)
@@ -83,9 +91,12 @@ class Retrieval:
         score_threshold: float | None = None,
         now: datetime | None = None,
         session_id: str | None = None,
+        reranker: Reranker | None = None,
     ) -> Recall:
-        """Both retrieval channels (docs/architecture.md, Retrieval): standing preferences, and situational facts,
-        processes and lessons. One round trip: the standing rules are read while the query is embedded and searched.
+        """Both retrieval channels (docs/architecture.md, Retrieval): standing rules (preferences, and this user's own
+        rules of every kind), and situational facts, processes and lessons (project-wide or of this session). One round
+        trip: the standing rules are read while the query is embedded and searched.
+        With a `reranker`, it decides which situational candidates pass (reranking.py), else the no-match gate.
         """
         request = self._request(query, top_k, score_threshold, "hybrid")
         now = now or datetime.now(UTC)
@@ -98,18 +109,22 @@ class Retrieval:
                 else None
             )
             try:
-                candidates = self._candidates(request, scene, user_id, SITUATIONAL_KINDS, now, session_id)
+                candidates = self._candidates(
+                    request, scene, user_id, SITUATIONAL_KINDS, now, session_id, channel=filters.situational_channel
+                )
             except BaseException:
                 if standing_read is not None:
                     wait([standing_read])  # never leave a read running behind a failed call; its error is moot
                 raise
             preferences = standing_read.result() if standing_read is not None else []
-        situational = self._rank(candidates, request, now)
+        reranked, rerank = self._rerank(candidates, request, reranker) if reranker else (None, None)
+        situational = self._rank(candidates, request, now, reranked)
         standing = self._rank_standing(preferences, request, budget)
         kept = newest_per_topic([*standing, *(hit.insight for hit in situational)])
         return Recall(
             standing=[insight for insight in standing if insight.id in kept],
             situational=[hit for hit in situational if hit.insight.id in kept],
+            rerank=rerank,
         )
 
     def standing_rules(
@@ -121,8 +136,9 @@ class Retrieval:
         now: datetime | None = None,
         session_id: str | None = None,
     ) -> list[Insight]:
-        """Preferences for this scene (this user's and project-wide ones), newest first, within a budget: what holds
-        when there is no conversation to rank them by (recall ranks them by relevance first)."""
+        """The standing rules for this scene (preferences, this user's and project-wide, and this user's own rules),
+        preferences first, then newest first, within a budget: what holds when there is no conversation to rank them
+        by (recall ranks them by relevance first)."""
         limit = self._settings.standing_rule_budget if limit is None else limit
         if limit == 0:
             return []
@@ -130,7 +146,8 @@ class Retrieval:
             objects = self._standing_candidates(
                 scene, user_id, now or datetime.now(UTC), limit=limit * 2, session_id=session_id
             )
-        return [insight_from(obj) for obj in newest_per_slot(objects)][:limit]
+        newest = sorted(newest_per_slot(objects), key=lambda obj: not _about_every_answer(obj))  # stable: newest first
+        return [insight_from(obj) for obj in newest][:limit]
 
     def _request(
         self, query: str | Sequence[str], top_k: int | None, score_threshold: float | None, mode: SearchMode
@@ -163,8 +180,10 @@ class Retrieval:
         kinds: Sequence[InsightKind] | None,
         now: datetime,
         session_id: str | None = None,
+        channel: Callable[[Sequence[InsightKind]], filters.WeaviateFilter] = filters.of_kinds,
     ) -> list[StoredObject]:
-        """One Weaviate query: the eligible insights nearest the query, at most one version per slot.
+        """One Weaviate query: the eligible insights nearest the query (of `kinds`, within `channel`), at most one
+        version per slot.
 
         Behind the no-match gate (a margin is set) the candidates are the nearest by cosine, with the distance that
         Weaviate computed: the gate asks a candidate to stand out on cosine, so one that only BM25 finds cannot pass,
@@ -176,7 +195,7 @@ class Retrieval:
         vector = request.vector(self._embedder)
         where = filters.eligible(scene, user_id, now, session_id)
         if kinds:
-            where = where & filters.of_kinds(kinds)
+            where = where & channel(kinds)
         limit = max(request.top_k * 4, 20)
         if request.alpha == 1.0 or request.margin != NO_MARGIN:
             result = self._insights.query.near_vector(
@@ -218,9 +237,9 @@ class Retrieval:
         limit: int = MAX_STANDING_CANDIDATES,
         session_id: str | None = None,
     ) -> list[StoredObject]:
-        """Eligible preferences: with a conversation's vector, the most similar ones, each with its cosine distance
-        (computed by Weaviate, so no vectors travel); without one, the newest."""
-        where = filters.eligible(scene, user_id, now, session_id) & filters.of_kinds([InsightKind.PREFERENCE])
+        """Eligible standing rules (filters.standing_channel): with a conversation's vector, the most similar ones, each
+        with its cosine distance (computed by Weaviate, so no vectors travel); without one, the newest."""
+        where = filters.eligible(scene, user_id, now, session_id) & filters.standing_channel()
         if vector is None:
             result = self._insights.query.fetch_objects(
                 filters=where, limit=limit, sort=Sort.by_property("asserted_at", ascending=False)
@@ -251,20 +270,24 @@ class Retrieval:
         kinds: Sequence[InsightKind] | None = SITUATIONAL_KINDS,
         now: datetime | None = None,
     ) -> list[GateInput]:
-        """What the no-match gate sees for a recall: every candidate with its similarity, keyword coverage, relevance
-        and background, before any threshold. For explaining a result, and for calibration (bench/)."""
+        """What the no-match gate sees for a recall: every situational candidate (never a user's own rule, which is
+        standing) with its similarity, keyword coverage, relevance and background, before any threshold. For
+        explaining a result, and for calibration (bench/)."""
         request = self._request(query, None, None, "hybrid")
         with weaviate_errors("searching insights"):
-            objects = self._candidates(request, scene, user_id, kinds, now or datetime.now(UTC))
+            objects = self._candidates(
+                request, scene, user_id, kinds, now or datetime.now(UTC), channel=filters.situational_channel
+            )
         scored = [self._score(obj, request) for obj in objects]
         similarities = [similarity for similarity, _, _ in scored]
+        copies = copies_of_each(objects)
         return [
             GateInput(
                 insight_from(obj),
                 similarity,
                 keyword,
                 relevance,
-                ranking.background(similarities, index, self._settings.background_prior),
+                ranking.background(similarities, index, self._settings.background_prior, copies[index]),
             )
             for index, (obj, (similarity, keyword, relevance)) in enumerate(zip(objects, scored, strict=True))
         ]
@@ -280,14 +303,45 @@ class Retrieval:
         keyword = ranking.keyword_coverage(request.tokens, (obj.properties.get("search_text") or "").split())
         return similarity, keyword, ranking.relevance(similarity, keyword, request.alpha)
 
-    def _rank(self, objects: Sequence[StoredObject], request: _Request, now: datetime) -> list[ScoredInsight]:
+    def _rerank(
+        self, objects: Sequence[StoredObject], request: _Request, reranker: Reranker
+    ) -> tuple[list[float] | None, RerankReport]:
+        """The rerank model's score of each candidate, or None (the built-in gate decides) when it failed."""
+        if not objects:
+            return None, RerankReport(reranker.label, "not_asked", "no situational candidates", 0, 0)
+        documents = [embedding_text(insight_from(obj)) for obj in objects]
+        try:
+            scores = reranking.checked_scores(reranker, reranking.rerank_query(request.turns), documents)
+        except RerankFailed as error:
+            log.warning("rerank model %s failed; the built-in gate decides: %s", reranker.label, error)
+            detail = f"the rerank model failed, so the built-in gate decided: {error}"
+            return None, RerankReport(reranker.label, "failed", detail, len(objects), 0)
+        passed = sum(score >= self._settings.rerank_threshold for score in scores)
+        detail = f"{passed} of {len(objects)} situational rules scored {self._settings.rerank_threshold:g} or more"
+        return scores, RerankReport(reranker.label, "reranked", detail, len(objects), passed)
+
+    def _rank(
+        self,
+        objects: Sequence[StoredObject],
+        request: _Request,
+        now: datetime,
+        reranked: Sequence[float] | None = None,
+    ) -> list[ScoredInsight]:
+        """The candidates that pass the gate, best first: the no-match gate, or the rerank model's scores when given
+        (then they are the relevance the rank score weighs)."""
         scored = [self._score(obj, request) for obj in objects]
         similarities = [similarity for similarity, _, _ in scored]
+        copies = copies_of_each(objects)
         hits = []
         for index, (obj, (similarity, keyword, relevance)) in enumerate(zip(objects, scored, strict=True)):
-            background = ranking.background(similarities, index, self._settings.background_prior)
-            if not ranking.passes_gate(relevance, similarity, background, request.threshold, request.margin):
-                continue
+            if reranked is not None:
+                relevance = reranked[index]
+                if relevance < self._settings.rerank_threshold:
+                    continue
+            else:
+                background = ranking.background(similarities, index, self._settings.background_prior, copies[index])
+                if not ranking.passes_gate(relevance, similarity, background, request.threshold, request.margin):
+                    continue
             insight = insight_from(obj)
             score = ranking.rank_score(
                 relevance, insight.confidence, insight.asserted_at, now, self._settings.recency_half_life_days
@@ -299,11 +353,15 @@ class Retrieval:
         return hits[: request.top_k]
 
     def _rank_standing(self, objects: Sequence[StoredObject], request: _Request, budget: int) -> list[Insight]:
-        """The preferences the budget takes: matching the conversation first, then the newest. Only those kept are
-        converted to insights (a user may have a hundred)."""
+        """The standing rules the budget takes: matching the conversation first, then the newest (preferences first).
+        Only those kept are converted to insights (a user may have a hundred)."""
         relevance = {id(obj): self._score(obj, request)[2] for obj in objects}
         ordered = ranking.standing_order(
-            objects, lambda obj: relevance[id(obj)], lambda obj: obj.properties["asserted_at"], request.threshold
+            objects,
+            lambda obj: relevance[id(obj)],
+            lambda obj: obj.properties["asserted_at"],
+            request.threshold,
+            _about_every_answer,
         )
         return [insight_from(obj) for obj in ordered[:budget]]
 
@@ -340,6 +398,11 @@ class _Request:
         return self._vector
 
 
+def _about_every_answer(obj: StoredObject) -> bool:
+    """A preference (how every answer should look), as against a user's own fact or process (about a subject)."""
+    return bool(obj.properties.get("kind") == InsightKind.PREFERENCE.value)
+
+
 def query_turns(query: str | Sequence[str]) -> list[str]:
     """The last turns (at most MAX_QUERY_TURNS), oldest first, cut to MAX_QUERY_CHARS from the newest backwards."""
     turns = [turn.strip() for turn in ([query] if isinstance(query, str) else list(query)) if turn.strip()]
@@ -366,6 +429,22 @@ def newest_per_slot(objects: Sequence[StoredObject]) -> list[StoredObject]:
         ):
             newest[slot] = obj
     return [obj for obj in objects if newest.get(str(obj.properties.get("slot_key"))) is obj]
+
+
+def copies_of_each(objects: Sequence[StoredObject]) -> list[set[int]]:
+    """For each candidate, the positions of the others with its topic (and condition): copies of one lesson for other
+    owners (a user's, the project's approved copy, a session's), which are not its background (ranking.background)."""
+    topic_of = [
+        (
+            keys.normalize_key(str(obj.properties.get("topic") or "")),
+            keys.normalize_key(str(obj.properties.get("condition_detail") or "")),
+        )
+        for obj in objects
+    ]
+    return [
+        {other for other, key in enumerate(topic_of) if key == mine and other != index}
+        for index, mine in enumerate(topic_of)
+    ]
 
 
 def newest_per_topic(insights: Sequence[Insight]) -> set[uuid.UUID]:

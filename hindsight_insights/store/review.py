@@ -16,13 +16,16 @@ from hindsight_insights.store.insights import InsightStore
 
 
 class ReviewItem(BaseModel):
-    """One insight with everything a reviewer needs: its slot's history and its audit trail."""
+    """One insight with everything a reviewer needs: its slot's history, its audit trail, and what it touched (the
+    dependency graph, store/graph.py: the turns it was injected into, what was learned from their sessions, and its
+    blame with the turns that blamed it)."""
 
     model_config = ConfigDict(frozen=True)
 
     insight: Insight
     history: list[Insight]
     audit: list[AuditEntry]
+    touched: dict[str, Any] = {}
 
 
 class ReviewQueue:
@@ -35,17 +38,30 @@ class ReviewQueue:
         suspects = self._store.list_insights(status=InsightStatus.SUSPECT, limit=limit)
         return sorted(waiting, key=lambda i: i.created_at) + sorted(suspects, key=lambda i: i.updated_at)
 
+    def size(self) -> int:
+        """How many insights wait for a reviewer (pending and suspect), counted, not listed."""
+        waiting = (InsightStatus.PENDING_REVIEW, InsightStatus.SUSPECT)
+        return sum(n for (status, _), n in self._store.insight_table.tally().items() if status in waiting)
+
     def show(self, insight_id: uuid.UUID | str) -> ReviewItem:
-        insight = self._store.get(insight_id)
+        graph = self._store.graph.of(insight_id)
+        insight = graph.insight
+        touched = {name: value for name, value in graph.as_json().items() if name != "insight"}
         return ReviewItem(
-            insight=insight, history=self._store.history(insight.id), audit=self._store.audit.of(insight.id)
+            insight=insight,
+            history=self._store.history(insight.id),
+            audit=self._store.audit.of(insight.id),
+            touched=touched,
         )
 
     def approve(
         self, insight_id: uuid.UUID | str, reviewer: str, note: str = "", now: datetime | None = None
     ) -> Insight:
         before = self._store.get(insight_id)
-        after = self._store.approve(before.id, reviewer=reviewer, now=now)
+        if before.status is InsightStatus.SUSPECT:  # found innocent: the rule again, and its blame starts afresh
+            after = self._store.restore(before.id, now=now)
+        else:
+            after = self._store.approve(before.id, reviewer=reviewer, now=now)
         self._store.audit.record("approve", reviewer, before, after, note)
         return after
 

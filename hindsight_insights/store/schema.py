@@ -66,17 +66,35 @@ class LegacyCollectionNames:
     turns: str
     audit: str
     budget: str
+    blame: str  # this one and the next two came last: an install may predate them
+    examples: str
+    suggestions: str
 
     def by_role(self) -> dict[str, str]:
-        return {INSIGHTS: self.insights, TURNS: self.turns, AUDIT: self.audit, BUDGET: self.budget}
+        return {
+            INSIGHTS: self.insights,
+            TURNS: self.turns,
+            AUDIT: self.audit,
+            BUDGET: self.budget,
+            BLAME: self.blame,
+            EXAMPLES: self.examples,
+            SUGGESTIONS: self.suggestions,
+        }
 
 
 def legacy_collection_names(project: str) -> LegacyCollectionNames:
-    """Hindsight_<slug>_Insight, _Turn, _Audit and _Budget (project_slug: "default" -> Hindsight_default_Insight,
-    "售后客服" -> Hindsight_<hash8>_Insight, "Shop-CN" -> Hindsight_shop_cn_<hash8>_Insight)."""
+    """Hindsight_<slug>_Insight, _Turn, _Audit, _Budget, _Blame, _Example and _Suggestion (project_slug:
+    "default" -> Hindsight_default_Insight, "售后客服" -> Hindsight_<hash8>_Insight, "Shop-CN" ->
+    Hindsight_shop_cn_<hash8>_Insight)."""
     base = f"Hindsight_{project_slug(project)}"
     return LegacyCollectionNames(
-        insights=f"{base}_Insight", turns=f"{base}_Turn", audit=f"{base}_Audit", budget=f"{base}_Budget"
+        insights=f"{base}_Insight",
+        turns=f"{base}_Turn",
+        audit=f"{base}_Audit",
+        budget=f"{base}_Budget",
+        blame=f"{base}_Blame",
+        examples=f"{base}_Example",
+        suggestions=f"{base}_Suggestion",
     )
 
 
@@ -216,6 +234,59 @@ BUDGET_FIELDS = (  # store/budget.py: one object per workspace-model call
     StoredField("taker", TEXT, Index.STORED),  # who took the call: a racing writer that overwrote it took it
 )
 
+BLAME_FIELDS = (  # store/blame.py: one mark per (insight, judged turn, kind)
+    StoredField("insight_id", DataType.UUID),
+    StoredField("turn_id", DataType.UUID),
+    StoredField("by_turn", DataType.UUID),
+    StoredField("session_id", TEXT, Index.KEYWORD),
+    StoredField("user_id", TEXT, Index.KEYWORD),
+    StoredField("kind", TEXT, Index.KEYWORD),
+    StoredField("reason", TEXT, Index.KEYWORD),
+    StoredField("weight", NUMBER),
+    StoredField("at", DATE),
+)
+
+EXAMPLE_FIELDS = (  # store/examples.py: few-shot examples, vectorised with the project's embedder
+    StoredField("user_id", TEXT, Index.KEYWORD),
+    StoredField("scope", TEXT, Index.KEYWORD),
+    StoredField("session_id", TEXT, Index.KEYWORD),
+    StoredField("turn_id", DataType.UUID),
+    StoredField("scene", TEXT, Index.STORED),
+    StoredField("scene_key", TEXT, Index.KEYWORD, path=None),
+    StoredField("topic", TEXT, Index.STORED),
+    StoredField("type", TEXT, Index.KEYWORD),
+    StoredField("context", TEXT, Index.STORED),
+    StoredField("said", TEXT, Index.STORED),
+    StoredField("corrected", TEXT, Index.STORED),
+    StoredField("learned_at", DATE),
+    StoredField("expire_at", DATE),
+    StoredField("merged", INT),
+    StoredField("promoted_by", TEXT, Index.STORED, none_as=""),
+)
+
+SUGGESTION_FIELDS = (  # store/suggestions.py: prompt suggestions
+    StoredField("topic", TEXT, Index.STORED),
+    StoredField("topic_key", TEXT, Index.KEYWORD),
+    StoredField("scene", TEXT, Index.STORED),
+    StoredField("scene_key", TEXT, Index.KEYWORD),
+    StoredField("type", TEXT, Index.KEYWORD),
+    StoredField("corrections", INT),
+    StoredField("users", INT),
+    StoredField("sessions", INT),
+    StoredField("first_at", DATE),
+    StoredField("last_at", DATE),
+    StoredField("evidence_json", TEXT, Index.STORED, path=None),  # the evidence list, as JSON
+    StoredField("text", TEXT, Index.STORED),
+    StoredField("status", TEXT, Index.KEYWORD),
+    StoredField("decided_by", TEXT, Index.STORED, none_as=""),
+    StoredField("decided_at", DATE),
+    StoredField("decided_corrections", INT),
+    StoredField("note", TEXT, Index.STORED),
+    StoredField("reopened", INT),
+    StoredField("created_at", DATE),
+    StoredField("updated_at", DATE),
+)
+
 AUDIT_FIELDS = (
     StoredField("insight_id", DataType.UUID),
     StoredField("action", TEXT, Index.KEYWORD),
@@ -298,6 +369,7 @@ def vector_of(obj: StoredObject) -> Vectors:
 
 
 INSIGHTS, TURNS, AUDIT, BUDGET = "Insight", "Turn", "Audit", "Budget"
+BLAME, EXAMPLES, SUGGESTIONS = "Blame", "Example", "Suggestion"
 # The shared collections are "Hindsight" + role: a name no per-project collection ("Hindsight_<slug>_<role>") has.
 COLLECTION_PREFIX = "Hindsight"
 
@@ -323,6 +395,10 @@ COLLECTION_SET: tuple[CollectionSpec, ...] = (
     CollectionSpec(TURNS, TURN_FIELDS, "the turn log"),
     CollectionSpec(AUDIT, AUDIT_FIELDS, "the reviewers' audit trail"),
     CollectionSpec(BUDGET, BUDGET_FIELDS, "workspace-model calls per day (store/budget.py)"),
+    CollectionSpec(BLAME, BLAME_FIELDS, "blame and support of injected insights (store/blame.py)"),
+    # Vectors of the project's embedder (as the insights'), which its record in the registry binds.
+    CollectionSpec(EXAMPLES, EXAMPLE_FIELDS, "few-shot examples (store/examples.py)"),
+    CollectionSpec(SUGGESTIONS, SUGGESTION_FIELDS, "prompt suggestions (store/suggestions.py)"),
 )
 
 
@@ -360,6 +436,18 @@ class ProjectCollections:
     @property
     def budget(self) -> WeaviateCollection:
         return self.handles[BUDGET]
+
+    @property
+    def blame(self) -> WeaviateCollection:
+        return self.handles[BLAME]
+
+    @property
+    def examples(self) -> WeaviateCollection:
+        return self.handles[EXAMPLES]
+
+    @property
+    def suggestions(self) -> WeaviateCollection:
+        return self.handles[SUGGESTIONS]
 
 
 def create_collection(client: weaviate.WeaviateClient, spec: CollectionSpec, description: str) -> None:

@@ -54,6 +54,16 @@ class TurnStamp:
 
 
 @dataclass(frozen=True)
+class TurnTally:
+    """The answers of a period: how many, flagged as errors, corrected, and corrected with no insight injected."""
+
+    turns: int
+    errors: int
+    corrected: int
+    corrected_uninformed: int
+
+
+@dataclass(frozen=True)
 class SessionActivity:
     """A session as the scans see it: whose it is and when its latest turn (within the scan) was recorded."""
 
@@ -327,6 +337,16 @@ class TurnLog:
             sessions[stamp.session_id] = SessionActivity(stamp.session_id, stamp.user_id, stamp.created_at)
         return sorted(sessions.values(), key=lambda s: (s.last_turn_at, s.session_id))
 
+    def injected_into(self, insight_id: uuid.UUID, limit: int = MAX_SESSION_TURNS) -> list[Turn]:
+        """The turns an insight was injected into, oldest first (the dependency graph, store/graph.py)."""
+        with weaviate_errors("reading which turns an insight was injected into"):
+            result = self._turns.query.fetch_objects(
+                filters=Filter.by_property("injected_insight_ids").contains_any([insight_id]),
+                limit=limit,
+                sort=Sort.by_property("sequence", ascending=True),
+            )
+        return [from_object(obj, TURN_FIELDS, Turn) for obj in result.objects]
+
     def injected_since(self, since: datetime, among: Iterable[uuid.UUID]) -> set[uuid.UUID]:
         """Which of `among` were injected into a turn recorded since `since` (the worker's TTL keeps used ones)."""
         found: set[uuid.UUID] = set()
@@ -347,3 +367,53 @@ class TurnLog:
                 if len(result.objects) < SCAN_PAGE or not matched:
                     break
         return found
+
+    # ---- what the daily report, the metrics and the review console read ---------------------------------------------
+
+    def corrected_between(self, since: datetime, until: datetime, *, limit: int = 10_000) -> list[Turn]:
+        """Answers whose correction came in [since, until) (CorrectionRecord.at), oldest first, at most `limit`."""
+        where = Filter.all_of(
+            [
+                Filter.by_property("error_status").equal("corrected"),
+                Filter.by_property("correction_at").greater_or_equal(since),
+                Filter.by_property("correction_at").less_than(until),
+            ]
+        )
+        with weaviate_errors("reading corrected answers"):
+            result = self._turns.query.fetch_objects(
+                filters=where, limit=limit, sort=Sort.by_property("correction_at", ascending=True)
+            )
+        return [from_object(obj, TURN_FIELDS, Turn) for obj in result.objects]
+
+    def by_ids(self, turn_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Turn]:
+        """These turns, by id (missing ones left out)."""
+        found: dict[uuid.UUID, Turn] = {}
+        for chunk in _chunks(sorted(set(turn_ids), key=str)):
+            with weaviate_errors("reading turns"):
+                result = self._turns.query.fetch_objects(filters=Filter.by_id().contains_any(chunk), limit=len(chunk))
+            found.update({obj.uuid: from_object(obj, TURN_FIELDS, Turn) for obj in result.objects})
+        return found
+
+    def tally_between(self, since: datetime, until: datetime) -> TurnTally:
+        """How the answers recorded in [since, until) went: how many, how many were flagged as errors (corrected,
+        disliked or a tool error) or corrected, and how many were corrected with no insight injected."""
+        window = Filter.by_property("created_at").greater_or_equal(since) & Filter.by_property("created_at").less_than(
+            until
+        )
+        corrected = Filter.by_property("error_status").equal("corrected")
+        errors = Filter.any_of(
+            [corrected, Filter.by_property("feedback").equal("dislike"), Filter.by_property("tool_error").equal(True)]
+        )
+        with weaviate_errors("counting turns"):
+            total = self._turns.aggregate.over_all(filters=window, total_count=True).total_count or 0
+            flagged = self._turns.aggregate.over_all(filters=window & errors, total_count=True).total_count or 0
+            fixed = self._turns.aggregate.over_all(filters=window & corrected, total_count=True).total_count or 0
+            # Which corrected answers had nothing injected: read, since an empty list is not filterable everywhere
+            # (1.27 without indexNullState). The server's query limit caps it; past that the score is a lower bound.
+            result = self._turns.query.fetch_objects(
+                filters=window & corrected,
+                limit=min(int(fixed), 10_000) or 1,
+                return_properties=["injected_insight_ids"],
+            )
+        uninformed = sum(1 for obj in result.objects if not _listed(obj, "injected_insight_ids"))
+        return TurnTally(turns=int(total), errors=int(flagged), corrected=int(fixed), corrected_uninformed=uninformed)

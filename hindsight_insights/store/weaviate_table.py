@@ -10,8 +10,9 @@ from datetime import datetime
 from typing import Any
 
 import weaviate
+from weaviate.classes.aggregate import GroupByAggregate
 from weaviate.classes.data import DataObject
-from weaviate.classes.query import Sort
+from weaviate.classes.query import Filter, Sort
 from weaviate.collections import Collection as WeaviateCollection
 
 from hindsight_insights import keys
@@ -22,7 +23,7 @@ from hindsight_insights.models import Insight, InsightKind, InsightStatus
 from hindsight_insights.segment import segment
 from hindsight_insights.store import filters
 from hindsight_insights.store.bulk import delete_all
-from hindsight_insights.store.schema import INSIGHT_FIELDS, VECTOR_NAME, insight_from, to_properties
+from hindsight_insights.store.schema import INSIGHT_FIELDS, VECTOR_NAME, insight_from, to_properties, vector_of
 from hindsight_insights.store.table import MAX_SLOT_VERSIONS, SEARCHABLE_FIELDS, embedding_text, slot_of
 
 
@@ -159,9 +160,46 @@ class WeaviateInsightTable:
         )
         return [insight_from(obj) for obj in result.objects]
 
+    def with_vectors(self, insight_ids: Collection[uuid.UUID]) -> list[tuple[Insight, Vectors]]:
+        """These insights with their stored vectors (of `embedding_text`), for blame's closeness: none is embedded
+        again."""
+        if not insight_ids:
+            return []
+        with weaviate_errors("reading the insights a turn was given"):
+            result = self.collection.query.fetch_objects(
+                filters=filters.with_ids(insight_ids), limit=len(insight_ids), include_vector=True
+            )
+        return [(insight_from(obj), vector_of(obj)) for obj in result.objects]
+
+    def from_sessions(self, session_ids: Collection[str], limit: int = 1000) -> list[Insight]:
+        """The insights whose evidence is in these sessions: what was learned, at once or by reflection, from them."""
+        if not session_ids:
+            return []
+        result = self.collection.query.fetch_objects(
+            filters=Filter.by_property("evidence_session_id").contains_any(sorted(session_ids)),
+            limit=limit,
+            sort=Sort.by_property("created_at", ascending=True),
+        )
+        return [insight_from(obj) for obj in result.objects]
+
     def count(self, user_id: str | None = None) -> int:
         where = filters.owned_by(user_id) if user_id is not None else None
         return int(self.collection.aggregate.over_all(filters=where, total_count=True).total_count or 0)
+
+    def tally(self) -> dict[tuple[InsightStatus, InsightKind], int]:
+        """How many insights of each status and kind (one grouped count per kind): what the metrics and the review
+        queue's size read."""
+        found: dict[tuple[InsightStatus, InsightKind], int] = {}
+        for kind in InsightKind:
+            result = self.collection.aggregate.over_all(
+                filters=Filter.by_property("kind").equal(kind.value),
+                group_by=GroupByAggregate(prop="status"),
+                total_count=True,
+            )
+            for group in result.groups:
+                status = InsightStatus(str(group.grouped_by.value))
+                found[(status, kind)] = int(group.total_count or 0)
+        return found
 
     def everything(self) -> Iterator[Insight]:
         """Every insight of the project, streamed (for a migration)."""
