@@ -1,7 +1,8 @@
-"""A project as versions before tenants stored it: four collections of its own (Hindsight_<slug>_Insight, _Turn,
-_Audit, _Budget), created exactly as those versions created them (store/schema.py ensure_collections and
-store/budget.py WeaviateBudget.ensure before tenants), and filled through today's store code, which writes to any
-collection handle it is given. For the migration's tests and its bench."""
+"""A project as versions before tenants stored it: collections of its own (Hindsight_<slug>_Insight, _Turn, _Audit,
+_Budget, and in the versions that had them _Blame, _Example, _Suggestion), created exactly as those versions created
+them (store/schema.py ensure_collections, store/budget.py WeaviateBudget.ensure, and the `ensure` classmethods of
+store/blame.py, store/examples.py and store/suggestions.py, before tenants), and filled through today's store code,
+which writes to any collection handle it is given. For the migration's tests and its bench."""
 
 from __future__ import annotations
 
@@ -18,9 +19,14 @@ from hindsight_insights.embedder import Embedder
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.schema import (
     AUDIT_FIELDS,
+    BLAME,
+    EXAMPLE_FIELDS,
+    EXAMPLES,
     FLAT_SEARCH_CUTOFF,
     INSIGHT_FIELDS,
     SCHEMA_VERSION,
+    SUGGESTION_FIELDS,
+    SUGGESTIONS,
     TURN_FIELDS,
     VECTOR_TEXT_VERSION,
     ProjectCollections,
@@ -29,6 +35,7 @@ from hindsight_insights.store.schema import (
 from hindsight_insights.store.tenancy import tenant_name
 
 LEGACY_BUDGET_NAMESPACE = uuid.UUID("5b0f8a4e-6d1c-4f57-9a55-6c0de0b1d9a3")  # store/budget.py's
+LATE_ROLES = (BLAME, EXAMPLES, SUGGESTIONS)  # collections that came after the first per-project versions
 
 
 def create_legacy_collections(
@@ -65,12 +72,62 @@ def create_legacy_collections(
         ],
         vector_config=Configure.Vectors.self_provided(),
     )
+    create_legacy_blame(client, names.blame)
+    create_legacy_examples(client, project, names.examples, embedder)
+    create_legacy_suggestions(client, project, names.suggestions)
     return ProjectCollections(
         project=project,
         tenant=tenant_name(project),
         handles={role: client.collections.use(name) for role, name in names.by_role().items()},
         vector_text_version=vectors,
     )
+
+
+def create_legacy_blame(client: weaviate.WeaviateClient, name: str) -> None:
+    """As store/blame.py BlameLedger.ensure made it."""
+    client.collections.create(
+        name,
+        description="Hindsight Insights: blame and support of injected insights (store/blame.py)",
+        properties=[
+            Property(name="insight_id", data_type=DataType.UUID),
+            Property(name="turn_id", data_type=DataType.UUID),
+            Property(name="by_turn", data_type=DataType.UUID),
+            Property(name="session_id", data_type=DataType.TEXT, tokenization=Tokenization.FIELD),
+            Property(name="user_id", data_type=DataType.TEXT, tokenization=Tokenization.FIELD),
+            Property(name="kind", data_type=DataType.TEXT, tokenization=Tokenization.FIELD),
+            Property(name="reason", data_type=DataType.TEXT, tokenization=Tokenization.FIELD),
+            Property(name="weight", data_type=DataType.NUMBER),
+            Property(name="at", data_type=DataType.DATE),
+        ],
+        vector_config=Configure.Vectors.self_provided(),
+    )
+
+
+def create_legacy_examples(client: weaviate.WeaviateClient, project: str, name: str, embedder: Embedder) -> None:
+    """As store/examples.py ExampleLibrary.ensure made it: the embedder's binding in the description."""
+    binding = {"project": project, "embedder": embedder.id, "dimension": embedder.dimension}
+    client.collections.create(
+        name,
+        description=json.dumps(binding, ensure_ascii=False),
+        properties=[field.weaviate_property() for field in EXAMPLE_FIELDS],
+        vector_config=Configure.Vectors.self_provided(),
+    )
+
+
+def create_legacy_suggestions(client: weaviate.WeaviateClient, project: str, name: str) -> None:
+    """As store/suggestions.py SuggestionBox.ensure made it."""
+    client.collections.create(
+        name,
+        description=json.dumps({"project": project, "suggestions": 1}, ensure_ascii=False),
+        properties=[field.weaviate_property() for field in SUGGESTION_FIELDS],
+        vector_config=Configure.Vectors.self_provided(),
+    )
+
+
+def drop_late_collections(client: weaviate.WeaviateClient, project: str) -> None:
+    """What an install made before the blame ledger, few-shot examples and suggestions has: none of them."""
+    names = legacy_collection_names(project).by_role()
+    client.collections.delete([names[role] for role in LATE_ROLES])
 
 
 def legacy_store(

@@ -20,9 +20,11 @@ from hindsight_insights.config import Settings
 from hindsight_insights.connection import connect_url
 from hindsight_insights.embedder import Embedder
 from hindsight_insights.errors import NotFound
+from hindsight_insights.fewshot import ExampleDraft
 from hindsight_insights.models import InsightDraft, InsightStatus, TurnDraft, TurnSignals
 from hindsight_insights.store import InsightStore
-from hindsight_insights.store.schema import COLLECTION_SET, INSIGHTS
+from hindsight_insights.store.blame import BlameMark
+from hindsight_insights.store.schema import BLAME, COLLECTION_SET, EXAMPLES, INSIGHTS, SUGGESTIONS, spec_of
 from hindsight_insights.store.tenancy import (
     REGISTRY,
     STATUS_UPDATES_PER_REQUEST,
@@ -33,6 +35,7 @@ from hindsight_insights.store.tenancy import (
     registry_id,
     tenant_name,
 )
+from hindsight_insights.suggestions import Mined
 from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, start_local
 from testkit.admitted import admitted_as_is
 from tests.worker_support import FakeClock, RuleExtractor, running_worker
@@ -194,6 +197,61 @@ def test_one_project_never_reads_or_changes_anothers_on_the_same_collections(
     assert mine.count() == mine_counts and mine.turns.count(user_id="u1") == 2
     assert mine.expire_sweep(later) == 1 and mine.get(expiring).status == InsightStatus.EXPIRED
     assert theirs.count() == (0, 0)
+
+
+def test_blame_examples_and_suggestions_stay_in_their_project(
+    client: weaviate.WeaviateClient, store: InsightStore, other_store: InsightStore
+) -> None:
+    mine, theirs = store, other_store
+    now = datetime.now(UTC)
+    assert mine.examples.collection.name == theirs.examples.collection.name == "HindsightExample"
+    rule = mine.save(admitted_as_is(insight(user_id="u1"))).id
+    judged = uuid.uuid4()
+    mine.blame_ledger.add([BlameMark(rule, judged, judged, "s1", "u1", "blame", 0.8, "correction:factual", now)])
+    draft = ExampleDraft(
+        user_id="u1",
+        session_id="s1",
+        turn_id=judged,
+        scene="after-sales",
+        type="factual",
+        context="where do returns go?",
+        said="to Beijing",
+        corrected="no, returns go to 88 Zhangjiang Road",
+    )
+    example = mine.examples.keep(draft, now)
+    mined = Mined(
+        id=uuid.uuid4(),
+        topic="return address",
+        topic_key="return address",
+        scene="after-sales",
+        scene_key="after-sales",
+        type="factual",
+        corrections=3,
+        users=2,
+        sessions=3,
+        first_at=now,
+        last_at=now,
+        evidence=[],
+        text="State the return address in the system prompt.",
+    )
+    assert mine.suggestions.upsert(mined, now) == "created"
+
+    assert theirs.blame_ledger.tally(rule).blame == 0.0 and mine.blame_ledger.tally(rule).blame == pytest.approx(0.8)
+    assert theirs.examples.matching("where do returns go?", user_id="u1", scene="after-sales") == []
+    assert [
+        found.id for found in mine.examples.matching("where do returns go?", user_id="u1", scene="after-sales")
+    ] == [example.id]
+    with pytest.raises(NotFound):
+        theirs.examples.get(example.id)
+    assert theirs.suggestions.all() == [] and [found.id for found in mine.suggestions.all()] == [mined.id]
+    theirs.forget_user("u1")  # their forgetting leaves mine
+    assert mine.examples.recent(user_id="u1") and mine.blame_ledger.tally(rule).blame == pytest.approx(0.8)
+
+    drop_project(client, mine.settings.project)  # deleting the project deletes its tenant in each
+    for role in (BLAME, EXAMPLES, SUGGESTIONS):
+        tenants = client.collections.use(spec_of(role).name).tenants
+        assert not tenants.exists(tenant_name(mine.settings.project))
+        assert tenants.exists(tenant_name(theirs.settings.project))  # theirs stays
 
 
 # ---- idle projects deactivated, least recently used first ----------------------------------------------------------

@@ -22,30 +22,46 @@ from hindsight_cli.app import app
 from hindsight_insights.config import Settings
 from hindsight_insights.embedder import Embedder, Vectors
 from hindsight_insights.errors import EmbedderMismatch, HindsightError
+from hindsight_insights.fewshot import ExampleDraft
 from hindsight_insights.models import CorrectionRecord, InsightDraft, InsightStatus, TurnDraft, TurnSignals
 from hindsight_insights.store import InsightStore
+from hindsight_insights.store.blame import BlameMark
 from hindsight_insights.store.schema import (
     AUDIT,
+    BLAME,
     BUDGET,
     COLLECTION_SET,
+    EXAMPLES,
     INSIGHTS,
+    SUGGESTIONS,
     TURNS,
     VECTOR_NAME,
     VECTOR_TEXT_VERSION,
     legacy_collection_names,
 )
-from hindsight_insights.store.tenancy import drop_project, project_collection
+from hindsight_insights.store.tenancy import drop_project, project_collection, tenant_name
 from hindsight_insights.store.tenant_migration import legacy_projects, move_into_tenants
+from hindsight_insights.suggestions import Mined, SuggestionEvidence
 from hindsight_insights.weaviate_server import LocalWeaviate
 from testkit.admitted import admitted_as_is, all_admitted_as_is
 from testkit.legacy_layout import (
+    LATE_ROLES,
     create_legacy_collections,
+    create_legacy_examples,
+    drop_late_collections,
     drop_legacy_collections,
     legacy_store,
     spend_legacy_budget,
 )
 
-STATUS = {INSIGHTS: "status", TURNS: "error_status", AUDIT: "action"}
+STATUS = {
+    INSIGHTS: "status",
+    TURNS: "error_status",
+    AUDIT: "action",
+    BLAME: "kind",
+    EXAMPLES: "scope",
+    SUGGESTIONS: "status",
+}
 Snapshot = dict[uuid.UUID, tuple[dict[str, Any], list[float] | None]]
 
 
@@ -64,8 +80,8 @@ def per_status(role: str, objects: Snapshot) -> Counter[str]:
 
 
 def fill(store: InsightStore) -> None:
-    """A project as it lives: insights of every status (with slot chains), turns with corrections, an audit trail and
-    a model budget."""
+    """A project as it lives: insights of every status (with slot chains), turns with corrections, an audit trail, a
+    model budget, blame and support marks, few-shot examples (one promoted) and prompt suggestions (one dismissed)."""
     now = datetime.now(UTC)
     drafts = [
         InsightDraft.parse(
@@ -149,6 +165,66 @@ def fill(store: InsightStore) -> None:
                 CorrectionRecord(type="factual", original="88", corrected="99", by="u1", at=now, in_turn=uuid.uuid4()),
             )
     spend_legacy_budget(store.budget.collection, now.date(), 3)
+    judged = [uuid.uuid4() for _ in range(4)]
+    store.blame_ledger.add(
+        BlameMark(
+            insight_id=listed[index % 6].id,
+            turn_id=judged[index % 4],
+            by_turn=judged[index % 4],
+            session_id=f"s{index % 4}",
+            user_id=f"u{index % 3}",
+            kind="blame" if index % 3 == 0 else "support",
+            weight=0.6 if index % 3 == 0 else 1.0,
+            reason="correction:factual" if index % 3 == 0 else "used",
+            at=now,
+        )
+        for index in range(9)
+    )
+    questions = [
+        ("退货寄到哪里？", "寄到张江路 99 号仓。"),
+        ("运费谁出？", "运费由我们承担。"),
+        ("退款多久到账？", "3 个工作日内原路退回。"),
+        ("能换货吗？", "可以换同款其他颜色。"),
+    ]
+    kept = [
+        store.examples.keep(
+            ExampleDraft(
+                user_id=f"u{index}",
+                session_id=f"s{index}",
+                turn_id=uuid.uuid4(),
+                scene="售后服务",
+                topic="退货",
+                type="factual",
+                context=question,
+                said="我不清楚。",
+                corrected=corrected,
+            ),
+            now,
+        )
+        for index, (question, corrected) in enumerate(questions)
+    ]
+    store.examples.promote(kept[0].id, "ops-lin")
+    for index, topic in enumerate(("退货地址", "退款时限")):
+        store.suggestions.upsert(
+            Mined(
+                id=uuid.uuid4(),
+                topic=topic,
+                topic_key=topic,
+                scene="售后服务",
+                scene_key="售后服务",
+                type="factual",
+                corrections=3 + index,
+                users=2,
+                sessions=3,
+                first_at=now - timedelta(days=2),
+                last_at=now,
+                evidence=[SuggestionEvidence(original="88", corrected="99", user_id="u1", session_id="s1", at=now)],
+                text=f"在系统提示里写明{topic}。",
+            ),
+            now,
+        )
+    (first, _) = store.suggestions.all()
+    store.suggestions.decide(first.id, "dismissed", "ops-lin", "not now", now)
 
 
 @pytest.fixture
@@ -160,8 +236,11 @@ def legacy(client: weaviate.WeaviateClient, project_settings: Settings, embedder
 
 
 def old_snapshots(client: weaviate.WeaviateClient, project: str) -> dict[str, Snapshot]:
+    """The project's old collections (those it has)."""
     names = legacy_collection_names(project).by_role()
-    return {role: snapshot(client.collections.use(name)) for role, name in names.items()}
+    return {
+        role: snapshot(client.collections.use(name)) for role, name in names.items() if client.collections.exists(name)
+    }
 
 
 def assert_moved(client: weaviate.WeaviateClient, project: str, before: dict[str, Snapshot]) -> None:
@@ -199,7 +278,10 @@ def test_an_interrupted_migration_is_finished_by_the_next_run_and_loses_nothing(
     project = project_settings.project
     before = old_snapshots(client, project)
     assert len(before[INSIGHTS]) == 60 and len(before[TURNS]) == 23 and len(before[AUDIT]) == 2
-    assert len(before[BUDGET]) == 3
+    assert len(before[BUDGET]) == 3 and len(before[BLAME]) == 9 and len(before[SUGGESTIONS]) == 2
+    assert per_status(EXAMPLES, before[EXAMPLES]) == Counter({"user": 3, "project": 1})
+    assert all(vector for _, vector in before[EXAMPLES].values())  # few-shot examples carry vectors
+    assert per_status(SUGGESTIONS, before[SUGGESTIONS]) == Counter({"pending": 1, "dismissed": 1})
     statuses = per_status(INSIGHTS, before[INSIGHTS])
     assert {"active", "superseded", "pending_review", "rejected", "expired"} <= set(statuses), statuses
 
@@ -214,6 +296,7 @@ def test_an_interrupted_migration_is_finished_by_the_next_run_and_loses_nothing(
     report = move_into_tenants(client, project, embedder, batch_size=20)
     took = time.perf_counter() - started
     assert report.verified and sorted(report.dropped) == sorted(names.values())
+    assert report.dropped[-1] == names[INSIGHTS]  # the insights, which name the project, last
     assert not any(client.collections.exists(name) for name in names.values())
     (insights,) = [move for move in report.moves if move.role == INSIGHTS]
     assert (insights.already, insights.copied) == (partial, 60 - partial)
@@ -235,6 +318,13 @@ def test_an_interrupted_migration_is_finished_by_the_next_run_and_loses_nothing(
     (audited,) = [props for props, _ in before[AUDIT].values() if props["action"] == "reject"]
     assert [entry.note for entry in store.audit.of(uuid.UUID(str(audited["insight_id"])))] == ["wrong warehouse"]
     assert store.budget.used(datetime.now(UTC).date()) == 3
+    blamed = [props for props, _ in before[BLAME].values() if props["kind"] == "blame"]
+    insight_id = uuid.UUID(str(blamed[0]["insight_id"]))
+    weights = [float(props["weight"]) for props in blamed if uuid.UUID(str(props["insight_id"])) == insight_id]
+    assert store.blame_ledger.tally(insight_id).blame == pytest.approx(sum(weights))
+    (shown,) = store.examples.matching("运费谁出？", user_id="u1", scene="售后服务", limit=1)
+    assert shown.corrected == "运费由我们承担。"  # found by its copied vector
+    assert sorted(suggestion.status for suggestion in store.suggestions.all()) == ["dismissed", "pending"]
 
 
 def test_a_run_killed_between_drops_drops_the_rest_after_verifying(
@@ -243,12 +333,12 @@ def test_a_run_killed_between_drops_drops_the_rest_after_verifying(
     project = project_settings.project
     before = old_snapshots(client, project)
     move_into_tenants(client, project, embedder)
-    # What a kill after dropping the turns and the audit leaves: the insights and the budget still in their own
-    # collections, everything already in the tenant.
+    # What a kill after dropping the turns, the audit, the budget and the blame leaves: the few-shot examples, the
+    # suggestions and the insights still in their own collections, everything already in the tenant.
     create_legacy_collections(client, project, embedder)
     names = legacy_collection_names(project)
-    client.collections.delete([names.turns, names.audit])
-    for role, name in ((INSIGHTS, names.insights), (BUDGET, names.budget)):
+    client.collections.delete([names.turns, names.audit, names.budget, names.blame])
+    for role, name in ((INSIGHTS, names.insights), (EXAMPLES, names.examples), (SUGGESTIONS, names.suggestions)):
         objects = [
             DataObject(
                 properties={k: v for k, v in props.items() if v is not None},
@@ -260,7 +350,7 @@ def test_a_run_killed_between_drops_drops_the_rest_after_verifying(
         assert not client.collections.use(name).data.insert_many(objects).has_errors
 
     report = move_into_tenants(client, project, embedder)
-    assert report.verified and report.dropped == [names.budget, names.insights]
+    assert report.verified and report.dropped == [names.examples, names.suggestions, names.insights]
     assert all(move.copied == 0 for move in report.moves)
     assert_moved(client, project, before)
 
@@ -311,6 +401,41 @@ def test_collections_of_another_embedder_are_not_moved(
         drop_legacy_collections(client, project)
 
 
+def test_an_install_from_before_blame_examples_and_suggestions_moves_without_them(
+    client: weaviate.WeaviateClient, project_settings: Settings, embedder: Embedder, legacy: InsightStore
+) -> None:
+    project = project_settings.project
+    drop_late_collections(client, project)
+    before = old_snapshots(client, project)
+    assert set(before) == {INSIGHTS, TURNS, AUDIT, BUDGET}
+
+    report = move_into_tenants(client, project, embedder)
+    names = legacy_collection_names(project).by_role()
+    assert report.verified and {move.role for move in report.moves} == set(before)
+    assert sorted(report.dropped) == sorted(names[role] for role in before)
+    assert_moved(client, project, before)
+    for role in LATE_ROLES:  # the project has its (empty) tenant in each, as any project opened since
+        assert len(project_collection(client, project, role)) == 0
+    store = InsightStore.open(client, project_settings, embedder)
+    assert store.count()[0] == 60 and store.examples.recent() == [] and store.suggestions.all() == []
+
+
+def test_few_shot_examples_of_another_embedder_are_not_moved(
+    client: weaviate.WeaviateClient, project_settings: Settings, embedder: Embedder, legacy: InsightStore
+) -> None:
+    project = project_settings.project
+    names = legacy_collection_names(project)
+    client.collections.delete(names.examples)
+    create_legacy_examples(client, project, names.examples, OtherEmbedder())
+    with pytest.raises(EmbedderMismatch, match=f"{names.examples} holds vectors of other-model@1"):
+        move_into_tenants(client, project, embedder)
+    assert all(client.collections.exists(name) for name in names.by_role().values())  # nothing dropped
+    insights = COLLECTION_SET[0].name
+    assert not client.collections.exists(insights) or not (
+        client.collections.use(insights).tenants.exists(tenant_name(project))
+    )  # nothing copied either
+
+
 def test_a_store_opened_before_the_migration_says_to_run_it(
     client: weaviate.WeaviateClient,
     project_settings: Settings,
@@ -352,7 +477,7 @@ def test_migrate_all_from_the_command_line_moves_and_makes_old_vectors_again(
             store = InsightStore.open(client, settings.model_copy(update={"project": project}), embedder)
             assert not store.vectors_outdated and store.tenancy.vector_text_version() == VECTOR_TEXT_VERSION
             before = befores[project]
-            for role in (TURNS, AUDIT, BUDGET):
+            for role in (TURNS, AUDIT, BUDGET, BLAME, EXAMPLES, SUGGESTIONS):
                 assert_moved(client, project, {role: before[role]})
             moved = snapshot(project_collection(client, project, INSIGHTS))
             assert set(moved) == set(before[INSIGHTS])

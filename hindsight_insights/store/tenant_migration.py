@@ -1,14 +1,20 @@
-"""Moving an install of one collection set per project (Hindsight_<slug>_Insight, _Turn, _Audit, _Budget) into the
-shared multi-tenant set (tenancy.py): `python -m hindsight_cli migrate`, never a side effect of opening a store (which
-warns when a project still has its own collections).
+"""Moving an install of one collection set per project (Hindsight_<slug>_Insight, _Turn, _Audit, _Budget, and in
+installs made since they came, _Blame, _Example, _Suggestion) into the shared multi-tenant set (tenancy.py):
+`python -m hindsight_cli migrate`, never a side effect of opening a store (which warns when a project still has its
+own collections).
 
 For each of the project's old collections:
 1. copy: every object, with its uuid, properties and vector, into the project's tenant of the shared collection;
    an object whose uuid is already there is left as it is (copied by an interrupted run, or written by this version
    since the upgrade);
 2. verify: every old object is in the tenant with the same properties and the same vector; the counts per status
-   (insights: status, turns: error_status, audit: action) are reported for both sides;
+   (insights: status, turns: error_status, audit: action, blame: kind, examples: scope, suggestions: status) are
+   reported for both sides;
 3. only when every old collection of the project verifies are they dropped, the insights last.
+
+A collection the project does not have (an install older than the blame ledger, few-shot examples or suggestions) is
+skipped. The insights' and the few-shot examples' old binding must name the configured embedder: their vectors are
+copied as they are.
 
 A run killed at any point is finished by running the command again: it copies what is missing, verifies everything
 again and drops what is left. Vectors made by an older recipe are copied as they are, and the project's record says
@@ -39,8 +45,11 @@ from hindsight_insights.errors import EmbedderMismatch, HindsightError
 from hindsight_insights.store.migration import MIGRATE_COMMAND
 from hindsight_insights.store.schema import (
     AUDIT,
+    BLAME,
     BUDGET,
+    EXAMPLES,
     INSIGHTS,
+    SUGGESTIONS,
     TURNS,
     VECTOR_NAME,
     VECTOR_TEXT_VERSION,
@@ -51,8 +60,16 @@ from hindsight_insights.store.tenancy import ProjectTenancy, ensure_collections
 
 log = logging.getLogger(__name__)
 
-STATUS_PROPERTY = {INSIGHTS: "status", TURNS: "error_status", AUDIT: "action"}  # what "counts per status" counts
-DROP_ORDER = (TURNS, AUDIT, BUDGET, INSIGHTS)  # the insights (which carry the old binding) go last
+STATUS_PROPERTY = {  # what "counts per status" counts
+    INSIGHTS: "status",
+    TURNS: "error_status",
+    AUDIT: "action",
+    BLAME: "kind",
+    EXAMPLES: "scope",
+    SUGGESTIONS: "status",
+}
+# The insights, whose binding names the project (legacy_projects finds it by them), go last.
+DROP_ORDER = (TURNS, AUDIT, BUDGET, BLAME, EXAMPLES, SUGGESTIONS, INSIGHTS)
 _LEGACY = re.compile(r"Hindsight_.+_Insight")
 
 
@@ -127,7 +144,10 @@ def move_into_tenants(
         return report
     old_vectors = VECTOR_TEXT_VERSION
     if INSIGHTS in present:
-        old_vectors = _check_old_binding(client.collections.use(present[INSIGHTS]), present[INSIGHTS], embedder)
+        binding = _check_old_binding(client.collections.use(present[INSIGHTS]), present[INSIGHTS], embedder)
+        old_vectors = int(binding.get("vectors", 1))
+    if EXAMPLES in present:
+        _check_old_binding(client.collections.use(present[EXAMPLES]), present[EXAMPLES], embedder)
     with weaviate_errors("creating the project's tenant"):
         collections = ensure_collections(client, project, embedder, vectors=old_vectors)
         tenancy = ProjectTenancy(client, collections.project, collections.tenant)
@@ -161,7 +181,8 @@ def _binding(description: str | None) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def _check_old_binding(collection: WeaviateCollection, name: str, embedder: Embedder) -> int:
+def _check_old_binding(collection: WeaviateCollection, name: str, embedder: Embedder) -> dict[str, Any]:
+    """The binding a vectorised old collection records: its embedder must be the configured one."""
     binding = _binding(collection.config.get().description)
     if "embedder" not in binding:
         raise HindsightError(f"collection {name} was not created by Hindsight Insights; it is left as it is")
@@ -171,7 +192,7 @@ def _check_old_binding(collection: WeaviateCollection, name: str, embedder: Embe
             f"configured embedder is {embedder.id} ({embedder.dimension} dims): configure the embedder it was made "
             "with to move it into its tenant"
         )
-    return int(binding.get("vectors", 1))
+    return binding
 
 
 def _check_fields(old: WeaviateCollection, name: str, role: str) -> None:
