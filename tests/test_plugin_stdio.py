@@ -30,6 +30,8 @@ from testkit.cases import MODEL_SELECTOR, RETURN_ADDRESS
 from testkit.messages import credentials_for, error_of
 from testkit.plugin_runtime import PluginProcess
 
+pytestmark = pytest.mark.runtime  # version-agnostic: run once, on the default Weaviate (Makefile)
+
 
 @pytest.fixture(scope="module")
 def plugin_dir(plugin_package: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
