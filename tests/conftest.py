@@ -20,6 +20,7 @@ from hindsight_insights.config import Settings
 from hindsight_insights.connection import connect_url
 from hindsight_insights.embedder import Embedder, load_embedder
 from hindsight_insights.store import InsightStore
+from hindsight_insights.store.blame import blame_collection_name
 from hindsight_insights.store.budget import budget_collection_name
 from hindsight_insights.store.examples import example_collection_name
 from hindsight_insights.store.schema import collection_names
@@ -83,7 +84,12 @@ def drop_the_tests_projects(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     for project in projects:
         names = collection_names(project)
-        extra = (budget_collection_name(project), example_collection_name(project), suggestion_collection_name(project))
+        extra = (
+            budget_collection_name(project),
+            blame_collection_name(project),
+            example_collection_name(project),
+            suggestion_collection_name(project),
+        )
         for name in (names.insights, names.turns, names.audit, *extra):
             client.collections.delete(name)  # a missing collection is no error
 
