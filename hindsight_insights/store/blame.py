@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 import weaviate
-from weaviate.classes.config import Configure, DataType, Property, Tokenization
+from weaviate.classes.config import Configure, DataType, Property, StopwordsPreset, Tokenization
 from weaviate.classes.data import DataObject
 from weaviate.classes.query import Filter, Sort
 from weaviate.collections import Collection
@@ -115,6 +115,7 @@ class BlameLedger:
                             Property(name="at", data_type=DataType.DATE),
                         ],
                         vector_config=Configure.Vectors.self_provided(),
+                        inverted_index_config=Configure.inverted_index(stopwords_preset=StopwordsPreset.NONE),
                     )
                 except weaviate.exceptions.UnexpectedStatusCodeError as error:
                     if "already exists" not in str(error):  # another process created it first

@@ -20,7 +20,7 @@ import uuid
 from datetime import UTC, date, datetime, timedelta
 
 import weaviate
-from weaviate.classes.config import Configure, DataType, Property, Tokenization
+from weaviate.classes.config import Configure, DataType, Property, StopwordsPreset, Tokenization
 from weaviate.classes.query import Filter
 from weaviate.collections import Collection
 
@@ -54,6 +54,7 @@ class WeaviateBudget:
                             Property(name="at", data_type=DataType.DATE),
                         ],
                         vector_config=Configure.Vectors.self_provided(),
+                        inverted_index_config=Configure.inverted_index(stopwords_preset=StopwordsPreset.NONE),
                     )
                 except weaviate.exceptions.UnexpectedStatusCodeError as error:
                     if "already exists" not in str(error):  # another process created it first

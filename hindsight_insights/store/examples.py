@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import weaviate
-from weaviate.classes.config import Configure, DataType
+from weaviate.classes.config import Configure, DataType, StopwordsPreset
 from weaviate.classes.query import Filter, FilterReturn, MetadataQuery
 from weaviate.collections import Collection as WeaviateCollection
 
@@ -115,6 +115,7 @@ class ExampleLibrary:
                         description=json.dumps(binding, ensure_ascii=False),
                         properties=[field.weaviate_property() for field in EXAMPLE_FIELDS],
                         vector_config=Configure.Vectors.self_provided(),
+                        inverted_index_config=Configure.inverted_index(stopwords_preset=StopwordsPreset.NONE),
                     )
                 except weaviate.exceptions.UnexpectedStatusCodeError as error:
                     if "already exists" not in str(error):  # another process created it first

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, cast, get_args
 
 import weaviate
-from weaviate.classes.config import Configure, DataType
+from weaviate.classes.config import Configure, DataType, StopwordsPreset
 from weaviate.classes.query import Filter
 from weaviate.collections import Collection as WeaviateCollection
 
@@ -96,6 +96,7 @@ class SuggestionBox:
                         description=json.dumps({"project": settings.project, "suggestions": 1}, ensure_ascii=False),
                         properties=[field.weaviate_property() for field in SUGGESTION_FIELDS],
                         vector_config=Configure.Vectors.self_provided(),
+                        inverted_index_config=Configure.inverted_index(stopwords_preset=StopwordsPreset.NONE),
                     )
                 except weaviate.exceptions.UnexpectedStatusCodeError as error:
                     if "already exists" not in str(error):  # another process created it first
