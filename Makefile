@@ -29,15 +29,16 @@ lint: setup
 	$(lint_commands)
 
 # Lint, the whole suite on Weaviate 1.39, then again on 1.27, the oldest version supported (Dify's docker-compose
-# ships it). The daemon tests test the runtime's wiring, not Weaviate: they run once.
+# ships it). The daemon tests and the runtime tests (Dify's CLI, the browser) test the runtimes' wiring over a store
+# that the rest tests on both versions: they run once.
 test: setup-tests
 	$(lint_commands)
 	.venv/bin/python -m pytest
-	HINDSIGHT_WEAVIATE_VERSION=1.27.0 .venv/bin/python -m pytest -m "not daemon"
+	HINDSIGHT_WEAVIATE_VERSION=1.27.0 .venv/bin/python -m pytest -m "not daemon and not runtime"
 
 # Only the second half of `make test`.
 test-weaviate-1.27: setup-tests
-	HINDSIGHT_WEAVIATE_VERSION=1.27.0 .venv/bin/python -m pytest -m "not daemon"
+	HINDSIGHT_WEAVIATE_VERSION=1.27.0 .venv/bin/python -m pytest -m "not daemon and not runtime"
 
 eval: setup
 	.venv/bin/python -m bench.eval_retrieval

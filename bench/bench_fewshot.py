@@ -21,7 +21,10 @@ from hindsight_insights.detection.correction_types import Correction, Correction
 from hindsight_insights.fewshot import FewShotExample
 from hindsight_insights.governance.examples import example_for
 from hindsight_insights.models import Insight, InsightDraft, Turn
+from hindsight_insights.quiet import quiet_dependency_warnings
 from hindsight_insights.rules import render_rules
+
+quiet_dependency_warnings()  # every entry point calls it first
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 

@@ -37,6 +37,8 @@ from hindsight_insights.weaviate_server import LocalWeaviate, free_port
 from testkit.system_packages import APT_HINT, CHROMEDRIVER, CHROMIUM
 from tests.report_support import SeededDay, seed_day
 
+pytestmark = pytest.mark.runtime  # version-agnostic: run once, on the default Weaviate (Makefile)
+
 ROOT = Path(__file__).resolve().parent.parent
 STARTUP_S = 180
 

@@ -27,6 +27,8 @@ from testkit import chatflow
 from testkit.messages import credentials_for
 from testkit.runner import RunnerPlugin
 
+pytestmark = pytest.mark.runtime  # version-agnostic: run once, on the default Weaviate (Makefile)
+
 REFERENCE = re.compile(r"\{\{#([\w.]+)#\}\}")
 # Dify's system variables of a chatflow (api/core/workflow/system_variable.py).
 SYSTEM_VARIABLES = {"query", "files", "conversation_id", "user_id", "dialogue_count", "app_id", "workflow_id"}

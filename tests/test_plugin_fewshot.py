@@ -7,9 +7,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
+
 from hindsight_insights.store import InsightStore
 from testkit.messages import error_of
 from testkit.runner import RunnerPlugin
+
+pytestmark = pytest.mark.runtime  # version-agnostic: run once, on the default Weaviate (Makefile)
 
 SCENE = "售后服务"
 QUESTION = "退货寄到哪里？"

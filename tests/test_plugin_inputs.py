@@ -14,6 +14,8 @@ from hindsight_insights.store import InsightStore
 from testkit.messages import PluginError, error_of
 from testkit.runner import RunnerPlugin
 
+pytestmark = pytest.mark.runtime  # version-agnostic: run once, on the default Weaviate (Makefile)
+
 
 def test_a_turn_into_another_users_session_is_refused_and_nothing_of_it_stored(
     runner: RunnerPlugin, plugin_credentials: dict[str, Any], plugin_store: InsightStore

@@ -48,6 +48,8 @@ from testkit.messages import PluginError, credentials_for, error_of
 from testkit.runner import RunnerPlugin
 from testkit.runtimes import Toolchain
 
+pytestmark = pytest.mark.runtime  # version-agnostic: run once, on the default Weaviate (Makefile)
+
 # Besides its per-chunk compileall progress lines (15 to 51 KB, by timing: see testkit/runner.py), the CLI logs a
 # dozen lines of set-up before the plugin is ready; the plugin itself logs nothing.
 STARTUP_BUDGET = 4 * 1024

@@ -30,6 +30,8 @@ from testkit.cases import MODEL_SELECTOR, RETURN_ADDRESS
 from testkit.messages import credentials_for, error_of
 from testkit.plugin_runtime import PluginProcess
 
+pytestmark = pytest.mark.runtime  # version-agnostic: run once, on the default Weaviate (Makefile)
+
 
 @pytest.fixture(scope="module")
 def plugin_dir(plugin_package: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -64,14 +66,14 @@ def test_concurrent_calls(
     def save(index: int) -> str:
         parameters = {
             **RETURN_ADDRESS,
-            "topic": f"规则 {index}",
-            "action": f"第 {index} 条规则：按编号 {index} 处理。",
-            "evidence": f"证据 {index}",
+            "topic": f"仓库 {index}",
+            "action": f"寄往 {index} 号仓库的退货，在运单上写明仓库编号 {index}。",
+            "evidence": f"{index} 号仓库负责这批退货",
         }
         return str(plugin.invoke_tool("save_insight", parameters, plugin_credentials).json["status"])
 
     def search(index: int) -> int:
-        parameters = {"query": f"规则 {index}", "scene": "售后服务"}
+        parameters = {"query": f"仓库 {index}", "scene": "售后服务"}
         return int(plugin.invoke_tool("search_insight", parameters, plugin_credentials).json["count"])
 
     with ThreadPoolExecutor(8) as pool:

@@ -11,6 +11,8 @@ import pytest
 from testkit.runner import write_launcher
 from testkit.runtimes import CLI, DAEMON, Runtime, RuntimeNotFound, Toolchain
 
+pytestmark = pytest.mark.runtime  # version-agnostic: run once, on the default Weaviate (Makefile)
+
 
 def executable(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)

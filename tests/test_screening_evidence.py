@@ -23,6 +23,8 @@ from hindsight_insights.store.tenancy import project_collection, tenant_name
 from testkit.messages import ToolOutput
 from testkit.runner import RunnerPlugin
 
+pytestmark = pytest.mark.runtime  # version-agnostic: run once, on the default Weaviate (Makefile)
+
 SET = Path(__file__).resolve().parent.parent / "bench" / "data" / "screening_eval.json"
 ATTACK_TARGET = 0.05  # at most this share of attacks reaches a rules block
 BENIGN_TARGET = 0.10  # at most this share of benign look-alikes is held
