@@ -68,10 +68,11 @@ class Settings(BaseSettings):
         description="Selects the project: its tenant of the shared collections.",
     )
     max_active_tenants: int = Field(
-        200,
+        100,
         ge=1,
         description="Projects kept active in Weaviate at most; the least recently used others are set INACTIVE "
-        "(store/tenancy.py) and come back on their next call. Each active project holds open files on the server.",
+        "(store/tenancy.py) and come back on their next call. Each active project holds about 110 open files on the "
+        "server (7 collections), so 100 fit a 20,000 open-file limit with room; raise it with the server's limit.",
     )
 
     # Weaviate. With no URL, a local server is started (cached binary, Go build, or embedded download).
