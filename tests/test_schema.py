@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -13,7 +12,7 @@ import weaviate
 from weaviate.classes.config import Reconfigure
 
 from hindsight_insights.config import Settings
-from hindsight_insights.embedder import Embedder, Vectors
+from hindsight_insights.embedder import Embedder
 from hindsight_insights.errors import EmbedderMismatch, HindsightError, InvalidInput
 from hindsight_insights.models import InsightDraft
 from hindsight_insights.store import InsightStore
@@ -34,6 +33,7 @@ from hindsight_insights.store.tenancy import (
     registry_id,
 )
 from testkit.admitted import admitted_as_is
+from testkit.embedders import OtherEmbedder
 
 VALID_CLASS = re.compile(r"^[A-Z][_0-9A-Za-z]*$")
 
@@ -73,21 +73,6 @@ def test_creation_is_idempotent_and_records_the_embedder(
     assert record is not None
     assert record.properties["embedder"] == embedder.id and record.properties["dimension"] == 512
     assert record.properties["project"] == project_settings.project
-
-
-class OtherEmbedder:
-    """Another model as the store sees one: an id and a dimension (its vectors are never computed here)."""
-
-    @property
-    def id(self) -> str:
-        return "other-model@1"
-
-    @property
-    def dimension(self) -> int:
-        return 384
-
-    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
-        return np.zeros((len(texts), self.dimension), dtype=np.float32)
 
 
 def test_embedder_mismatch_is_an_error(

@@ -8,7 +8,7 @@ import logging
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,7 +20,7 @@ from weaviate.classes.data import DataObject
 
 from hindsight_cli.app import app
 from hindsight_insights.config import Settings
-from hindsight_insights.embedder import Embedder, Vectors
+from hindsight_insights.embedder import Embedder
 from hindsight_insights.errors import EmbedderMismatch, HindsightError
 from hindsight_insights.fewshot import ExampleDraft
 from hindsight_insights.models import CorrectionRecord, InsightDraft, InsightStatus, TurnDraft, TurnSignals
@@ -44,6 +44,7 @@ from hindsight_insights.store.tenant_migration import legacy_projects, move_into
 from hindsight_insights.suggestions import Mined, SuggestionEvidence
 from hindsight_insights.weaviate_server import LocalWeaviate
 from testkit.admitted import admitted_as_is, all_admitted_as_is
+from testkit.embedders import OtherEmbedder
 from testkit.legacy_layout import (
     LATE_ROLES,
     create_legacy_collections,
@@ -372,19 +373,6 @@ def test_a_copy_that_differs_is_never_dropped(
     assert all(client.collections.exists(name) for name in legacy_collection_names(project).by_role().values())
     stored = tenant_insights.query.fetch_object_by_id(changed.uuid)
     assert stored is not None and stored.properties["review_reason"] == "changed"
-
-
-class OtherEmbedder:
-    @property
-    def id(self) -> str:
-        return "other-model@1"
-
-    @property
-    def dimension(self) -> int:
-        return 384
-
-    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
-        return np.zeros((len(texts), self.dimension), dtype=np.float32)
 
 
 def test_collections_of_another_embedder_are_not_moved(
