@@ -71,7 +71,8 @@ def data_dir(fresh: bool, insights: int) -> Iterator[Path]:
         with tempfile.TemporaryDirectory() as work:
             yield Path(work)
         return
-    cached = Settings(_env_file=None).cache_dir / "bench" / f"record-turn-{insights}"
+    # Named by the store's layout: data of one collection set per project is not what this version reads.
+    cached = Settings(_env_file=None).cache_dir / "bench" / f"record-turn-{insights}-tenants"
     cached.mkdir(parents=True, exist_ok=True)
     yield cached
 
