@@ -40,7 +40,11 @@ def replication_of(settings: Settings) -> Replication:
 
 
 def with_levels(collection: WeaviateCollection, replication: Replication) -> WeaviateCollection:
-    """`collection` (tenant already chosen) writing at `replication.write` and reading at `replication.read`."""
+    """`collection` (tenant already chosen) writing at `replication.write` and reading at `replication.read`. On one
+    copy (factor 1) it is returned as it is, with no level: Weaviate 1.27 fails a batch import at QUORUM into a
+    collection without replication ("broadcast: cannot reach enough replicas")."""
+    if replication.factor <= 1:
+        return collection
     handle: WeaviateCollection = collection.with_consistency_level(replication.write)
     if replication.read != replication.write:
         reader = collection.with_consistency_level(replication.read)
