@@ -16,6 +16,7 @@ import hashlib
 import re
 import unicodedata
 import uuid
+import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -508,5 +509,7 @@ def replication_config(client: weaviate.WeaviateClient, replication: Replication
         return None
     version = str(client.get_meta().get("version", ""))
     if needs_async_flag(version):
-        return Configure.replication(factor=replication.factor, async_enabled=True)
+        with warnings.catch_warnings():  # the client's deprecation is about 1.38 and newer, where it is not passed
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return Configure.replication(factor=replication.factor, async_enabled=True)
     return Configure.replication(factor=replication.factor)
