@@ -110,9 +110,18 @@ class Cluster:
             time.sleep(0.5)
         raise TimeoutError(f"the cluster was not all HEALTHY within {timeout_s:.0f}s; last seen {seen}")
 
-    def stop(self) -> None:
+    def stop(self, timeout_s: float = 15.0) -> None:
+        """SIGTERM to every node at once, then SIGKILL to any still running after `timeout_s`."""
         for node in self.nodes:
-            node.server.stop()
+            if node.is_running():
+                node.server.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        for node in self.nodes:
+            try:
+                node.server.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                node.server.process.kill()
+                node.server.process.wait()
 
 
 def start_cluster(binary: Path, data_dir: Path, nodes: int = NODES, ready_timeout_s: float = 180) -> Cluster:

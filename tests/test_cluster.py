@@ -212,7 +212,8 @@ def test_a_node_killed_mid_load_loses_no_acknowledged_save(
         f"missing at ALL: {len(missing_at_all)}; searches {len(load.searches)}, {len(during)} while down or "
         f"rejoining, {len(failed)} failed; slowest {max(s[1] for s in load.searches):.2f}s "
         f"(bound {bound:.0f}s), slowest while down {max((s[1] for s in during), default=0):.2f}s; node2 HEALTHY "
-        f"{healthy_after_s:.1f}s after ready, its copy complete {caught_up_s}s after restart; per node {per_node}"
+        f"{healthy_after_s:.1f}s after ready, its copy complete {caught_up_s}s after restart; per node {per_node}; "
+        f"save failures {Counter(load.save_failures).most_common(3)}; unexpected {load.unexpected[:3]}"
     )
     assert not load.unexpected, load.unexpected[:5]
     assert acknowledged_before_kill > 0 and acknowledged_while_down > 0  # the load went on through the kill
