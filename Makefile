@@ -1,6 +1,6 @@
 # The two commands of the README: `make demo` and `make test`. Both set everything up first (cached); CI runs
 # `make test` (.ci/run).
-.PHONY: setup setup-tests demo test test-weaviate-1.27 lint eval eval-corrections eval-poisoning eval-reflection \
+.PHONY: setup setup-tests demo test test-weaviate-1.27 test-cluster lint eval eval-corrections eval-poisoning eval-reflection \
 	bench bench-plugin bench-frozen bench-search bench-worker package pin-chatflow worker train-screen bench-screen \
 	train-detector bench-detector bench-screen-writes bench-blame bench-fewshot bench-record-turn
 
@@ -31,14 +31,25 @@ lint: setup
 # Lint, the whole suite on Weaviate 1.39, then again on 1.27, the oldest version supported (Dify's docker-compose
 # ships it). The daemon tests and the runtime tests (Dify's CLI, the browser) test the runtimes' wiring over a store
 # that the rest tests on both versions: they run once.
+# The cluster tests (three Weaviate nodes, one killed) run once too, on the default Weaviate: `make test-cluster`.
 test: setup-tests
 	$(lint_commands)
-	.venv/bin/python -m pytest
-	HINDSIGHT_WEAVIATE_VERSION=1.27.0 .venv/bin/python -m pytest -m "not daemon and not runtime"
+	.venv/bin/python -m pytest -m "not cluster"
+	HINDSIGHT_WEAVIATE_VERSION=1.27.0 .venv/bin/python -m pytest -m "not daemon and not runtime and not cluster"
+	$(cluster_tests)
 
 # Only the second half of `make test`.
 test-weaviate-1.27: setup-tests
-	HINDSIGHT_WEAVIATE_VERSION=1.27.0 .venv/bin/python -m pytest -m "not daemon and not runtime"
+	HINDSIGHT_WEAVIATE_VERSION=1.27.0 .venv/bin/python -m pytest -m "not daemon and not runtime and not cluster"
+
+define cluster_tests
+.venv/bin/python -m pytest -m cluster
+endef
+
+# A 3-node Weaviate cluster on 127.0.0.1 with replication factor 3: a node killed under load, two workers on
+# PostgreSQL with one killed (tests/test_cluster.py; HINDSIGHT_WEAVIATE_VERSION=1.27.0 for the oldest server).
+test-cluster: setup-tests
+	$(cluster_tests)
 
 eval: setup
 	.venv/bin/python -m bench.eval_retrieval

@@ -26,6 +26,7 @@ from hindsight_insights.errors import HindsightError, NotFound
 from hindsight_insights.models import Insight, InsightKind, InsightStatus
 from hindsight_insights.store import InsightStore, connect_checked, open_store
 from hindsight_insights.store.migration import embed_again
+from hindsight_insights.store.replication import replication_of
 from hindsight_insights.store.review import ReviewQueue
 from hindsight_insights.store.tenant_migration import legacy_projects, move_into_tenants
 from hindsight_insights.suggestions import PromptSuggestion, list_suggestions, mine_suggestions
@@ -125,7 +126,7 @@ def migrate(
             if all_projects and not projects:
                 console.print("no project has collections of its own: nothing to move")
             for name in projects:
-                moved = move_into_tenants(client, name, embedder)
+                moved = move_into_tenants(client, name, embedder, replication=replication_of(settings))
                 for move in moved.moves:
                     console.print(
                         f"project {name!r}: {move.old} -> tenant {moved.tenant!r}: {sum(move.old_counts.values())} "

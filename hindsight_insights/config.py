@@ -18,6 +18,7 @@ ReflectionLlm = Literal["auto", "anthropic", "openai", "offline"]
 AnthropicOutput = Literal["json_schema", "tool"]
 OpenAIOutput = Literal["auto", "json_schema", "tool", "json_object"]
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
+ReadConsistency = Literal["ONE", "QUORUM"]
 
 
 NO_MARGIN = -2.0  # below any difference of two cosines: the gate is a plain threshold
@@ -85,6 +86,17 @@ class Settings(BaseSettings):
     weaviate_timeout_s: float = Field(3.0, gt=0, description="Connecting and HTTP calls.")
     weaviate_query_timeout_s: float = Field(5.0, gt=0, description="One search or read.")
     weaviate_insert_timeout_s: float = Field(10.0, gt=0, description="One write (a bulk import may need more).")
+    # A cluster (docs/architecture.md, "Replication and consistency"): the collection set is created with this many
+    # copies of every tenant; writes wait for a majority of them (QUORUM), reads for `read_consistency`. On one node
+    # (factor 1) every level is the same one copy.
+    replication_factor: int = Field(
+        1, ge=1, description="Copies of each project's data across Weaviate nodes; applied when the set is created."
+    )
+    read_consistency: ReadConsistency = Field(
+        "QUORUM",
+        description="QUORUM: with QUORUM writes a read sees every acknowledged write (the save policy reads a slot "
+        "before writing it). ONE: faster, and answers while only one copy is up, but may miss a write just made.",
+    )
     cache_dir: Path = Field(default_factory=_default_cache_dir)
     data_dir: Path = Field(default_factory=_default_data_dir)
 

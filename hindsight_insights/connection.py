@@ -164,6 +164,9 @@ def connect_url(settings: Settings, url: str) -> weaviate.WeaviateClient:
             grpc_secure=secure,
             auth_credentials=Auth.api_key(api_key) if api_key else None,
             skip_init_checks=True,  # avoids the client's PyPI version probe
+            # On a cluster these also bound a request the node in the URL routes to a replica that just died (it can
+            # block 20-30 s inside Weaviate): a search fails with "did not answer in time" after the query timeout
+            # (docs/architecture.md, "Replication and consistency"; tests/test_cluster.py checks the bound).
             additional_config=AdditionalConfig(
                 timeout=Timeout(
                     init=settings.weaviate_timeout_s,

@@ -63,7 +63,7 @@ def local_api_key(settings: Settings) -> str:
     return path.read_text().strip()
 
 
-def _api_key_environment(api_key: str) -> dict[str, str]:
+def api_key_environment(api_key: str) -> dict[str, str]:
     return {
         "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED": "false",
         "AUTHENTICATION_APIKEY_ENABLED": "true",
@@ -183,7 +183,7 @@ def start_local(
         "HOME": os.environ.get("HOME", "/tmp"),
         "DISABLE_TELEMETRY": "true",  # otherwise it probes cloud metadata addresses
         "PERSISTENCE_DATA_PATH": str(data_dir),
-        **_api_key_environment(api_key),
+        **api_key_environment(api_key),
         **cluster_environment(),
         "DEFAULT_VECTORIZER_MODULE": "none",
         "ENABLE_MODULES": "",
@@ -212,14 +212,14 @@ def start_local(
         )
     server = LocalWeaviate(process, http_port, grpc_port, gossip_port, data_port, data_dir, log_path, api_key)
     try:
-        _wait_ready(server, ready_timeout_s)
+        wait_ready(server, ready_timeout_s)
     except BaseException:
         server.stop()
         raise
     return server
 
 
-def _wait_ready(server: LocalWeaviate, timeout_s: float) -> None:
+def wait_ready(server: LocalWeaviate, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
@@ -280,7 +280,7 @@ def _embedded_download(
             environment_variables={
                 "DISABLE_TELEMETRY": "true",
                 "CLUSTER_BIND_ADDR": "127.0.0.1",
-                **_api_key_environment(local_api_key(settings)),
+                **api_key_environment(local_api_key(settings)),
                 **cluster_environment(),
             },
         )

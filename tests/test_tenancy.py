@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import weaviate
+from weaviate.classes.config import ConsistencyLevel
 from weaviate.classes.tenants import TenantActivityStatus
 
 from hindsight_insights.config import Settings
@@ -24,6 +25,7 @@ from hindsight_insights.fewshot import ExampleDraft
 from hindsight_insights.models import InsightDraft, InsightStatus, TurnDraft, TurnSignals
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.blame import BlameMark
+from hindsight_insights.store.replication import Replication, replication_of, with_levels
 from hindsight_insights.store.schema import BLAME, COLLECTION_SET, EXAMPLES, INSIGHTS, SUGGESTIONS, spec_of
 from hindsight_insights.store.tenancy import (
     REGISTRY,
@@ -405,3 +407,21 @@ def test_the_workers_expiry_job_keeps_the_cap_and_its_jobs_note_their_use(
         "idle-2": "INACTIVE",
         "worked": "ACTIVE",
     }
+
+
+def test_on_one_node_the_handles_ask_for_no_consistency_level_and_replicated_ones_do(
+    client: weaviate.WeaviateClient, project_settings: Settings, embedder: Embedder
+) -> None:
+    """Factor 1 (the default) leaves every request as it was: Weaviate 1.27 fails a batch import at QUORUM into an
+    unreplicated collection. With a factor above 1 the handles write at QUORUM, whatever the reads are (reads at ONE
+    are read through such handles in tests/test_cluster.py)."""
+    single = ensure_collections(
+        client, project_settings.project, embedder, replication=replication_of(project_settings)
+    )
+    assert {role: handle.consistency_level for role, handle in single.handles.items()} == dict.fromkeys(
+        single.handles, None
+    )
+    reading_one = Replication(3, read=ConsistencyLevel.ONE)
+    for role, handle in single.handles.items():
+        leveled = with_levels(handle, reading_one)
+        assert leveled.consistency_level == ConsistencyLevel.QUORUM and leveled.tenant == single.tenant, role

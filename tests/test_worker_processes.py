@@ -7,47 +7,20 @@ OpenAI-compatible endpoint on loopback that the test controls:
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
 
 from hindsight_insights.config import Settings
-from hindsight_insights.models import TurnDraft, TurnSignals
 from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import LocalWeaviate
-from tests.worker_support import ChatStub, Lesson, WorkerProcess, wait_until
+from tests.worker_support import NAMES, ChatStub, WorkerProcess, done, environment, lessons, record_sessions, wait_until
 from worker.db import open_engine
 from worker.ledger import Ledger
 from worker.tasks import TaskBoard
-
-NAMES = ["阿强", "小李", "老王", "阿珍", "大刘", "小周"]
-
-
-def lessons(count: int) -> list[Lesson]:
-    return [Lesson(f"以后叫我{name}就行", "称呼", f"当你称呼这位用户时，叫他“{name}”。") for name in NAMES[:count]]
-
-
-def record_sessions(store: InsightStore, count: int) -> list[str]:
-    """`count` sessions, one user each, that ended an hour ago with a correction: each owes an anomaly reflection
-    and a session-end reflection."""
-    ended = datetime.now(UTC) - timedelta(hours=1)
-    sessions = []
-    for number, lesson in enumerate(lessons(count)):
-        session, user = f"s{number}-{uuid.uuid4().hex[:6]}", f"u{number}"
-        for offset, (text, signals) in enumerate(
-            [("查一下本周的订单量", TurnSignals()), (lesson.quote, TurnSignals(correction=True))]
-        ):
-            draft = TurnDraft(
-                session_id=session, user_id=user, user_message=text, assistant_message="好的", signals=signals
-            )
-            store.turns.append(draft, now=ended + timedelta(seconds=offset))
-        sessions.append(session)
-    return sessions
 
 
 @pytest.fixture
@@ -64,25 +37,6 @@ def started() -> Iterator[list[WorkerProcess]]:
     yield workers
     for worker in workers:
         worker.ensure_stopped()
-
-
-def environment(server: LocalWeaviate, project: Settings, state: str, stub: ChatStub) -> dict[str, str]:
-    return {
-        "HINDSIGHT_WEAVIATE_URL": server.url,
-        "HINDSIGHT_WEAVIATE_GRPC_PORT": str(server.grpc_port),
-        "HINDSIGHT_WEAVIATE_API_KEY": server.api_key,
-        "HINDSIGHT_PROJECT": project.project,
-        "HINDSIGHT_WORKER_STATE_URL": state,
-        "HINDSIGHT_WORKER_POLL_INTERVAL_S": "0.5",
-        "HINDSIGHT_WORKER_CLAIM_LEASE_S": "3",
-        **stub.environment(),
-    }
-
-
-def done(engine: Engine, project: str, sessions: list[str]) -> bool:
-    board = TaskBoard(engine, project, "observer", lease=timedelta(seconds=3), max_attempts=3)
-    states = {(t.kind, t.subject): t.state for t in board.tasks() if t.kind in ("anomaly", "session")}
-    return all(states.get((kind, s)) == "done" for s in sessions for kind in ("anomaly", "session"))
 
 
 def test_a_worker_killed_mid_reflection_loses_nothing_and_duplicates_nothing(

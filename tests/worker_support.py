@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -18,14 +19,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import Engine
+
 from hindsight_insights.config import Settings
 from hindsight_insights.errors import HindsightError
 from hindsight_insights.models import TurnDraft, TurnSignals
 from hindsight_insights.reflection import ExtractionRequest, Extractor, ReflectedEvidence, ReflectedInsight, Reflector
 from hindsight_insights.store import InsightStore
-from hindsight_insights.weaviate_server import free_port
+from hindsight_insights.weaviate_server import LocalWeaviate, free_port
 from worker.db import open_engine
 from worker.runner import ReflectionWorker
+from worker.tasks import TaskBoard
 
 
 class FakeClock:
@@ -336,3 +340,49 @@ def wait_until(condition: Callable[[], bool], timeout_s: float, what: str, *proc
             logs = "\n".join(worker.output()[-3000:] for worker in processes)
             raise AssertionError(f"timed out waiting for {what}\n{logs}")
         time.sleep(0.1)
+
+
+# ---- sessions for real worker processes (test_worker_processes.py, test_cluster.py) ------------------------------
+
+NAMES = ["阿强", "小李", "老王", "阿珍", "大刘", "小周"]
+
+
+def lessons(count: int) -> list[Lesson]:
+    return [Lesson(f"以后叫我{name}就行", "称呼", f"当你称呼这位用户时，叫他“{name}”。") for name in NAMES[:count]]
+
+
+def record_sessions(store: InsightStore, count: int) -> list[str]:
+    """`count` sessions, one user each, that ended an hour ago with a correction: each owes an anomaly reflection
+    and a session-end reflection."""
+    ended = datetime.now(UTC) - timedelta(hours=1)
+    sessions = []
+    for number, lesson in enumerate(lessons(count)):
+        session, user = f"s{number}-{uuid.uuid4().hex[:6]}", f"u{number}"
+        for offset, (text, signals) in enumerate(
+            [("查一下本周的订单量", TurnSignals()), (lesson.quote, TurnSignals(correction=True))]
+        ):
+            draft = TurnDraft(
+                session_id=session, user_id=user, user_message=text, assistant_message="好的", signals=signals
+            )
+            store.turns.append(draft, now=ended + timedelta(seconds=offset))
+        sessions.append(session)
+    return sessions
+
+
+def environment(server: LocalWeaviate, project: Settings, state: str, stub: ChatStub) -> dict[str, str]:
+    return {
+        "HINDSIGHT_WEAVIATE_URL": server.url,
+        "HINDSIGHT_WEAVIATE_GRPC_PORT": str(server.grpc_port),
+        "HINDSIGHT_WEAVIATE_API_KEY": server.api_key,
+        "HINDSIGHT_PROJECT": project.project,
+        "HINDSIGHT_WORKER_STATE_URL": state,
+        "HINDSIGHT_WORKER_POLL_INTERVAL_S": "0.5",
+        "HINDSIGHT_WORKER_CLAIM_LEASE_S": "3",
+        **stub.environment(),
+    }
+
+
+def done(engine: Engine, project: str, sessions: list[str]) -> bool:
+    board = TaskBoard(engine, project, "observer", lease=timedelta(seconds=3), max_attempts=3)
+    states = {(t.kind, t.subject): t.state for t in board.tasks() if t.kind in ("anomaly", "session")}
+    return all(states.get((kind, s)) == "done" for s in sessions for kind in ("anomaly", "session"))

@@ -44,6 +44,7 @@ from hindsight_insights.store.graph import DependencyGraph
 from hindsight_insights.store.lifecycle import Lifecycle
 from hindsight_insights.store.ports import TurnRecords
 from hindsight_insights.store.reads import InsightReads
+from hindsight_insights.store.replication import replication_of
 from hindsight_insights.store.retrieval import Retrieval
 from hindsight_insights.store.schema import VECTOR_TEXT_VERSION, ProjectCollections
 from hindsight_insights.store.suggestions import SuggestionBox
@@ -163,7 +164,9 @@ class InsightStore(ProjectStore[TurnLog]):
         self.insight_table = WeaviateInsightTable(collections.insights, embedder)
         super().__init__(self.insight_table, TurnLog(collections.turns), settings, screen)
         self.budget = WeaviateBudget(collections.budget)  # the project's daily workspace-model calls (cascade.py)
-        self.tenancy = ProjectTenancy(client, collections.project, collections.tenant)
+        self.tenancy = ProjectTenancy(
+            client, collections.project, collections.tenant, replication=replication_of(settings)
+        )
         self.audit = AuditLog(collections.audit)
         self.blame_ledger = BlameLedger(collections.blame)  # blame and support of injected insights
         self.graph = DependencyGraph(self.reads, self.insight_table, self.turns, self.blame_ledger)
@@ -187,7 +190,7 @@ class InsightStore(ProjectStore[TurnLog]):
         """The project's store over `client`. `screen` is the process's (screening.screen_for; open_store builds it):
         the rules alone unless given."""
         with weaviate_errors("creating the project's collections"):
-            collections = ensure_collections(client, settings.project, embedder)
+            collections = ensure_collections(client, settings.project, embedder, replication=replication_of(settings))
         store = cls(collections, embedder, settings, client, screen, owns_client=owns_client)
         try:
             store.tenancy.keep_active(settings.max_active_tenants)

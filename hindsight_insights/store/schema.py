@@ -16,6 +16,7 @@ import hashlib
 import re
 import unicodedata
 import uuid
+import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -24,12 +25,21 @@ from typing import Any, Protocol
 import numpy as np
 import weaviate
 from pydantic import BaseModel
-from weaviate.classes.config import Configure, DataType, Property, Reconfigure, StopwordsPreset, Tokenization
+from weaviate.classes.config import (
+    Configure,
+    DataType,
+    Property,
+    Reconfigure,
+    ReplicationConfigCreate,
+    StopwordsPreset,
+    Tokenization,
+)
 from weaviate.collections import Collection as WeaviateCollection
 
 from hindsight_insights.embedder import Vectors
 from hindsight_insights.errors import InvalidInput
 from hindsight_insights.models import NEVER, Insight
+from hindsight_insights.store.replication import SINGLE_NODE, Replication, needs_async_flag
 
 SCHEMA_VERSION = 2  # bumped when stored fields change; collections of another version are refused
 # Bumped when what the store derives from an insight changes: its vector (table.embedding_text), its search text or its
@@ -450,9 +460,11 @@ class ProjectCollections:
         return self.handles[SUGGESTIONS]
 
 
-def create_collection(client: weaviate.WeaviateClient, spec: CollectionSpec, description: str) -> None:
-    """Create one collection of the set, multi-tenant; tenants are created and activated on first use too. Another
-    process creating it first is no error."""
+def create_collection(
+    client: weaviate.WeaviateClient, spec: CollectionSpec, description: str, replication: Replication = SINGLE_NODE
+) -> None:
+    """Create one collection of the set, multi-tenant; tenants are created and activated on first use too; with
+    `replication.factor` copies of each tenant on a cluster. Another process creating it first is no error."""
     try:
         client.collections.create(
             spec.name,
@@ -468,6 +480,7 @@ def create_collection(client: weaviate.WeaviateClient, spec: CollectionSpec, des
             multi_tenancy_config=Configure.multi_tenancy(
                 enabled=True, auto_tenant_creation=True, auto_tenant_activation=True
             ),
+            replication_config=replication_config(client, replication),
         )
     except weaviate.exceptions.UnexpectedStatusCodeError as error:
         if "already exists" not in str(error):
@@ -487,3 +500,16 @@ def use_flat_search_cutoff(collection: WeaviateCollection) -> None:
                 )
             ]
         )
+
+
+def replication_config(client: weaviate.WeaviateClient, replication: Replication) -> ReplicationConfigCreate | None:
+    """None on one node (the server's default, as before replication was configurable); else the factor, with async
+    replication asked for where the server does not turn it on by itself (store/replication.py)."""
+    if replication.factor <= 1:
+        return None
+    version = str(client.get_meta().get("version", ""))
+    if needs_async_flag(version):
+        with warnings.catch_warnings():  # the client's deprecation is about 1.38 and newer, where it is not passed
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return Configure.replication(factor=replication.factor, async_enabled=True)
+    return Configure.replication(factor=replication.factor)

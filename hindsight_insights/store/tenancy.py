@@ -1,9 +1,10 @@
 """Projects as tenants: every project is one tenant of each collection of the shared set (schema.COLLECTION_SET), so
 a Weaviate holds hundreds or thousands of projects in a handful of collections instead of four collections each.
 
-This module is the one place that knows it. `ensure_collections` hands out the project's handles already scoped to
-its tenant (`collection.with_tenant(tenant)`), so every query, write, forget, expiry sweep and worker task of a store
-reads and writes that tenant only: no other code names a tenant.
+This module is the one place that knows it. `ensure_collections` hands out the project's handles already scoped to its
+tenant (`collection.with_tenant(tenant)`, then the consistency levels of replication.py's `with_levels`), so every
+query, write, forget, expiry sweep and worker task of a store reads and writes that tenant only: no other code names a
+tenant.
 
 **Tenant names.** Weaviate allows [A-Za-z0-9_-], 1 to 64 characters. A project name (NFKC-normalised and trimmed)
 that is already such a name is its own tenant ("shop-cn" -> "shop-cn"); any other is mapped to a readable prefix
@@ -49,6 +50,7 @@ from weaviate.collections import Collection as WeaviateCollection
 from hindsight_insights.connection import weaviate_errors
 from hindsight_insights.embedder import Embedder
 from hindsight_insights.errors import EmbedderMismatch, HindsightError, InvalidInput
+from hindsight_insights.store.replication import SINGLE_NODE, Replication, with_levels
 from hindsight_insights.store.schema import (
     COLLECTION_PREFIX,
     COLLECTION_SET,
@@ -63,6 +65,7 @@ from hindsight_insights.store.schema import (
     ProjectCollections,
     StoredField,
     create_collection,
+    replication_config,
     spec_of,
     use_flat_search_cutoff,
 )
@@ -108,13 +111,13 @@ def registry_id(tenant: str) -> uuid.UUID:
     return uuid.uuid5(_NAMESPACE, tenant)
 
 
-def ensure_shared_collections(client: weaviate.WeaviateClient) -> None:
-    """Create the set's collections and the registry if missing (idempotent), and check that existing ones are ours,
-    of this schema, multi-tenant."""
+def ensure_shared_collections(client: weaviate.WeaviateClient, replication: Replication = SINGLE_NODE) -> None:
+    """Create the set's collections and the registry if missing (idempotent), with `replication.factor` copies, and
+    check that existing ones are ours, of this schema, multi-tenant."""
     for spec in COLLECTION_SET:
         if not client.collections.exists(spec.name):
-            create_collection(client, spec, _description(spec.purpose))
-        check_binding(client.collections.use(spec.name), spec.name, tenants=True)
+            create_collection(client, spec, _description(spec.purpose), replication)
+        check_binding(client.collections.use(spec.name), spec.name, tenants=True, replication=replication)
     if not client.collections.exists(REGISTRY):
         try:
             client.collections.create(
@@ -122,11 +125,12 @@ def ensure_shared_collections(client: weaviate.WeaviateClient) -> None:
                 description=_description("the projects: tenant, embedder, vectors' recipe, last use"),
                 properties=[field.weaviate_property() for field in REGISTRY_FIELDS],
                 vector_config=Configure.Vectors.self_provided(),
+                replication_config=replication_config(client, replication),
             )
         except weaviate.exceptions.UnexpectedStatusCodeError as error:
             if "already exists" not in str(error):  # another process created it first
                 raise
-    check_binding(client.collections.use(REGISTRY), REGISTRY, tenants=False)
+    check_binding(client.collections.use(REGISTRY), REGISTRY, tenants=False, replication=replication)
     use_flat_search_cutoff(client.collections.use(spec_of(INSIGHTS).name))
 
 
@@ -134,9 +138,21 @@ def _description(purpose: str) -> str:
     return json.dumps({"hindsight": purpose, "schema": SCHEMA_VERSION, "tenants": True}, ensure_ascii=False)
 
 
-def check_binding(collection: WeaviateCollection, name: str, *, tenants: bool) -> None:
-    """The collection is one Hindsight Insights made, of this schema version (and multi-tenant where it must be)."""
+def check_binding(
+    collection: WeaviateCollection, name: str, *, tenants: bool, replication: Replication = SINGLE_NODE
+) -> None:
+    """The collection is one Hindsight Insights made, of this schema version (and multi-tenant where it must be). A
+    replication factor other than the configured one is only warned of: the data is there either way."""
     config = collection.config.get()
+    found_factor = config.replication_config.factor
+    if found_factor != replication.factor:
+        log.warning(
+            "collection %s keeps %d copies of each project, but HINDSIGHT_REPLICATION_FACTOR is %d: the factor applies "
+            "when the collections are created (Weaviate 1.32 and newer can change it in place)",
+            name,
+            found_factor,
+            replication.factor,
+        )
     try:
         found = json.loads(config.description or "")
     except json.JSONDecodeError:
@@ -159,13 +175,19 @@ class ProjectTenancy:
     """One project's tenant and registry record, as a store uses them: last use, the vectors' recipe."""
 
     def __init__(
-        self, client: weaviate.WeaviateClient, project: str, tenant: str, *, touch_every_s: float = TOUCH_EVERY_S
+        self,
+        client: weaviate.WeaviateClient,
+        project: str,
+        tenant: str,
+        *,
+        touch_every_s: float = TOUCH_EVERY_S,
+        replication: Replication = SINGLE_NODE,
     ) -> None:
         self.client = client
         self.project = project
         self.tenant = tenant
         self.touch_every_s = touch_every_s
-        self._registry = client.collections.use(REGISTRY)
+        self._registry = with_levels(client.collections.use(REGISTRY), replication)
         self._touched = time.monotonic()  # opening the project noted its use (ensure_collections)
 
     def touch(self, *, force: bool = False) -> bool:
@@ -194,15 +216,21 @@ class ProjectTenancy:
 
 
 def ensure_collections(
-    client: weaviate.WeaviateClient, project: str, embedder: Embedder, *, vectors: int = VECTOR_TEXT_VERSION
+    client: weaviate.WeaviateClient,
+    project: str,
+    embedder: Embedder,
+    *,
+    vectors: int = VECTOR_TEXT_VERSION,
+    replication: Replication = SINGLE_NODE,
 ) -> ProjectCollections:
-    """The project's handles on the shared set, scoped to its tenant: the set and the project's record and tenants are
-    created if missing (idempotent; racing processes are fine), the record's embedder checked, its last use noted.
-    `vectors`: the recipe of the vectors a new project starts with (the migration passes the copied ones')."""
+    """The project's handles on the shared set, scoped to its tenant and reading and writing at the consistency
+    levels of `replication` (replication.py): the set and the project's record and tenants are created if missing
+    (idempotent; racing processes are fine), the record's embedder checked, its last use noted. `vectors`: the recipe
+    of the vectors a new project starts with (the migration passes the copied ones')."""
     name = normalized_project(project)
     tenant = tenant_name(name)
-    ensure_shared_collections(client)
-    registry = client.collections.use(REGISTRY)
+    ensure_shared_collections(client, replication)
+    registry = with_levels(client.collections.use(REGISTRY), replication)
     record_id = registry_id(tenant)
     record = registry.query.fetch_object_by_id(record_id)
     now = datetime.now(UTC)
@@ -239,7 +267,7 @@ def ensure_collections(
     for spec in COLLECTION_SET:
         collection = client.collections.use(spec.name)
         collection.tenants.create([Tenant(name=tenant)])  # no change when it exists (active or not)
-        handles[spec.role] = collection.with_tenant(tenant)
+        handles[spec.role] = with_levels(collection.with_tenant(tenant), replication)
     registry.data.update(record_id, properties={"last_used": now})
     return ProjectCollections(
         project=name, tenant=tenant, handles=handles, vector_text_version=_int(found.get("vectors"), 1)

@@ -43,6 +43,7 @@ from hindsight_insights.connection import SAFE_TO_RERUN, weaviate_errors
 from hindsight_insights.embedder import Embedder
 from hindsight_insights.errors import EmbedderMismatch, HindsightError
 from hindsight_insights.store.migration import MIGRATE_COMMAND
+from hindsight_insights.store.replication import SINGLE_NODE, Replication
 from hindsight_insights.store.schema import (
     AUDIT,
     BLAME,
@@ -133,6 +134,7 @@ def move_into_tenants(
     *,
     batch_size: int = 200,
     progress: Callable[[str, int], None] | None = None,
+    replication: Replication = SINGLE_NODE,
 ) -> ProjectMove:
     """Copy the project's own collections into its tenant, verify, then drop them (see the module's docstring).
     Raises HindsightError, having dropped nothing, when a collection does not verify."""
@@ -149,8 +151,8 @@ def move_into_tenants(
     if EXAMPLES in present:
         _check_old_binding(client.collections.use(present[EXAMPLES]), present[EXAMPLES], embedder)
     with weaviate_errors("creating the project's tenant"):
-        collections = ensure_collections(client, project, embedder, vectors=old_vectors)
-        tenancy = ProjectTenancy(client, collections.project, collections.tenant)
+        collections = ensure_collections(client, project, embedder, vectors=old_vectors, replication=replication)
+        tenancy = ProjectTenancy(client, collections.project, collections.tenant, replication=replication)
         if old_vectors < tenancy.vector_text_version():  # noted before copying: a crash leaves it noted
             tenancy.record_vectors(old_vectors)
     report.tenant = collections.tenant
