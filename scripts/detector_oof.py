@@ -93,7 +93,8 @@ def main() -> None:
     labels = [CLASSES[i] for i in data.labels]
     print(f"{setting}\nout-of-fold log loss {loss:.4f} (temperature {t})\n")
     print(render(f"out of fold, {args.corpus.name}", labels, decisions(data, probabilities, combination)) + "\n")
-    print(render("out of fold, the model alone (argmax)", labels, [CLASSES[i] for i in probabilities.argmax(axis=1)]) + "\n")
+    alone = [CLASSES[i] for i in probabilities.argmax(axis=1)]
+    print(render("out of fold, the model alone (argmax)", labels, alone) + "\n")
     if args.no_tune:
         return
     model = fit(data, c, scales, (t, 0.0))
