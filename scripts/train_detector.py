@@ -9,12 +9,15 @@ the same message (Chinese without segmentation), and the rule block: the familie
 question; a number repeated or changed). Model: scikit-learn's multinomial logistic regression (lbfgs, deterministic),
 calibrated by a temperature fitted on out-of-fold scores.
 
-Every choice uses the TRAINING corpus only, by stratified 5-fold cross-validation (fixed seed): C and the embedding
-block's weight by out-of-fold log loss; then the combination with the rules (learned_corrections.Combination) on
-the out-of-fold probabilities: which rule outcomes stay firm (every subset is tried) and `correction_at`, by macro
-F1 over the five classes among the choices whose false corrections on `none` stay at most MAX_FALSE_CORRECTIONS.
-The unsure band is [correction_at - UNSURE_BELOW, correction_at + half the way to 1): the corrections the model
-nearly found and the ones it barely found. No evaluation set is read here.
+Every choice uses the TRAINING corpus only, by stratified 5-fold cross-validation (fixed seed): C and the block
+weights (embedding, n-grams, rules) by out-of-fold log loss; then the combination with the rules
+(learned_corrections.Combination) on the out-of-fold probabilities: which rule outcomes stay firm (every subset is
+tried) and `correction_at`, by macro F1 over the five classes among the choices whose false corrections on `none`
+stay at most MAX_FALSE_CORRECTIONS (2%), preferring those that keep factual and preference recall at MIN_RECALL
+(0.8) when any does. The unsure band is [correction_at - UNSURE_BELOW, correction_at + half the way to 1): the
+corrections the model nearly found and the ones it barely found. No evaluation set is read here;
+scripts/detector_oof.py prints a candidate setting's out-of-fold confusion matrix and per-class figures (and the
+tune split's) with these same functions.
 
 The model is written without pickle (scripts/train_screen.save_arrays: fixed zip timestamps, so the same corpus
 gives the same bytes) to hindsight_insights/data/detector_model.npz, which ships in the plugin package.
@@ -63,10 +66,16 @@ NGRAMS = {"n_min": 1, "n_max": 4, "min_df": 2, "max_features": 30000}
 MIN_FAMILY_COUNT = 3  # a rule family seen fewer times in the corpus gets no column: its weight would be noise
 FOLDS = 5
 SEED = 0
-GRID_C = (1.0, 3.0, 10.0, 30.0)
+GRID_C = (10.0, 30.0)
 GRID_EMBEDDING_WEIGHT = (0.5, 1.0, 2.0)
-GRID_CORRECTION_AT = tuple(round(x, 2) for x in np.arange(0.3, 0.96, 0.05))
-MAX_FALSE_CORRECTIONS = 0.03
+# The rule block's weight: at 1.0 the model followed a rule outcome wherever it fired, also where the rules fire on
+# topic cues alone ("收到，我方将…回复" read as a preference), and out-of-fold log loss was worst.
+GRID_RULE_WEIGHT = (0.125, 0.25, 0.5, 1.0)
+GRID_CORRECTION_AT = tuple(round(x, 2) for x in np.arange(0.3, 0.99, 0.02))
+# Out-of-fold false corrections on `none` allowed; the unseen sets have run at two to three times the out-of-fold
+# rate (3.0% out of fold, 8.3% on the last unseen set), and the bar there is 3%.
+MAX_FALSE_CORRECTIONS = 0.02
+MIN_RECALL = 0.8  # factual and preference recall preferred among the allowed choices, when any reaches it
 UNSURE_BELOW = 0.3
 OUTCOMES = (*CLASSES[:4], SELF_FIX)
 
@@ -134,6 +143,16 @@ def out_of_fold(data: Prepared, c: float, scales: tuple[float, float, float]) ->
     return scores
 
 
+def oof_probabilities(
+    data: Prepared, c: float, scales: tuple[float, float, float]
+) -> tuple[npt.NDArray[np.float64], float, float]:
+    """Calibrated out-of-fold probabilities, the temperature and the log loss."""
+    scores = out_of_fold(data, c, scales)
+    t = temperature(scores, data.labels)
+    probabilities = softmax(scores, t)
+    return probabilities, t, float(log_loss(data.labels, probabilities, labels=range(len(CLASSES))))
+
+
 def softmax(scores: npt.NDArray[np.float64], temperature: float) -> npt.NDArray[np.float64]:
     scaled = scores / temperature
     scaled -= scaled.max(axis=1, keepdims=True)
@@ -158,11 +177,27 @@ def decisions(data: Prepared, probabilities: npt.NDArray[np.float64], combinatio
 
 
 def scores_of(labels: Sequence[str], predicted: Sequence[str]) -> dict[str, float]:
+    """Macro F1 over the five classes, false corrections on `none`, and each correction class's precision/recall."""
     nones = [guess for label, guess in zip(labels, predicted, strict=True) if label == NONE]
-    return {
+    figures = {
         "macro_f1": float(f1_score(labels, predicted, labels=list(CLASSES), average="macro", zero_division=0)),
         "false_corrections": sum(guess != NONE for guess in nones) / max(len(nones), 1),
     }
+    for kind in CLASSES[:4]:
+        hits = sum(label == guess == kind for label, guess in zip(labels, predicted, strict=True))
+        figures[f"{kind}_precision"] = hits / max(sum(guess == kind for guess in predicted), 1)
+        figures[f"{kind}_recall"] = hits / max(sum(label == kind for label in labels), 1)
+    return figures
+
+
+def confusion(labels: Sequence[str], predicted: Sequence[str]) -> list[list[int]]:
+    """Rows: label, columns: predicted, both in CLASSES order."""
+    counts = Counter(zip(labels, predicted, strict=True))
+    return [[counts[(label, guess)] for guess in CLASSES] for label in CLASSES]
+
+
+def recall_kept(figures: dict[str, float]) -> bool:
+    return min(figures["factual_recall"], figures["preference_recall"]) >= MIN_RECALL
 
 
 def choose_combination(data: Prepared, probabilities: npt.NDArray[np.float64]) -> tuple[Combination, dict[str, Any]]:
@@ -175,6 +210,7 @@ def choose_combination(data: Prepared, probabilities: npt.NDArray[np.float64]) -
                 figures = scores_of(labels, decisions(data, probabilities, combination))
                 tried.append((figures, -len(firm), at, combination))
     allowed = [t for t in tried if t[0]["false_corrections"] <= MAX_FALSE_CORRECTIONS] or tried
+    allowed = [t for t in allowed if recall_kept(t[0])] or allowed
     figures, _, at, best = max(allowed, key=lambda t: (round(t[0]["macro_f1"], 4), t[1], -t[2]))
     low, high = max(0.0, at - UNSURE_BELOW), at + (1.0 - at) / 2
     return Combination(best.firm, at, round(low, 2), round(high, 2)), figures
@@ -183,16 +219,12 @@ def choose_combination(data: Prepared, probabilities: npt.NDArray[np.float64]) -
 def train(out: Path) -> dict[str, Any]:
     data = Prepared(load_corpus(), UseM3Embedder(threads=1))
     results = []
-    for embedding_weight in GRID_EMBEDDING_WEIGHT:
-        scales = (embedding_weight, 1.0, 1.0)
-        for c in GRID_C:
-            scores = out_of_fold(data, c, scales)
-            t = temperature(scores, data.labels)
-            loss = float(log_loss(data.labels, softmax(scores, t), labels=range(len(CLASSES))))
-            results.append((loss, c, embedding_weight, scores, t))
-            print(f"C={c:<5} embedding weight={embedding_weight}: out-of-fold log loss {loss:.4f} (temperature {t})")
-    loss, c, embedding_weight, scores, t = min(results, key=lambda r: (r[0], r[1], r[2]))
-    probabilities = softmax(scores, t)
+    for embedding_weight, rule_weight, c in itertools.product(GRID_EMBEDDING_WEIGHT, GRID_RULE_WEIGHT, GRID_C):
+        scales = (embedding_weight, 1.0, rule_weight)
+        probabilities, t, loss = oof_probabilities(data, c, scales)
+        results.append((loss, c, scales, probabilities, t))
+        print(f"C={c:<5} block weights={scales}: out-of-fold log loss {loss:.4f} (temperature {t})", flush=True)
+    loss, c, scales, probabilities, t = min(results, key=lambda r: (r[0], r[1], r[2]))
     combination, figures = choose_combination(data, probabilities)
     labels = [CLASSES[i] for i in data.labels]
     rules_only = scores_of(labels, [found.type.value for found in data.found])
@@ -200,9 +232,11 @@ def train(out: Path) -> dict[str, Any]:
     correction = 1.0 - probabilities[:, CLASSES.index(NONE)]
     free = np.array([rule_outcome(found) not in combination.firm for found in data.found])
     unsure = free & (correction >= combination.unsure_low) & (correction < combination.unsure_high)
-    right = np.array(decisions(data, probabilities, combination)) == np.array(labels)
+    decided = decisions(data, probabilities, combination)
+    right = np.array(decided) == np.array(labels)
     settings = {
         "C": c,
+        "block_weights": list(scales),
         "combination": {
             "firm": sorted(combination.firm),
             "correction_at": combination.correction_at,
@@ -213,6 +247,7 @@ def train(out: Path) -> dict[str, Any]:
         "out_of_fold": {
             "log_loss": round(loss, 4),
             "combined": {k: round(v, 4) for k, v in figures.items()},
+            "confusion": confusion(labels, decided),
             "rules_only": {k: round(v, 4) for k, v in rules_only.items()},
             "model_only": {k: round(v, 4) for k, v in model_only.items()},
             "unsure_share": round(float(unsure.mean()), 4),
@@ -220,7 +255,7 @@ def train(out: Path) -> dict[str, Any]:
             "accuracy_sure": round(float(np.mean(right[~unsure])), 4),
         },
     }
-    model = fit(data, c, (embedding_weight, 1.0, 1.0), (t, 0.0))
+    model = fit(data, c, scales, (t, 0.0))
     model = LinearTextModel(**{**model.__dict__, "settings": settings})
     save_arrays(out, model.to_arrays())
     return settings

@@ -43,7 +43,8 @@ from testkit.cases import (
 from testkit.recording_llm import RecordingLlm
 from tests.test_screen_admission import FixedModel
 
-# The rules read "first … then" as a process; the learned detector leans to none, unsure (P(correction) 0.57).
+# The rules read "first … then" as a process; the learned detector finds the wish about form (a preference), unsure
+# (P(correction) about 0.9, inside the trained band).
 LEAD = "Lead with the answer, then the reasoning."
 BACKGROUND = (
     "Let's look at the background first. The tool was introduced in 2019... In conclusion, yes, you can use it."
@@ -72,7 +73,7 @@ def test_an_unsure_decision_is_settled_by_the_verdict_and_keeps_the_rules_quotes
         return answer
 
     own = detect(LEAD, BACKGROUND, detector)
-    assert own.type is CorrectionType.NONE and own.unsure
+    assert own.type is CorrectionType.PREFERENCE and own.unsure
     rules = detect(LEAD, BACKGROUND)
     preference = detect(LEAD, BACKGROUND, detector, second_opinion(CorrectionType.PREFERENCE))
     assert preference.type is CorrectionType.PREFERENCE and preference.confidence <= GENERAL

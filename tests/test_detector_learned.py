@@ -93,9 +93,11 @@ def test_the_model_finds_what_the_rules_miss(
 
 
 def test_a_weak_finding_stays_none_and_is_unsure(learned: LearnedDetector) -> None:
-    """P(correction) below correction_at but inside the band: none, for a workspace model to be asked about."""
-    found = detect("我们公司的报销上限早就调到八百了", "根据规定，差旅报销的上限是五百元。", learned)
+    """P(correction) below correction_at but inside the band: none, for a workspace model to be asked about. (A doubt
+    without a value; a change stated with one, "报销上限早就调到八百了", is now found: factual.)"""
+    found = detect("这跟我了解的不太一样", "根据规定，差旅报销的上限是五百元。", learned)
     assert found.type is CorrectionType.NONE and found.unsure
+    assert learned.combination.unsure_low <= 1 - found.probabilities["none"] < learned.combination.correction_at
 
 
 def test_a_thank_you_stays_none(learned: LearnedDetector) -> None:

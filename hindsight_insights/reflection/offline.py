@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from hindsight_insights.commands import Provenance
 from hindsight_insights.config import Settings
-from hindsight_insights.detection.correction_types import Correction, CorrectionType
+from hindsight_insights.detection.correction_types import IMPLICIT, Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.quantities import anchors
@@ -115,7 +115,9 @@ def _repeated_wish(correction: Correction, message: str, answer: str, others: Se
     return dataclasses.replace(
         correction,
         type=CorrectionType.PREFERENCE,
-        confidence=round(probabilities[_PREFERENCE], 2),
+        # Below the detector's bar for one message, the repetition is what shows the wish: a "consider" rule at most,
+        # whatever the model's calibration makes of P(preference).
+        confidence=min(round(probabilities[_PREFERENCE], 2), IMPLICIT),
         corrected=message,
         signals=(*correction.signals, "offline:repeated_wish"),
     )
