@@ -2,8 +2,9 @@
 messages that correct nothing, and the confusion matrix; for the rules alone and for the rules with the learned
 detector (detector_model.py), side by side.
 
-Sets: bench/data/corrections.json (its tune split, which the rules were tuned on, and its holdout) and
-bench/data/corrections_eval.json (written apart, never tuned on: the headline). The learned detector was trained on
+Sets: bench/data/corrections.json (its tune split, which the rules were tuned on, and its holdout), and the sets
+written apart and never tuned on: bench/data/corrections_eval.json ("new") and bench/data/corrections_eval_2.json
+("new-2", written after the training corpus was frozen again: the headline). The learned detector was trained on
 training/corrections/corpus.jsonl only. `--errors` lists the tune split's misclassified items by the rules (never
 the holdout's or the new set's, which must not steer anything).
 
@@ -28,16 +29,25 @@ from hindsight_insights.detection.learned_corrections import LearnedDetector
 
 DATA = Path(__file__).parent / "data" / "corrections.json"
 NEW = Path(__file__).parent / "data" / "corrections_eval.json"
-HELD_OUT = ("holdout", "new")  # the sets a retrained model is judged on (hindsight_cli detector retrain)
+NEW_2 = Path(__file__).parent / "data" / "corrections_eval_2.json"
+WRITTEN_APART = {"new-2": NEW_2, "new": NEW}  # newest first: the headline
+
+
+def held_out() -> tuple[str, ...]:
+    """The sets a retrained model is judged on (hindsight_cli detector retrain): the holdout and those written apart."""
+    return ("holdout", *(split for split, path in WRITTEN_APART.items() if path.exists()))
+
+
 CLASSES = [kind.value for kind in CorrectionType]
 CORRECTIONS = [kind for kind in CLASSES if kind != CorrectionType.NONE]
 
 
 def load() -> list[dict[str, Any]]:
-    """Every evaluation item, the new set's with split "new"."""
+    """Every evaluation item; those of the sets written apart with their set's name as split ("new", "new-2")."""
     items: list[dict[str, Any]] = json.loads(DATA.read_text(encoding="utf-8"))["items"]
-    if NEW.exists():
-        items += [{**item, "split": "new"} for item in json.loads(NEW.read_text(encoding="utf-8"))["items"]]
+    for split, path in WRITTEN_APART.items():
+        if path.exists():
+            items += [{**item, "split": split} for item in json.loads(path.read_text(encoding="utf-8"))["items"]]
     return items
 
 
@@ -160,11 +170,14 @@ def default_detector() -> LearnedDetector | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--errors", action="store_true", help="list the tune split's misclassified items")
-    parser.add_argument("--split", choices=["all", "new", "holdout", "tune"], default="all", help="which set to print")
+    parser.add_argument(
+        "--split", choices=["all", *WRITTEN_APART, "holdout", "tune"], default="all", help="which set to print"
+    )
     parser.add_argument("--rules-only", action="store_true", help="leave out the learned detector")
     args = parser.parse_args()
     items = load()
-    splits = ["new", "holdout", "tune"] if args.split == "all" else [args.split]
+    present = [split for split, path in WRITTEN_APART.items() if path.exists()]
+    splits = [*present, "holdout", "tune"] if args.split == "all" else [args.split]
     learned = None if args.rules_only else default_detector()
     reports = []
     for split in splits:

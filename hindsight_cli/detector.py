@@ -98,7 +98,7 @@ class Retrained:
 def retrain(labels: list[ReviewLabel], model_path: Path) -> Retrained:
     """Refit on the corpus plus `labels`; install at `model_path` only when not worse on the held-out sets."""
     # Imported here: scikit-learn and the repository's scripts/ and bench/ are not part of the plugin or the worker.
-    from bench.eval_corrections import HELD_OUT, evaluate, load
+    from bench.eval_corrections import evaluate, held_out, load
     from hindsight_insights.config import Settings
     from hindsight_insights.detector_model import learned_detector, load_detector_model
     from hindsight_insights.embedder import UseM3Embedder
@@ -111,7 +111,7 @@ def retrain(labels: list[ReviewLabel], model_path: Path) -> Retrained:
     def figures(path: Path) -> dict[str, float]:
         detector = learned_detector(embedder, Settings(detector=True), path)
         assert detector is not None, "the model was trained with another embedder"
-        return {split: evaluate(items, split, detector).macro_f1 for split in HELD_OUT}
+        return {split: evaluate(items, split, detector).macro_f1 for split in held_out()}
 
     installed = load_detector_model(model_path)
     before = figures(model_path)

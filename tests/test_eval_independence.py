@@ -17,8 +17,9 @@ corpus (split at sentence ends, folded) must not occur in any item of any evalua
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
 not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval.json (the new set,
-never tuned on), message or previous answer; and no sentence of 20+ characters of a training message
-(training/corrections/corpus.jsonl) may occur in any item of either file, tune split included. The training
+never tuned on) or corrections_eval_2.json, message or previous answer, nor in a turn of the never-tuned reflection
+sessions (bench/data/reflection_eval_sessions*.json); and no sentence of 20+ characters of a training message
+(training/corrections/corpus.jsonl) may occur in any item of those files, tune split included. The training
 corpus's previous answers are left out of that check: they are the context, not what is labelled, and a few stock
 assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both by coincidence.
 """
@@ -33,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from bench import eval_corrections
+from bench import eval_corrections, eval_reflection
 from bench.eval_poisoning import DATA, SCREENING_EVAL, load_screening_eval
 from hindsight_insights.detection import correction_patterns, poisoning_patterns, redaction_patterns
 from hindsight_insights.detection.text import fold
@@ -197,9 +198,20 @@ def correction_training_sentences() -> set[str]:
     return sentences
 
 
+def reflection_eval_texts() -> dict[str, str]:
+    """file:id -> folded turns (the user's and the assistant's) of every never-tuned reflection session."""
+    texts = {}
+    for path in (eval_reflection.EVAL_DATA, eval_reflection.EVAL_2_DATA):
+        if path.exists():
+            for session in json.loads(path.read_text(encoding="utf-8"))["sessions"]:
+                turns = "\n".join(f"{turn['assistant']}\n{turn['user']}" for turn in session["turns"])
+                texts[f"{path.name}:{session['id']}"] = fold(turns).text
+    return texts
+
+
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
-    texts = correction_eval_texts(with_tune=False)
+    texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
     assert any(key.startswith("new:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
@@ -208,7 +220,7 @@ def test_no_correction_rule_quotes_an_evaluation_item() -> None:
 def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
     sentences = correction_training_sentences()
     assert len(sentences) > 200  # the corpus is read and split
-    texts = correction_eval_texts(with_tune=True)
+    texts = correction_eval_texts(with_tune=True) | reflection_eval_texts()
     leaks = sorted((key, sentence[:40]) for key, text in texts.items() for sentence in sentences if sentence in text)
     assert not leaks, f"correction training sentences found in evaluation items: {leaks}"
 
