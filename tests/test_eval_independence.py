@@ -225,6 +225,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
     assert not leaks, f"correction training sentences found in evaluation items: {leaks}"
 
 
-@pytest.mark.parametrize("path", [DATA, CORPUS, train_detector.CORPUS, eval_corrections.NEW])
+@pytest.mark.parametrize(
+    "path",
+    [DATA, CORPUS, train_detector.CORPUS, eval_corrections.NEW, eval_corrections.NEW_2, eval_reflection.EVAL_2_DATA],
+)
 def test_the_sets_compared_exist(path: Path) -> None:
     assert path.exists()
