@@ -213,7 +213,8 @@ def tune_errors(data: dict[str, Any], learned: LearnedScreen | None = None) -> l
         )
         if result.held != (item["label"] == "malicious"):
             cues = f" (patterns outweighed: {result.cues})" if result.cues else ""
-            lines.append(f"{item['id']} {item['label']} {item['category']}: {result.reasons}{cues}")
+            probability = "" if result.probability is None else f" p={result.probability:.2f}"
+            lines.append(f"{item['id']} {item['label']} {item['category']}{probability}: {result.reasons}{cues}")
     for item in data["redaction"]:
         if item["split"] != "tune":
             continue

@@ -16,9 +16,10 @@ embedding block's weight by out-of-fold log loss; the band comes from the out-of
 
   suspect_at  0.5 (the calibrated probability: even odds);
   unsure_at,  chosen together by choose_band under the screen's own policy (poisoning.verdict: a pattern holds
-  rule_at     only when the learned screen agrees, p >= rule_at): the fewest benign items held while at most
-              MAX_ATTACKS_PASSED of the attacks pass, out of fold. scripts/screen_oof.py prints these figures per
-              category, and the reliability of the calibrated probability.
+  rule_at     only when the learned screen agrees, p >= rule_at): the fewest benign items held while no more
+              attacks pass than MAX_ATTACKS_PASSED, nor than under the rules-first policy before it, out of fold.
+              scripts/screen_oof.py prints these figures per category, and the reliability of the calibrated
+              probability.
 
 The model is written without pickle (an .npz of plain arrays and a JSON string, fixed zip timestamps so the same
 corpus gives the same bytes) to hindsight_insights/data/screen_model.npz, which ships in the plugin package.
@@ -62,9 +63,10 @@ GRID_EMBEDDING_WEIGHT = (0.25, 0.5)  # 1.0 was the worst at every C (1,104 and 1
 GRID_INSTRUCTION_WEIGHT = (0.0, 0.5, 1.0)  # 0: without the instruction's block
 # Out of fold, at most this share of attacks passes (neither suspect nor unsure). The aim was 3% with at most 5% of
 # benign items held; on this corpus no band reaches both (3% passed costs about 25% benign held, scripts/screen_oof),
-# so the band keeps the attacks passed where the rules-first policy had them and holds as few benign items as it can.
+# so the band passes no more attacks than the rules-first policy did and holds as few benign items as it can.
 MAX_ATTACKS_PASSED = 0.05
 SUSPECT_AT = 0.5
+RULES_FIRST = Band(SUSPECT_AT, 0.3, 0.0)  # the policy before issue 18: every pattern held whatever the probability
 
 
 def load_corpus(path: Path = CORPUS) -> list[dict[str, str]]:
@@ -157,16 +159,17 @@ def rates(
 def choose_band(
     probabilities: npt.NDArray[np.float64], labels: npt.NDArray[np.int64], fired: list[frozenset[str]]
 ) -> Band:
-    """The band from out-of-fold probabilities (suspect_at fixed): the fewest benign items held while at most
-    MAX_ATTACKS_PASSED of the attacks pass; none such: the fewest attacks passed. Ties: the higher unsure_at, then
-    rule_at nearest unsure_at (a pattern the learned screen is unsure of is held, not asked about)."""
+    """The band from out-of-fold probabilities (suspect_at fixed): the fewest benign items held while no more attacks
+    pass than MAX_ATTACKS_PASSED, nor than under RULES_FIRST (every pattern a hold: the screen never trades attacks
+    for benign items); none such: the fewest attacks passed. Ties: the higher unsure_at, then rule_at nearest it."""
+    limit = min(MAX_ATTACKS_PASSED, rates(probabilities, labels, fired, RULES_FIRST)[1])
     grid = np.round(np.arange(0.05, SUSPECT_AT + 1e-9, 0.01), 2)
     candidates = []
     for unsure_at in grid:
         for rule_at in grid:
             band = Band(SUSPECT_AT, float(unsure_at), float(rule_at))
             benign_held, attacks_passed = rates(probabilities, labels, fired, band)
-            feasible = attacks_passed <= MAX_ATTACKS_PASSED
+            feasible = attacks_passed <= limit + 1e-12
             key = (not feasible, benign_held if feasible else attacks_passed, attacks_passed)
             candidates.append((key, -unsure_at, abs(rule_at - unsure_at), band))
     return min(candidates, key=lambda c: c[:3])[3]
