@@ -14,8 +14,8 @@ no secret, must come back unchanged). The reader also takes the older generic la
 object with "items" (a label attack/malicious or benign, fields under "insight" or at top level, or "text") and
 "redaction" (text and a list of "secrets").
 
-The holdout split is the headline; `--errors` lists the tune split's failures only (never the holdout's, never the
-screening set's).
+The holdout split is the headline; `--errors` prints the tune split alone, its figures and its failures (never the
+holdout's, never the screening set's: it does not read them).
 
     make eval-poisoning    (or: .venv/bin/python -m bench.eval_poisoning [--errors])
 """
@@ -200,16 +200,21 @@ def screens(items: list[dict[str, Any]], learned: LearnedScreen | None) -> dict[
     return reports
 
 
-def tune_errors(data: dict[str, Any]) -> list[str]:
-    """The tune split's failures, with the reasons the screen gave. Tune only, by design."""
+def tune_errors(data: dict[str, Any], learned: LearnedScreen | None = None) -> list[str]:
+    """The tune split's failures under the screen admission runs (held: suspect or unsure), with the reasons it
+    gave and the patterns it outweighed. Tune only, by design."""
     lines = []
     for item in data["items"]:
         if item["split"] != "tune":
             continue
         insight = item["insight"]
-        result = screen(insight["topic"], insight["action"], insight["observation"])
-        if result.suspect != (item["label"] == "malicious"):
-            lines.append(f"{item['id']} {item['label']} {item['category']}: {result.reasons}")
+        result = screen(
+            insight["topic"], insight["action"], insight["observation"], learned=learned, instruction=insight["action"]
+        )
+        if result.held != (item["label"] == "malicious"):
+            cues = f" (patterns outweighed: {result.cues})" if result.cues else ""
+            probability = "" if result.probability is None else f" p={result.probability:.2f}"
+            lines.append(f"{item['id']} {item['label']} {item['category']}{probability}: {result.reasons}{cues}")
     for item in data["redaction"]:
         if item["split"] != "tune":
             continue
@@ -226,6 +231,13 @@ def main() -> None:
     args = parser.parse_args()
     data = load()
     learned = default_learned()
+    if args.errors:  # the tune split alone: its figures and its failures, nothing of the held-out sets
+        tune = [item for item in data["items"] if item["split"] == "tune"]
+        redaction = [item for item in data["redaction"] if item["split"] == "tune"]
+        print(render("poisoning.json tune", screens(tune, learned), evaluate_redaction(redaction)))
+        print()
+        print("\n".join(tune_errors(data, learned)) or "no tune errors")
+        return
     blocks = []
     for split in SPLITS:
         items = [item for item in data["items"] if item["split"] == split]
@@ -239,9 +251,6 @@ def main() -> None:
         redacted = evaluate_redaction(independent["redaction"])
         blocks.append(render(SCREENING_EVAL.name, screens(independent["items"], learned), redacted))
     print("\n\n".join(blocks))
-    if args.errors:
-        print()
-        print("\n".join(tune_errors(data)) or "no tune errors")
 
 
 if __name__ == "__main__":

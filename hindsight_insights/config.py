@@ -183,14 +183,22 @@ class Settings(BaseSettings):
 
     prompts_dir: Path = Field(default_factory=lambda: Path(__file__).resolve().parent.parent / "prompts")
 
-    # The poisoning screen on every write (screening.py, admission.py; docs/architecture.md "Admission"). Unset
-    # thresholds are the trained band's (chosen on the training corpus's folds: suspect 0.50, unsure 0.30).
+    # The poisoning screen on every write (screening.py, admission.py; docs/architecture.md "Screening"). Unset
+    # thresholds are the trained band's, read from the model file: scripts/train_screen.choose_band picks unsure_at and
+    # rule_at on the training corpus's out-of-fold calibrated probabilities (the fewest benign items held while no
+    # more attacks pass than when every pattern held, and at most 5%; suspect_at stays 0.50, even odds). A pattern
+    # holds only from rule_at (the learned screen agrees); with screen_learned=false the patterns hold alone. Trained
+    # band (1,445 items): suspect 0.50, unsure 0.30, rule 0.20 (out of fold: 17.1% of benign held, 4.5% of attacks
+    # passed; every pattern a hold: 22.5% and 4.5%).
     screen_learned: bool = Field(
         True, description="Rules + the learned screen; false: the rules alone. Always the built-in embedder's vectors."
     )
     screen_suspect_at: float | None = Field(None, ge=0.0, le=1.0, description="Attack probability held as suspect.")
     screen_unsure_at: float | None = Field(
         None, ge=0.0, le=1.0, description="From here to screen_suspect_at: unsure (the workspace model, else held)."
+    )
+    screen_rule_at: float | None = Field(
+        None, ge=0.0, le=1.0, description="Attack probability from which a pattern that fired holds (suspect)."
     )
     model_calls_per_day: int = Field(
         500,

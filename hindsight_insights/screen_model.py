@@ -33,5 +33,9 @@ def learned_screen(embedder: Embedder, band: Band | None = None, path: Path = MO
     if embedder.id != model.embedder_id:
         return None
     trained = model.settings["band"]
-    chosen = band or Band(suspect_at=float(trained["suspect_at"]), unsure_at=float(trained["unsure_at"]))
+    chosen = band or Band(
+        suspect_at=float(trained["suspect_at"]),
+        unsure_at=float(trained["unsure_at"]),
+        rule_at=float(trained.get("rule_at", trained["unsure_at"])),
+    )
     return LearnedScreen(model, lambda texts: embedder.embed(texts), chosen)

@@ -14,10 +14,12 @@ are the same whichever embedder search uses.
 
 `decide` is the screen's answer for one write:
 
-- a rule fired, or the probability reached `suspect_at`: held ("possible prompt injection: ...");
-- unsure (no rule fired, the probability in [unsure_at, suspect_at)): asked of the workspace model when the call
+- the probability reached `suspect_at`, or a rule fired and it reached `rule_at` (the learned screen agrees with the
+  pattern): held ("possible prompt injection: ...");
+- unsure (otherwise, the probability in [unsure_at, suspect_at)): asked of the workspace model when the call
   has a cascade (cascade.py), and let through only on its clear "benign"; held otherwise, with the reason;
-- else: passes.
+- else: passes (a rule that fired is only a cue then: its words are shared by security courses, attack reports and
+  privacy requests). With the rules alone (HINDSIGHT_SCREEN_LEARNED=false) a rule holds by itself.
 """
 
 from __future__ import annotations
@@ -67,8 +69,12 @@ def screen_for(
     band = Band(
         suspect_at=float(trained["suspect_at"]) if settings.screen_suspect_at is None else settings.screen_suspect_at,
         unsure_at=float(trained["unsure_at"]) if settings.screen_unsure_at is None else settings.screen_unsure_at,
+        rule_at=float(trained.get("rule_at", trained["unsure_at"]))
+        if settings.screen_rule_at is None
+        else settings.screen_rule_at,
     )
-    band = Band(band.suspect_at, min(band.unsure_at, band.suspect_at))  # an unsure_at above suspect_at: no band
+    # an unsure_at above suspect_at: no band; a pattern held from suspect_at at the latest
+    band = Band(band.suspect_at, min(band.unsure_at, band.suspect_at), min(band.agrees_at, band.suspect_at))
     learned = learned_screen(embedder, band)
     if learned is None:
         learned = learned_screen(load_builtin(settings.model_copy(update={"embedder": "use-m3"})), band)
@@ -98,6 +104,8 @@ def decide(
     if not screening.unsure:
         return Decision(False, None, screening)
     unsure = f"{INJECTION} (the screen is unsure: attack probability {screening.probability:.2f})"
+    if screening.cues:
+        unsure += "; patterns: " + "; ".join(screening.cues)
     if cascade is None:
         return Decision(True, f"{unsure}; no workspace model is set to ask", screening)
     opinion = ask(cascade, texts if learned_reads is None else learned_reads, screening.probability, now)

@@ -14,9 +14,12 @@ approximated as connected components of same-category items whose embeddings are
 USE-multilingual puts a sentence and its translation close together), then GroupKFold. The grid picks C and the
 embedding block's weight by out-of-fold log loss; the band comes from the out-of-fold probabilities:
 
-  suspect_at  0.5 (the calibrated probability);
-  unsure_at   the highest threshold <= suspect_at at which the held items (suspect or unsure) still include
-              UNSURE_RECALL of the out-of-fold attacks.
+  suspect_at  0.5 (the calibrated probability: even odds);
+  unsure_at,  chosen together by choose_band under the screen's own policy (poisoning.verdict: a pattern holds
+  rule_at     only when the learned screen agrees, p >= rule_at): the fewest benign items held while no more
+              attacks pass than MAX_ATTACKS_PASSED, nor than under the rules-first policy before it, out of fold.
+              scripts/screen_oof.py prints these figures per category, and the reliability of the calibrated
+              probability.
 
 The model is written without pickle (an .npz of plain arrays and a JSON string, fixed zip timestamps so the same
 corpus gives the same bytes) to hindsight_insights/data/screen_model.npz, which ships in the plugin package.
@@ -31,6 +34,7 @@ import hashlib
 import io
 import json
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +45,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.model_selection import GroupKFold
 
-from hindsight_insights.detection.classifier import Blocks, LinearTextModel, blocks, fit_ngrams
-from hindsight_insights.detection.poisoning import ATTACK, rule_families
+from hindsight_insights.detection.classifier import Blocks, CharNgrams, LinearTextModel, blocks, fit_ngrams
+from hindsight_insights.detection.poisoning import ATTACK, Band, rule_families, verdict
 from hindsight_insights.detection.poisoning_patterns import DATA, OVERRIDE, PRIVILEGE, PROMPT, ROLE
 from hindsight_insights.embedder import UseM3Embedder
 from hindsight_insights.screen_model import MODEL_PATH
@@ -57,8 +61,12 @@ FOLDS = 5
 GRID_C = (10.0, 30.0, 100.0, 300.0)  # below 10 never came close on this corpus
 GRID_EMBEDDING_WEIGHT = (0.25, 0.5)  # 1.0 was the worst at every C (1,104 and 1,382 items)
 GRID_INSTRUCTION_WEIGHT = (0.0, 0.5, 1.0)  # 0: without the instruction's block
-UNSURE_RECALL = 0.95
+# Out of fold, at most this share of attacks passes (neither suspect nor unsure). The aim was 3% with at most 5% of
+# benign items held; on this corpus no band reaches both (3% passed costs about 25% benign held, scripts/screen_oof),
+# so the band passes no more attacks than the rules-first policy did and holds as few benign items as it can.
+MAX_ATTACKS_PASSED = 0.05
 SUSPECT_AT = 0.5
+RULES_FIRST = Band(SUSPECT_AT, 0.3, 0.0)  # the policy before issue 18: every pattern held whatever the probability
 
 
 def load_corpus(path: Path = CORPUS) -> list[dict[str, str]]:
@@ -131,12 +139,63 @@ def out_of_fold(
     return scores
 
 
-def choose_unsure(probabilities: npt.NDArray[np.float64], labels: npt.NDArray[np.int64]) -> float:
-    attacks = probabilities[labels == 1]
-    for threshold in np.round(np.arange(SUSPECT_AT, 0.0, -0.01), 2):
-        if float(np.mean(attacks >= threshold)) >= UNSURE_RECALL:
-            return float(threshold)
-    return 0.01
+def decisions(
+    probabilities: npt.NDArray[np.float64], fired: list[frozenset[str]], band: Band
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """(suspect, held) of every item under `band`, by poisoning.verdict (the policy the screen runs)."""
+    verdicts = [verdict(float(p), bool(families), band) for p, families in zip(probabilities, fired, strict=True)]
+    suspect = np.array([v[0] for v in verdicts], dtype=bool)
+    return suspect, suspect | np.array([v[1] for v in verdicts], dtype=bool)
+
+
+def rates(
+    probabilities: npt.NDArray[np.float64], labels: npt.NDArray[np.int64], fired: list[frozenset[str]], band: Band
+) -> tuple[float, float]:
+    """(benign held, attacks passed) under `band`: held is what admission holds without a workspace model."""
+    _, held = decisions(probabilities, fired, band)
+    return float(np.mean(held[labels == 0])), float(np.mean(~held[labels == 1]))
+
+
+def choose_band(
+    probabilities: npt.NDArray[np.float64], labels: npt.NDArray[np.int64], fired: list[frozenset[str]]
+) -> Band:
+    """The band from out-of-fold probabilities (suspect_at fixed): the fewest benign items held while no more attacks
+    pass than MAX_ATTACKS_PASSED, nor than under RULES_FIRST (every pattern a hold: the screen never trades attacks
+    for benign items); none such: the fewest attacks passed. Ties: the higher unsure_at, then rule_at nearest it."""
+    limit = min(MAX_ATTACKS_PASSED, rates(probabilities, labels, fired, RULES_FIRST)[1])
+    grid = np.round(np.arange(0.05, SUSPECT_AT + 1e-9, 0.01), 2)
+    candidates = []
+    for unsure_at in grid:
+        for rule_at in grid:
+            band = Band(SUSPECT_AT, float(unsure_at), float(rule_at))
+            benign_held, attacks_passed = rates(probabilities, labels, fired, band)
+            feasible = attacks_passed <= limit + 1e-12
+            key = (not feasible, benign_held if feasible else attacks_passed, attacks_passed)
+            candidates.append((key, -unsure_at, abs(rule_at - unsure_at), band))
+    return min(candidates, key=lambda c: c[:3])[3]
+
+
+def figures(
+    probabilities: npt.NDArray[np.float64], corpus: CorpusFeatures, band: Band
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """Out-of-fold figures under `band`: overall, and per category the share held (benign: held by mistake;
+    attacks: 1 - passed) and the share suspect."""
+    suspect, held = decisions(probabilities, corpus.fired, band)
+    attacks, benign = corpus.labels == 1, corpus.labels == 0
+    overall = {
+        "benign_held": round(float(np.mean(held[benign])), 4),
+        "benign_suspect": round(float(np.mean(suspect[benign])), 4),
+        "attacks_passed": round(float(np.mean(~held[attacks])), 4),
+        "attacks_not_suspect": round(float(np.mean(~suspect[attacks])), 4),
+    }
+    per_category = {
+        category: {
+            "held": round(float(np.mean(held[corpus.categories == category])), 3),
+            "suspect": round(float(np.mean(suspect[corpus.categories == category])), 3),
+        }
+        for category in sorted(set(corpus.categories.tolist()))
+    }
+    return overall, per_category
 
 
 def save_arrays(path: Path, arrays: dict[str, npt.NDArray[Any]]) -> None:
@@ -151,8 +210,31 @@ def save_arrays(path: Path, arrays: dict[str, npt.NDArray[Any]]) -> None:
             archive.writestr(info, buffer.getvalue())
 
 
-def train(out: Path) -> dict[str, Any]:
-    items = load_corpus()
+@dataclass(frozen=True)
+class CorpusFeatures:
+    """The corpus read as the model reads it: what training and the out-of-fold report (scripts/screen_oof.py)
+    share."""
+
+    items: list[dict[str, str]]
+    labels: npt.NDArray[np.int64]
+    categories: npt.NDArray[np.str_]
+    groups: npt.NDArray[np.int64]
+    fired: list[frozenset[str]]
+    features: Blocks
+    ngrams: CharNgrams
+    instruction_ngrams: CharNgrams
+    embedder_id: str
+
+    @property
+    def widths(self) -> tuple[int, int]:
+        return len(self.ngrams.vocabulary), len(self.instruction_ngrams.vocabulary)
+
+    def matrix(self, embedding_weight: float, instruction_weight: float) -> sparse.csr_matrix:
+        weights = (embedding_weight, 1.0, 1.0)
+        return design(self.features, self.widths[0], weights, self.widths[1], instruction_weight)
+
+
+def corpus_features(items: list[dict[str, str]]) -> CorpusFeatures:
     texts = [item_text(item) for item in items]
     labels = np.array([1 if item["label"] == ATTACK else 0 for item in items], dtype=np.int64)
     embedder = UseM3Embedder(threads=1)
@@ -163,7 +245,18 @@ def train(out: Path) -> dict[str, Any]:
     instructions = [item["action"] for item in items]
     instruction_ngrams = fit_ngrams(instructions, **INSTRUCTION_NGRAMS)
     features = blocks(texts, lambda _: vectors, ngrams, FAMILIES, fired, instruction_ngrams, instructions)
-    widths = (len(ngrams.vocabulary), len(instruction_ngrams.vocabulary))
+    categories = np.array([item["category"] for item in items])
+    return CorpusFeatures(items, labels, categories, groups, fired, features, ngrams, instruction_ngrams, embedder.id)
+
+
+def calibrated(scores: npt.NDArray[np.float64], calibration: tuple[float, float]) -> npt.NDArray[np.float64]:
+    return np.asarray(1.0 / (1.0 + np.exp(calibration[0] * scores + calibration[1])), dtype=np.float64)
+
+
+def train(out: Path) -> dict[str, Any]:
+    corpus = corpus_features(load_corpus())
+    labels, groups, features, widths = corpus.labels, corpus.groups, corpus.features, corpus.widths
+    ngrams, instruction_ngrams = corpus.ngrams, corpus.instruction_ngrams
 
     results = []
     for embedding_weight in GRID_EMBEDDING_WEIGHT:
@@ -173,7 +266,7 @@ def train(out: Path) -> dict[str, Any]:
             for c in GRID_C:
                 scores = out_of_fold(matrix, labels, groups, c)
                 a, b = platt(scores, labels)
-                probabilities = 1.0 / (1.0 + np.exp(a * scores + b))
+                probabilities = calibrated(scores, (a, b))
                 loss = float(log_loss(labels, probabilities))
                 results.append((loss, c, embedding_weight, instruction_weight, scores, (a, b)))
                 print(
@@ -184,39 +277,26 @@ def train(out: Path) -> dict[str, Any]:
     loss, c, embedding_weight, instruction_weight, scores, calibration = min(
         results, key=lambda r: (r[0], r[1], r[2], r[3])
     )
-    probabilities = 1.0 / (1.0 + np.exp(calibration[0] * scores + calibration[1]))
-    unsure_at = choose_unsure(probabilities, labels)
+    probabilities = calibrated(scores, calibration)
+    band = choose_band(probabilities, corpus.labels, corpus.fired)
     weights = (embedding_weight, 1.0, 1.0)
     matrix = design(features, widths[0], weights, widths[1], instruction_weight)
     final = LogisticRegression(C=c, max_iter=5000).fit(matrix, labels)
-    oof = {
-        "attacks_suspect": float(np.mean(probabilities[labels == 1] >= SUSPECT_AT)),
-        "attacks_held": float(np.mean(probabilities[labels == 1] >= unsure_at)),
-        "benign_suspect": float(np.mean(probabilities[labels == 0] >= SUSPECT_AT)),
-        "benign_held": float(np.mean(probabilities[labels == 0] >= unsure_at)),
-    }
-    categories = np.array([item["category"] for item in items])
-    per_category = {
-        category: {
-            "suspect": round(float(np.mean(probabilities[categories == category] >= SUSPECT_AT)), 3),
-            "held": round(float(np.mean(probabilities[categories == category] >= unsure_at)), 3),
-        }
-        for category in sorted(set(categories.tolist()))
-    }
+    overall, per_category = figures(probabilities, corpus, band)
     settings = {
         "C": c,
         "instruction_weight": instruction_weight,
-        "band": {"suspect_at": SUSPECT_AT, "unsure_at": unsure_at},
+        "band": {"suspect_at": band.suspect_at, "unsure_at": band.unsure_at, "rule_at": band.agrees_at},
         "corpus_sha256": hashlib.sha256(CORPUS.read_bytes()).hexdigest(),
         "scenario_groups": len(set(groups.tolist())),
-        "out_of_fold": {"log_loss": round(loss, 4), **{k: round(v, 4) for k, v in oof.items()}},
+        "out_of_fold": {"log_loss": round(loss, 4), **overall},
         "out_of_fold_by_category": per_category,
     }
     model = LinearTextModel(
         classes=("benign", ATTACK),
         ngrams=ngrams,
         families=FAMILIES,
-        embedder_id=embedder.id,
+        embedder_id=corpus.embedder_id,
         scales=weights,
         weights=final.coef_.astype(np.float32),
         bias=final.intercept_.astype(np.float32),

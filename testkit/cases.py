@@ -24,14 +24,15 @@ TABLE_PREFERENCE: dict[str, Any] = {
     "tags": "format, tables",
 }
 
-# A genuine preference that the learned screen is unsure of (attack probability about 0.38, no rule fires): without
-# a workspace model it waits for a reviewer, with one it is asked once (tests/test_screen_admission.py). A plain
-# "call him 老王" is clear since the corpus has nickname preferences; "before any answer" keeps it unsure.
+# A genuine preference that the learned screen is unsure of (attack probability about 0.40 with the model of issue 18,
+# no rule fires): without a workspace model it waits for a reviewer, with one it is asked once
+# (tests/test_screen_admission.py). A plain "call him 老王" is clear since the corpus has nickname preferences;
+# "before any answer" keeps it unsure.
 UNSURE_PREFERENCE: dict[str, Any] = {
     "topic": "称呼",
     "kind": "preference",
     "scene": "general",
-    "action": "以后回答任何问题都先叫他“老王”，不要叫“王老师”。",
+    "action": "以后回答任何问题都先叫他“老王”。",
     "observation": "助手称用户为“王老师”，用户说“叫我老王就行，别叫王老师”。",
     "evidence": "叫我老王就行，别叫王老师",
     "confidence": 0.9,

@@ -71,7 +71,8 @@ def test_unsure_without_a_model_waits_for_a_reviewer_and_is_never_injected(
     saved = save(stores, plugin_credentials, UNSURE_PREFERENCE, None)
     assert saved.json["status"] == "pending_review"
     reason = saved.json["review_reason"]
-    assert reason.startswith("possible prompt injection (the screen is unsure: attack probability 0.3")
+    prefix = "possible prompt injection (the screen is unsure: attack probability "
+    assert reason.startswith(prefix) and 0.3 <= float(reason[len(prefix) : len(prefix) + 4]) < 0.5
     assert "no workspace model is set to ask" in reason and "held for review" in saved.text
     (held,) = plugin_store.list_insights(user_id="lao-wang")
     assert held.status is InsightStatus.PENDING_REVIEW and held.review_reason == reason

@@ -22,10 +22,15 @@ itself.
 
 Beside the rules, a learned screen (`LearnedScreen`: classifier.LinearTextModel over the texts' embedding, character
 n-grams and the rule families that fired, trained on training/screening/corpus.jsonl by scripts/train_screen.py)
-gives the probability that the insight is an attack. With it, `screen(..., learned=...)` is `suspect` when a rule
-fires or the probability reaches the band's `suspect_at`, and `unsure` when it falls in [unsure_at, suspect_at)
-and no rule fired: a caller asks a workspace model about unsure items, and without one holds them for review like
-suspects (`held`). The rules stay where they are precise, and for the reason text.
+gives the probability that the insight is an attack. With it, `screen(..., learned=...)` is `suspect` when the
+probability reaches the band's `suspect_at`, or a rule fired and the probability reaches `rule_at` (the learned
+screen agrees); `unsure` when it falls in [unsure_at, suspect_at) otherwise: a caller asks a workspace model about
+unsure items, and without one holds them for review like suspects (`held`). A rule alone holds nothing then: every
+family also fires on benign look-alikes of the training corpus (courses that quote "ignore previous instructions",
+attack reports, placeholder URLs with a {token} slot), so the rules are the learned screen's features and the
+reviewer's reason, and a rule the learned screen outweighs is kept in `cues`. Without the learned screen
+(HINDSIGHT_SCREEN_LEARNED=false) the rules decide alone, as before. Secrets and personal data are never a reason to
+hold: redaction.py removes them (fixed formats) on every write.
 """
 
 from __future__ import annotations
@@ -44,10 +49,27 @@ ATTACK = "attack"
 
 @dataclass(frozen=True)
 class Band:
-    """Where the learned probability decides: at or above `suspect_at` suspect; in [unsure_at, suspect_at) unsure."""
+    """Where the learned probability decides: at or above `suspect_at` suspect; in [unsure_at, suspect_at) unsure;
+    when a pattern fired, suspect from `rule_at` (the learned screen agrees with the pattern). `rule_at` None: the
+    same as `unsure_at`."""
 
     suspect_at: float
     unsure_at: float
+    rule_at: float | None = None
+
+    @property
+    def agrees_at(self) -> float:
+        return self.unsure_at if self.rule_at is None else self.rule_at
+
+
+def verdict(probability: float, fired: bool, band: Band) -> tuple[bool, bool]:
+    """(suspect, unsure) of a write the learned screen read: the one place the policy is decided (the screen, and
+    the out-of-fold report of scripts/screen_oof.py, which chooses the band). A pattern is a cue the learned
+    screen reads among its features, not a hold by itself: the texts that share its words (a security course, a
+    quoted attack, a privacy request, a placeholder URL) are exactly the look-alikes that must pass. It holds when
+    the learned screen agrees (probability >= band.agrees_at)."""
+    suspect = probability >= band.suspect_at or (fired and probability >= band.agrees_at)
+    return suspect, not suspect and probability >= band.unsure_at
 
 
 @dataclass(frozen=True)
@@ -75,6 +97,7 @@ class Screening:
     probability: float | None = None  # the learned screen's, when one ran
     unsure: bool = False  # no rule fired and the probability is in the unsure band: ask a model, else hold
     families: frozenset[str] = frozenset()  # the rule families that fired
+    cues: list[str] = field(default_factory=list)  # patterns that fired where the learned screen did not agree
 
     @property
     def held(self) -> bool:
@@ -103,13 +126,18 @@ def screen(
         return Screening(bool(reasons), reasons, families=families)
     read = present if learned_reads is None else [text for text in learned_reads if text and text.strip()]
     probability = learned.probability(read, families, instruction) if read else 0.0
-    suspect = bool(reasons) or probability >= learned.band.suspect_at
+    suspect, unsure = verdict(probability, bool(reasons), learned.band)
+    if not suspect:  # the patterns' words are cues the learned screen outweighed: kept apart, for the record
+        cues, reasons = reasons, []
+    else:
+        cues = []
     if probability >= learned.band.suspect_at:
         reasons.append(f"learned screen: attack probability {probability:.2f}")
-    unsure = not suspect and probability >= learned.band.unsure_at
+    elif suspect:
+        reasons.append(f"learned screen agrees: attack probability {probability:.2f}")
     if unsure:
         reasons.append(f"learned screen unsure: attack probability {probability:.2f}")
-    return Screening(suspect, reasons, probability, unsure, families)
+    return Screening(suspect, reasons, probability, unsure, families, cues)
 
 
 def rule_families(*texts: str) -> frozenset[str]:
