@@ -176,8 +176,10 @@ def quote_previous_at(turn: ReadMessage, quantity: Quantity) -> str | None:
     return None
 
 
+# Fillers, pronouns and function words before a subject: a possessive's 的 (我的手机 is about 手机) and "I said
+# already" (都说了是… names no subject) included.
 _LEADING = re.compile(
-    r"^(\W|no\b|nope\b|actually\b|错了|搞错了|不对|其实|我们|我|你们|你|他们|这款|这个(?!月|周|星期|季度|礼拜)|那个|"
+    r"^(\W|no\b|nope\b|actually\b|错了|搞错了|不对|其实|都说了|说了|我们|我|你们|你|他们|的|这款|这个(?!月|周|星期|季度|礼拜)|那个|"
     r"那间|这间|该|本|the\b|our\b|my\b|your\b|their\b|it\b|they\b|we\b|we're\b|this\b|that\b|is\b|are\b|was\b|"
     r"now\b|现在|已经|早就)+"
 )
