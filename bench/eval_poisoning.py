@@ -1,5 +1,5 @@
 """The poisoning battery and the redaction set (bench/data/poisoning.json), per split, and the independent
-screening set (bench/data/screening_eval.json) when it is present.
+screening sets (bench/data/screening_eval.json, and screening_eval_2.json, newer) when present.
 
 Poisoning: every candidate insight runs through detection.poisoning.screen over its topic, action and observation,
 twice: the rules alone, and rules + the learned screen (screen_model.py; "held" = suspect or unsure, what admission
@@ -38,6 +38,8 @@ from hindsight_insights.detection.redaction import redact
 
 DATA = Path(__file__).parent / "data" / "poisoning.json"
 SCREENING_EVAL = Path(__file__).parent / "data" / "screening_eval.json"
+SCREENING_EVAL_2 = Path(__file__).parent / "data" / "screening_eval_2.json"  # written after the corpus froze again
+SCREENING_EVALS = (SCREENING_EVAL_2, SCREENING_EVAL)  # the sets written apart, newest (the headline) first
 SPLITS = ("holdout", "tune")
 ATTACK_LABELS = {"attack", "malicious", "poison", "poisoning", "suspect"}
 
@@ -244,12 +246,13 @@ def main() -> None:
         redaction = [item for item in data["redaction"] if item["split"] == split]
         blocks.append(render(f"poisoning.json {split}", screens(items, learned), evaluate_redaction(redaction)))
     blocks.append(render("poisoning.json all", screens(data["items"], learned), evaluate_redaction(data["redaction"])))
-    independent = load_screening_eval()
-    if independent is None:
-        blocks.append(f"== {SCREENING_EVAL.name}: not present")
-    else:
-        redacted = evaluate_redaction(independent["redaction"])
-        blocks.append(render(SCREENING_EVAL.name, screens(independent["items"], learned), redacted))
+    for path in SCREENING_EVALS:
+        independent = load_screening_eval(path)
+        if independent is None:
+            blocks.append(f"== {path.name}: not present")
+        else:
+            redacted = evaluate_redaction(independent["redaction"])
+            blocks.append(render(path.name, screens(independent["items"], learned), redacted))
     print("\n\n".join(blocks))
 
 

@@ -1,6 +1,7 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and bench/data/screening_eval.json when it exists.
+the rules, all of it for the training corpus), and bench/data/screening_eval.json and screening_eval_2.json when
+they exist.
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
 Python's own regex parser (sre_parse), and every maximal run of consecutive literal characters is collected,
@@ -35,7 +36,7 @@ from typing import Any
 import pytest
 
 from bench import eval_corrections, eval_reflection
-from bench.eval_poisoning import DATA, SCREENING_EVAL, load_screening_eval
+from bench.eval_poisoning import DATA, SCREENING_EVALS, load_screening_eval
 from hindsight_insights.detection import correction_patterns, poisoning_patterns, redaction_patterns
 from hindsight_insights.detection.text import fold
 from scripts import train_detector
@@ -101,10 +102,11 @@ def eval_texts(*, with_tune: bool) -> dict[str, str]:
     for item in data["items"] + data["redaction"]:
         if with_tune or item["split"] != "tune":
             texts[f"poisoning.json:{item['id']}"] = item_text(item)
-    independent = load_screening_eval()
-    if independent is not None:
-        for index, item in enumerate(independent["items"] + independent["redaction"]):
-            texts[f"{SCREENING_EVAL.name}:{item.get('id', index)}"] = item_text(item)
+    for path in SCREENING_EVALS:
+        independent = load_screening_eval(path)
+        if independent is not None:
+            for index, item in enumerate(independent["items"] + independent["redaction"]):
+                texts[f"{path.name}:{item.get('id', index)}"] = item_text(item)
     return texts
 
 

@@ -1,4 +1,5 @@
-"""Evidence on the never-tuned screening set (bench/data/screening_eval.json), through the real plugin runtime
+"""Evidence on the never-tuned screening sets (bench/data/screening_eval.json, and screening_eval_2.json written after
+the training corpus was frozen again), each through the real plugin runtime
 (PluginRunner over `dify plugin run`) and a real Weaviate: every attack saved through save_insight and a sample
 through record_turn, then searched for; every secret saved and recorded, then looked for in every stored object and
 every tool output. No workspace model is set, so what the screen is unsure of is held.
@@ -25,15 +26,19 @@ from testkit.runner import RunnerPlugin
 
 pytestmark = pytest.mark.runtime  # version-agnostic: run once, on the default Weaviate (Makefile)
 
-SET = Path(__file__).resolve().parent.parent / "bench" / "data" / "screening_eval.json"
+DATA = Path(__file__).resolve().parent.parent / "bench" / "data"
+SETS = [path for path in (DATA / "screening_eval_2.json", DATA / "screening_eval.json") if path.exists()]
 ATTACK_TARGET = 0.05  # at most this share of attacks reaches a rules block
 BENIGN_TARGET = 0.10  # at most this share of benign look-alikes is held
 RECORD_TURN_EVERY = 4  # one attack in four also goes through record_turn, as a user's message
 GREETING = {"user_message": "你好", "assistant_message": "您好，有什么可以帮您？"}
 
 
-def screening_set() -> dict[str, Any]:
-    return json.loads(SET.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+@pytest.fixture(params=SETS, ids=[path.stem for path in SETS])
+def screening_set(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
+    """A set's name (which prefixes its users, so that the sets never share one) and its items."""
+    path: Path = request.param
+    return path.stem, json.loads(path.read_text(encoding="utf-8"))
 
 
 def as_insight(item: dict[str, Any]) -> dict[str, Any]:
@@ -59,14 +64,17 @@ def reached(runner: RunnerPlugin, credentials: dict[str, Any], user: str, query:
 
 
 def test_attacks_of_the_screening_set_never_reach_a_rules_block(
-    runner: RunnerPlugin, plugin_credentials: dict[str, Any], capsys: pytest.CaptureFixture[str]
+    runner: RunnerPlugin,
+    plugin_credentials: dict[str, Any],
+    screening_set: tuple[str, dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    data = screening_set()
+    name, data = screening_set
     reach: Counter[str] = Counter()
     total: Counter[str] = Counter()
     refused = 0
     for i, attack in enumerate(data["attacks"]):
-        user = f"attacker-{i}"
+        user = f"{name}-attacker-{i}"
         saved = runner.invoke_tool("save_insight", as_insight(attack), plugin_credentials, user_id=user)
         if "error" in saved.json:
             refused += 1  # nothing stored: it cannot reach anything
@@ -74,7 +82,7 @@ def test_attacks_of_the_screening_set_never_reach_a_rules_block(
         reach[attack["category"]] += reached(runner, plugin_credentials, user, attack["topic"])
     turns = turns_reached = 0
     for i, attack in enumerate(data["attacks"][::RECORD_TURN_EVERY]):
-        user, session = f"turn-attacker-{i}", f"s-attack-{i}"
+        user, session = f"{name}-turn-attacker-{i}", f"s-{name}-attack-{i}"
         runner.invoke_tool("record_turn", {**GREETING, "session_id": session}, plugin_credentials, user_id=user)
         message = {"user_message": attack["action"][:4000], "assistant_message": "好的。", "session_id": session}
         recorded = runner.invoke_tool("record_turn", message, plugin_credentials, user_id=user)
@@ -85,7 +93,7 @@ def test_attacks_of_the_screening_set_never_reach_a_rules_block(
     benign_held: Counter[str] = Counter()
     benign_total: Counter[str] = Counter()
     for i, item in enumerate(data["benign"]):
-        saved = runner.invoke_tool("save_insight", as_insight(item), plugin_credentials, user_id=f"benign-{i}")
+        saved = runner.invoke_tool("save_insight", as_insight(item), plugin_credentials, user_id=f"{name}-benign-{i}")
         assert "error" not in saved.json, saved.json
         benign_total[item["category"]] += 1
         benign_held[item["category"]] += saved.json["status"] == "pending_review"
@@ -95,7 +103,7 @@ def test_attacks_of_the_screening_set_never_reach_a_rules_block(
     benign_share = sum(benign_held.values()) / sum(benign_total.values())
     with capsys.disabled():
         print(
-            f"\nsave_insight: {sum(reach.values())}/{attacks} attacks reached a rules block "
+            f"\n{name}: save_insight: {sum(reach.values())}/{attacks} attacks reached a rules block "
             f"(refused as invalid: {refused}); by category: { {c: f'{reach[c]}/{n}' for c, n in total.items()} }"
             f"\nrecord_turn: {turns_reached}/{turns} attacks reached a rules block"
             f"\nreached overall: {share:.3f} (target <= {ATTACK_TARGET})"
@@ -125,12 +133,13 @@ def test_no_secret_of_the_screening_set_is_stored_or_echoed(
     plugin_credentials: dict[str, Any],
     client: weaviate.WeaviateClient,
     plugin_project: str,
+    screening_set: tuple[str, dict[str, Any]],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    data = screening_set()
+    name, data = screening_set
     outputs: list[ToolOutput] = []
     for i, item in enumerate(data["secrets"]):
-        text, user = item["text"], f"secret-{i}"
+        text, user = item["text"], f"{name}-secret-{i}"
         fields = {
             "topic": text[:120],
             "kind": "fact",
@@ -140,7 +149,8 @@ def test_no_secret_of_the_screening_set_is_stored_or_echoed(
             "tags": text[:40],
         }
         outputs.append(runner.invoke_tool("save_insight", fields, plugin_credentials, user_id=user))
-        turn = {"user_message": text, "assistant_message": text, "session_id": f"s-secret-{i}", "sources": text[:200]}
+        session = f"s-{name}-secret-{i}"
+        turn = {"user_message": text, "assistant_message": text, "session_id": session, "sources": text[:200]}
         outputs.append(runner.invoke_tool("record_turn", turn, plugin_credentials, user_id=user))
     stored = json.dumps(every_object(client, plugin_project), ensure_ascii=False, default=str)
     echoed = json.dumps([output.messages for output in outputs], ensure_ascii=False)
@@ -148,7 +158,7 @@ def test_no_secret_of_the_screening_set_is_stored_or_echoed(
     in_output_only = [i["kind"] for i in data["secrets"] if i["secret"] in echoed and i["secret"] not in stored]
     with capsys.disabled():
         print(
-            f"\nsecrets stored or echoed: {sum(leaks.values())}/{len(data['secrets'])}, by kind: {dict(leaks)}"
+            f"\n{name}: secrets stored or echoed: {sum(leaks.values())}/{len(data['secrets'])}, by kind: {dict(leaks)}"
             f"; only in a tool output: {in_output_only}"
         )
     if leaks:
