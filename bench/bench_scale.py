@@ -236,6 +236,7 @@ class ImportRecord:
     waves: int = 0
     errors: int = 0
     when: str = ""
+    resumed_from: int = 0  # objects an interrupted import had written before this one went on
 
     @property
     def rate(self) -> float:
@@ -243,11 +244,18 @@ class ImportRecord:
 
 
 def import_layout(
-    running: Running, layout: Layout, source: InsightSource, embedder: Embedder, wave: int, max_active: int
+    running: Running,
+    layout: Layout,
+    source: InsightSource,
+    embedder: Embedder,
+    wave: int,
+    max_active: int,
+    resume: int = 0,
 ) -> ImportRecord:
     """Create the layout's projects and import their insights, `wave` projects at a time, deactivating idle projects
-    after each wave."""
-    record = ImportRecord(when=datetime.now(UTC).isoformat(timespec="seconds"))
+    after each wave. `resume`: a one-project layout's insights before this one are there already (an interrupted
+    import; the figures are then of this run's part)."""
+    record = ImportRecord(when=datetime.now(UTC).isoformat(timespec="seconds"), resumed_from=resume)
     client = running.client
     insights = spec_of(INSIGHTS).name
     started = time.perf_counter()
@@ -259,7 +267,8 @@ def import_layout(
         with client.batch.fixed_size(batch_size=BATCH_SIZE, concurrent_requests=2) as batch:
             for project in indexes:
                 tenant = tenant_name(layout.project(project))
-                for object_id, properties, vector in source.objects(project * layout.per_project, layout.per_project):
+                first_object = project * layout.per_project + resume
+                for object_id, properties, vector in source.objects(first_object, layout.per_project - resume):
                     batch.add_object(
                         collection=insights,
                         tenant=tenant,
@@ -268,10 +277,10 @@ def import_layout(
                         vector={VECTOR_NAME: vector},
                     )
                     record.objects += 1
-                    if layout.projects == 1 and record.objects % 100_000 == 0:
+                    if layout.projects == 1 and (record.objects + resume) % 100_000 == 0:
                         rss, fds = running.memory()
                         print(
-                            f"  {record.objects} objects, {time.perf_counter() - started:.0f}s, RSS {rss:.0f} MiB",
+                            f"  {record.objects + resume} objects, {time.perf_counter() - started:.0f}s, RSS {rss:.0f} MiB",
                             flush=True,
                         )
         failed = client.batch.failed_objects
@@ -315,10 +324,16 @@ def prepared(
     if marker.exists():
         record = ImportRecord(**json.loads(marker.read_text()))
         return start(base, data / "weaviate"), record, True
-    shutil.rmtree(data / "weaviate", ignore_errors=True)  # an import that was interrupted
-    running = start(base, data / "weaviate")
-    print(f"{layout.key}: importing {layout.projects} x {layout.per_project} insights", flush=True)
-    record = import_layout(running, layout, source, embedder, wave, max_active)
+    resume = 0
+    if layout.projects == 1 and (data / "weaviate").exists():  # an interrupted import of one project: go on
+        running = start(base, data / "weaviate")
+        with contextlib.suppress(Exception):  # no project yet: start from the beginning
+            resume = max(0, len(project_collection(running.client, layout.project(0), INSIGHTS)) - 4 * BATCH_SIZE)
+    else:
+        shutil.rmtree(data / "weaviate", ignore_errors=True)  # an interrupted import of many projects: again
+        running = start(base, data / "weaviate")
+    print(f"{layout.key}: importing {layout.projects} x {layout.per_project} insights from {resume}", flush=True)
+    record = import_layout(running, layout, source, embedder, wave, max_active, resume)
     marker.write_text(json.dumps(vars(record)))
     return running, record, False
 
@@ -332,6 +347,8 @@ def restarted(running: Running, base: Settings) -> Running:
 
 def print_import(layout: Layout, record: ImportRecord, reused: bool, data: Path) -> None:
     when = f"imported {record.when} (cached in {data}, reused now)" if reused else "imported now"
+    if record.resumed_from:
+        when += f", going on from {record.resumed_from} objects an interrupted import had written"
     print(
         f"{layout.key} import ({layout.projects} projects x {layout.per_project}): {record.objects} objects in "
         f"{record.seconds:.0f}s = {record.rate:.0f} objects/s, {record.waves} waves, {record.errors} errors; "
