@@ -251,6 +251,7 @@ def import_layout(
     wave: int,
     max_active: int,
     resume: int = 0,
+    until: int | None = None,
 ) -> ImportRecord:
     """Create the layout's projects and import their insights, `wave` projects at a time, deactivating idle projects
     after each wave. `resume`: a one-project layout's insights before this one are there already (an interrupted
@@ -268,7 +269,8 @@ def import_layout(
             for project in indexes:
                 tenant = tenant_name(layout.project(project))
                 first_object = project * layout.per_project + resume
-                for object_id, properties, vector in source.objects(first_object, layout.per_project - resume):
+                count = min(layout.per_project, until or layout.per_project) - resume
+                for object_id, properties, vector in source.objects(first_object, max(0, count)):
                     batch.add_object(
                         collection=insights,
                         tenant=tenant,
@@ -280,7 +282,8 @@ def import_layout(
                     if layout.projects == 1 and (record.objects + resume) % 100_000 == 0:
                         rss, fds = running.memory()
                         print(
-                            f"  {record.objects + resume} objects, {time.perf_counter() - started:.0f}s, RSS {rss:.0f} MiB",
+                            f"  {record.objects + resume} objects, {time.perf_counter() - started:.0f}s, "
+                            f"RSS {rss:.0f} MiB",
                             flush=True,
                         )
         failed = client.batch.failed_objects
@@ -317,7 +320,14 @@ def layout_dir(layout: Layout, fresh: bool, base: Settings) -> Iterator[Path]:
 
 
 def prepared(
-    layout: Layout, data: Path, base: Settings, source: InsightSource, embedder: Embedder, wave: int, max_active: int
+    layout: Layout,
+    data: Path,
+    base: Settings,
+    source: InsightSource,
+    embedder: Embedder,
+    wave: int,
+    max_active: int,
+    until: int | None = None,
 ) -> tuple[Running, ImportRecord, bool]:
     """The layout's server, its data imported now or earlier (then the earlier import's figures)."""
     marker = data / IMPORT_RECORD
@@ -333,8 +343,9 @@ def prepared(
         shutil.rmtree(data / "weaviate", ignore_errors=True)  # an interrupted import of many projects: again
         running = start(base, data / "weaviate")
     print(f"{layout.key}: importing {layout.projects} x {layout.per_project} insights from {resume}", flush=True)
-    record = import_layout(running, layout, source, embedder, wave, max_active, resume)
-    marker.write_text(json.dumps(vars(record)))
+    record = import_layout(running, layout, source, embedder, wave, max_active, resume, until)
+    if until is None or until >= layout.insights:
+        marker.write_text(json.dumps(vars(record)))
     return running, record, False
 
 
@@ -510,9 +521,9 @@ class Bench:
     plugin: PluginProcess
     rng: random.Random
 
-    def prepared(self, layout: Layout, data: Path, wave: int) -> Running:
+    def prepared(self, layout: Layout, data: Path, wave: int, until: int | None = None) -> Running:
         running, record, reused = prepared(
-            layout, data, self.base, self.source, self.embedder, wave, self.args.max_active
+            layout, data, self.base, self.source, self.embedder, wave, self.args.max_active, until
         )
         print_import(layout, record, reused, data)
         return running
@@ -557,32 +568,35 @@ def run_one(bench: Bench) -> None:
     big, small = Layout("one", 1, args.insights), Layout("one", 1, args.baseline)
     with layout_dir(small, args.fresh, bench.base) as small_dir, layout_dir(big, args.fresh, bench.base) as big_dir:
         small_run = bench.restarted(bench.prepared(small, small_dir, 1))
-        big_run = bench.restarted(bench.prepared(big, big_dir, 1))
+        big_run = bench.restarted(bench.prepared(big, big_dir, 1, args.import_until))
+        size = len(project_collection(big_run.client, big.project(0), INSIGHTS))
+        if size < big.insights:
+            print(f"one: measured at {size:,} insights: --import-until stopped the import of {size:,} there")
         try:
             idle_rss = big_run.memory()[0]
-            paths = bench.paths(f"{big.insights:,}", big_run, [big.project(0)])
+            paths = bench.paths(f"{size:,}", big_run, [big.project(0)])
             paths |= bench.paths(f"{small.insights:,}", small_run, [small.project(0)])
             timings = interleaved(paths, args.searches, bench.rng)
             timings.print(
-                f"one project: search_insight at {big.insights:,} beside {small.insights:,}",
-                f"raw hybrid · {big.insights:,}",
+                f"one project: search_insight at {size:,} beside {small.insights:,}",
+                f"raw hybrid · {size:,}",
             )
-            plugin_big = timings.p(f"plugin runtime · {big.insights:,}", 95)
+            plugin_big = timings.p(f"plugin runtime · {size:,}", 95)
             target(
-                f"plugin p95 at {big.insights:,} / at {small.insights:,}",
+                f"plugin p95 at {size:,} / at {small.insights:,}",
                 plugin_big / timings.p(f"plugin runtime · {small.insights:,}", 95),
                 1.5,
             )
             target(
-                f"plugin p95 / raw hybrid p95 at {big.insights:,}",
-                plugin_big / timings.p(f"raw hybrid · {big.insights:,}", 95),
+                f"plugin p95 / raw hybrid p95 at {size:,}",
+                plugin_big / timings.p(f"raw hybrid · {size:,}", 95),
                 1.3,
             )
         finally:
             small_run.stop()
         collection = project_collection(big_run.client, big.project(0), INSIGHTS)
-        stored = bench.source.vectors(0, big.insights)
-        check_stored_vectors(collection, bench.source, big.insights)
+        stored = bench.source.vectors(0, size)
+        check_stored_vectors(collection, bench.source, size)
         held_out = list(iter_synthetic_insights(args.recall_queries, random.Random(SEED + 1), start=10**8))
         queries = np.asarray(
             bench.embedder.embed([held_out_text(bench, command) for command in held_out], query=True),
@@ -606,9 +620,9 @@ def run_one(bench: Bench) -> None:
             try:
                 rq_idle_rss, _ = running.memory()
                 rq_timings = interleaved(
-                    bench.paths(f"{big.insights:,} RQ", running, [big.project(0)]), args.searches, bench.rng
+                    bench.paths(f"{size:,} RQ", running, [big.project(0)]), args.searches, bench.rng
                 )
-                rq_timings.print(f"one project of {big.insights:,}, RQ (8 bits)", f"raw hybrid · {big.insights:,} RQ")
+                rq_timings.print(f"one project of {size:,}, RQ (8 bits)", f"raw hybrid · {size:,} RQ")
                 collection = project_collection(running.client, big.project(0), INSIGHTS)
                 rq_recall, rq_p95 = recall_at_10(collection, stored, queries)
                 rq_rss, rq_fds = running.memory()
@@ -619,14 +633,14 @@ def run_one(bench: Bench) -> None:
         "no second import)"
     )
     print(
-        f"{'one project, ' + format(big.insights, ','):>28} | {'RSS idle MiB':>12} | {'RSS after searches':>18} | "
+        f"{'one project, ' + format(size, ','):>28} | {'RSS idle MiB':>12} | {'RSS after searches':>18} | "
         f"{'recall@10':>9} | {'vector p95 ms':>13}"
     )
     print(f"{'uncompressed':>28} | {idle_rss:12.0f} | {plain_rss:18.0f} | {plain_recall:9.3f} | {plain_p95:13.2f}")
     print(f"{'RQ 8 bits':>28} | {rq_idle_rss:12.0f} | {rq_rss:18.0f} | {rq_recall:9.3f} | {rq_p95:13.2f}")
     print(
         f"memory: RQ / uncompressed after searches {rq_rss / plain_rss:.2f}; open files {plain_fds} / {rq_fds}; "
-        f"recall against exact cosine top-10 over {big.insights:,} stored vectors, {len(queries)} held-out queries"
+        f"recall against exact cosine top-10 over {size:,} stored vectors, {len(queries)} held-out queries"
     )
 
 
@@ -734,6 +748,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--searches", type=int, default=300)
     parser.add_argument("--recall-queries", type=int, default=200)
     parser.add_argument("--pool", type=int, default=20_000, help="distinct insights embedded; their vectors are reused")
+    parser.add_argument(
+        "--import-until",
+        type=int,
+        help="one: stop importing the large project there and measure what is stored (not cached as complete; the "
+        "next run goes on from there)",
+    )
     parser.add_argument("--fresh", action="store_true", help="import into temporary directories, not the cache")
     parser.add_argument(
         "--no-restart",
