@@ -33,7 +33,9 @@ def test_bench_scale_smoke_prints_real_figures(dify_cli: Path, capsys: pytest.Ca
     )
     output = capsys.readouterr().out
 
-    imports = re.findall(rf"(\w+) import \((\d+) projects x (\d+)\): (\d+) objects in {NUMBER}s = (\d+) objects/s", output)
+    imports = re.findall(
+        rf"(\w+) import \((\d+) projects x (\d+)\): (\d+) objects in {NUMBER}s = (\d+) objects/s", output
+    )
     assert {(layout, int(objects)) for layout, _, _, objects, _, _ in imports} >= {
         ("one", 100),
         ("one", 300),
