@@ -368,8 +368,9 @@ def print_import(layout: Layout, record: ImportRecord, reused: bool, data: Path)
     if layout.projects > 1:
         print(
             f"{layout.key} projects: created in {record.create_s:.1f}s "
-            f"({record.create_s / layout.projects * 1000:.1f} ms per project); {record.deactivated} deactivated in "
-            f"{record.deactivate_s:.1f}s ({record.deactivate_s / max(1, record.deactivated) * 1000:.1f} ms per project)"
+            f"({record.create_s / layout.projects * 1000:.1f} ms per project); {record.deactivated} deactivated by "
+            f"{record.waves} deactivate_idle sweeps in {record.deactivate_s:.1f}s"
+            + (f" ({record.deactivate_s / record.deactivated * 1000:.1f} ms per project)" if record.deactivated else "")
         )
 
 
