@@ -488,7 +488,8 @@ def check_stored_vectors(collection: WeaviateCollection, source: InsightSource, 
 
 def compress(client: weaviate.WeaviateClient, project: str, timeout_s: float = 3600) -> float:
     """Switch on 8-bit RQ on the existing insights collection and wait until the project's shard reports its vectors
-    compressed (Weaviate compresses in the background, after the shard's vector cache is filled). Returns seconds."""
+    compressed and is READY again (Weaviate compresses in the background, after the shard's vector cache is filled,
+    and keeps the shard READONLY meanwhile). Returns seconds."""
     name = spec_of(INSIGHTS).name
     started = time.perf_counter()
     project_collection(client, project, INSIGHTS).query.fetch_objects(limit=1)  # the shard loaded, its cache filling
@@ -505,7 +506,10 @@ def compress(client: weaviate.WeaviateClient, project: str, timeout_s: float = 3
         shards = [
             shard for node in client.cluster.nodes(collection=name, output="verbose") for shard in node.shards or []
         ]
-        if any(shard.name == tenant and shard.compressed for shard in shards):
+        # The flag turns on when compressing starts; the shard is READONLY until it ends.
+        if any(
+            shard.name == tenant and shard.compressed and shard.vector_indexing_status == "READY" for shard in shards
+        ):
             return time.perf_counter() - started
         time.sleep(2)
     raise SystemExit(f"the vectors were not compressed within {timeout_s:.0f}s")
