@@ -2,7 +2,7 @@
 # `make test` (.ci/run).
 .PHONY: setup setup-tests demo test test-weaviate-1.27 test-cluster lint eval eval-corrections eval-poisoning eval-reflection \
 	bench bench-plugin bench-frozen bench-search bench-worker package pin-chatflow worker train-screen bench-screen \
-	train-detector bench-detector bench-screen-writes bench-blame bench-fewshot bench-record-turn
+	train-detector bench-detector bench-screen-writes bench-blame bench-fewshot bench-record-turn bench-scale
 
 # uv, the venv and the Weaviate binary: what `make demo` needs.
 setup:
@@ -114,6 +114,12 @@ bench-worker: setup
 # search_insight at 100,000 insights: plugin runtime, in-process, one direct hybrid query (about 30 minutes).
 bench-search: setup
 	.venv/bin/python -m bench.bench_search
+
+# A million insights: one project of 1,000,000 (beside 100,000), 1,000 projects of 1,000, 10,000 projects of 100;
+# import rate, search_insight p95 beside a raw hybrid query, RSS with and without RQ compression, recall@10. Imports are
+# cached in ~/.cache/hindsight-insights/bench/ (hours on a small machine the first time: see docs/scale.md).
+bench-scale: setup
+	.venv/bin/python -m bench.bench_scale
 
 # With Dify's CLI when one is found (HINDSIGHT_DIFY_CLI, PATH, ../shared/tools), else our own packager.
 package: setup

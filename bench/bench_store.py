@@ -19,6 +19,7 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -153,8 +154,12 @@ def direct_nearest_query(collection: WeaviateCollection, query_vector: Vectors, 
 
 def synthetic_insights(count: int, rng: random.Random) -> list[WriteCommand]:
     """Insights as an operator's bulk import writes them: a preference for its user, the rest project-wide."""
-    commands = []
-    for index in range(count):
+    return list(iter_synthetic_insights(count, rng))
+
+
+def iter_synthetic_insights(count: int, rng: random.Random, start: int = 0) -> Iterator[WriteCommand]:
+    """`synthetic_insights` one at a time, numbered from `start` (a large import need not hold them all)."""
+    for index in range(start, start + count):
         chinese = index % 2 == 0
         subject = rng.choice(ZH_SUBJECTS if chinese else EN_SUBJECTS)
         action = rng.choice(ZH_ACTIONS if chinese else EN_ACTIONS).format(s=subject)
@@ -172,8 +177,7 @@ def synthetic_insights(count: int, rng: random.Random) -> list[WriteCommand]:
                 "tags": [subject[:40]],
             }
         )
-        commands.append(WriteCommand(content, Provenance("bench", user)))
-    return commands
+        yield WriteCommand(content, Provenance("bench", user))
 
 
 def percentile(values: list[float], q: float) -> float:

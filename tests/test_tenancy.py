@@ -31,6 +31,7 @@ from hindsight_insights.store.tenancy import (
     REGISTRY,
     STATUS_UPDATES_PER_REQUEST,
     ProjectTenancy,
+    create_projects,
     deactivate_idle,
     drop_project,
     ensure_collections,
@@ -337,6 +338,31 @@ def test_more_than_a_request_can_deactivate_are_deactivated_in_chunks(
     for spec in COLLECTION_SET:
         found = statuses(own_client, spec.role)
         assert sum(s == TenantActivityStatus.ACTIVE for s in found.values()) == 10, spec.role
+
+
+def test_many_projects_are_created_at_once_and_open_as_if_opened_one_by_one(
+    own_client: weaviate.WeaviateClient, settings: Settings, embedder: Embedder
+) -> None:
+    projects = [f"batch-{index:03d}" for index in range(STATUS_UPDATES_PER_REQUEST + 30)] + ["售后 批量"]
+    ensure_collections(own_client, "batch-000", embedder)  # one exists already: left as it is
+    created = create_projects(own_client, projects, embedder)
+    assert sorted(created) == sorted(tenant_name(project) for project in projects[1:])
+    for spec in COLLECTION_SET:  # a tenant in every collection of the set, active
+        found = statuses(own_client, spec.role)
+        assert set(found) == {tenant_name(project) for project in projects}, spec.role
+        assert set(found.values()) == {TenantActivityStatus.ACTIVE}
+    registry = own_client.collections.use(REGISTRY)
+    record = registry.query.fetch_object_by_id(registry_id(tenant_name("售后 批量")))
+    assert record is not None
+    assert (record.properties["project"], record.properties["embedder"]) == ("售后 批量", embedder.id)
+    assert create_projects(own_client, projects, embedder) == []  # again: nothing new
+    store = InsightStore.open(own_client, settings.model_copy(update={"project": "售后 批量"}), embedder)
+    store.import_many([admitted_as_is(insight())])
+    assert store.count()[0] == 1
+    assert (
+        deactivate_idle(own_client, 10)
+        and len([s for s in statuses(own_client).values() if s == TenantActivityStatus.ACTIVE]) == 10
+    )
 
 
 def test_a_second_process_sees_the_first_ones_use(

@@ -103,14 +103,15 @@ def slot_of(insight: InsightDraft | Insight) -> str:
     return keys.slot_key(insight.topic, insight.scene, insight.owner, insight.condition_detail)
 
 
-def _instruction(text: str) -> str:
+def instruction_key(text: str) -> str:
+    """The instruction as content_uuid compares it."""
     return " ".join(keys.to_simplified(unicodedata.normalize("NFKC", text)).casefold().split())
 
 
 def content_uuid(draft: InsightDraft) -> uuid.UUID:
     """Deterministic id of an insight's content: its slot, kind and instruction. The same insight saved twice, or by
     two racing writers, is one object."""
-    canonical = [slot_of(draft), draft.kind.value, _instruction(draft.action)]
+    canonical = [slot_of(draft), draft.kind.value, instruction_key(draft.action)]
     return uuid.uuid5(uuid.NAMESPACE_DNS, json.dumps(canonical, ensure_ascii=False))
 
 

@@ -41,9 +41,12 @@ import unicodedata
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import weaviate
 from weaviate.classes.config import Configure
+from weaviate.classes.data import DataObject
+from weaviate.classes.query import Filter
 from weaviate.classes.tenants import Tenant, TenantActivityStatus
 from weaviate.collections import Collection as WeaviateCollection
 
@@ -235,17 +238,8 @@ def ensure_collections(
     record = registry.query.fetch_object_by_id(record_id)
     now = datetime.now(UTC)
     if record is None:
-        properties = {
-            "project": name,
-            "tenant": tenant,
-            "embedder": embedder.id,
-            "dimension": embedder.dimension,
-            "vectors": vectors,
-            "last_used": now,
-            "created_at": now,
-        }
         try:
-            registry.data.insert(properties, uuid=record_id)
+            registry.data.insert(_record(name, tenant, embedder, vectors, now), uuid=record_id)
         except weaviate.exceptions.UnexpectedStatusCodeError as error:
             if "already exists" not in str(error):  # another process registered it first
                 raise
@@ -272,6 +266,59 @@ def ensure_collections(
     return ProjectCollections(
         project=name, tenant=tenant, handles=handles, vector_text_version=_int(found.get("vectors"), 1)
     )
+
+
+def _record(name: str, tenant: str, embedder: Embedder, vectors: int, now: datetime) -> dict[str, Any]:
+    """A project's registry record as it is first written."""
+    return {
+        "project": name,
+        "tenant": tenant,
+        "embedder": embedder.id,
+        "dimension": embedder.dimension,
+        "vectors": vectors,
+        "last_used": now,
+        "created_at": now,
+    }
+
+
+def create_projects(client: weaviate.WeaviateClient, projects: Sequence[str], embedder: Embedder) -> list[str]:
+    """Create many projects at once (provisioning, benchmarks): their records in one batch and their tenants in every
+    collection of the set, 100 per request, instead of `ensure_collections`' dozen requests per project. Projects
+    already registered are left as they are (opening one checks its embedder). The new tenants are ACTIVE: with more
+    than `max_active_tenants` of them, `deactivate_idle` after each few hundred keeps the server's open files down.
+    Returns the tenants created."""
+    names = {tenant_name(project): normalized_project(project) for project in projects}
+    with weaviate_errors("creating projects"):
+        ensure_shared_collections(client)
+        registry = client.collections.use(REGISTRY)
+        known: set[str] = set()
+        tenants = list(names)
+        for start in range(0, len(tenants), 1000):
+            ids = [registry_id(tenant) for tenant in tenants[start : start + 1000]]
+            found = registry.query.fetch_objects(
+                filters=Filter.by_id().contains_any(ids), limit=len(ids), return_properties=["tenant"]
+            )
+            known |= {str(obj.properties["tenant"]) for obj in found.objects}
+        new = [tenant for tenant in tenants if tenant not in known]
+        now = datetime.now(UTC)
+        records = [
+            DataObject(
+                properties=_record(names[tenant], tenant, embedder, VECTOR_TEXT_VERSION, now), uuid=registry_id(tenant)
+            )
+            for tenant in new
+        ]
+        for start in range(0, len(records), 1000):
+            result = registry.data.insert_many(records[start : start + 1000])
+            if result.has_errors:
+                first = next(iter(result.errors.values()))
+                raise HindsightError(f"registering {len(result.errors)} projects failed: {first.message}; try again")
+        for spec in COLLECTION_SET:
+            collection = client.collections.use(spec.name)
+            for start in range(0, len(new), STATUS_UPDATES_PER_REQUEST):
+                collection.tenants.create(
+                    [Tenant(name=tenant) for tenant in new[start : start + STATUS_UPDATES_PER_REQUEST]]
+                )
+    return new
 
 
 def _int(value: object, default: int) -> int:
