@@ -36,6 +36,29 @@ class RecordingLlm:
 
 
 @dataclass
+class RepliesByQuestion(RecordingLlm):
+    """A workspace model asked several kinds of question: each call is answered with the reply of the first marker
+    found in its system prompt, so a test does not depend on which questions come, or in what order."""
+
+    by_marker: dict[str, str] = field(default_factory=dict)
+
+    def invoke(
+        self,
+        model_config: Any,
+        prompt_messages: list[Any],
+        tools: list[Any] | None = None,
+        stop: list[str] | None = None,
+        stream: bool = True,
+    ) -> Any:
+        system = str(prompt_messages[0].content)
+        self.replies = [next(reply for marker, reply in self.by_marker.items() if marker in system)]
+        return super().invoke(model_config, prompt_messages, tools, stop, stream)
+
+    def asked(self, marker: str) -> list[dict[str, Any]]:
+        return [call for call in self.calls if marker in str(call["prompt_messages"][0].content)]
+
+
+@dataclass
 class ScoresByWords:
     """A rerank model's scores chosen by a test: a document containing one of `scores`' words gets that word's score
     (the first that matches), any other `otherwise`. Used in process and by the inner-API stand-in alike."""
