@@ -8,6 +8,7 @@ import hashlib
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -23,6 +24,7 @@ from hindsight_insights.embedder import Embedder, OpenAICompatibleEmbedder, Vect
 from hindsight_insights.errors import HindsightError, InvalidInput
 from hindsight_insights.screening import screen_for
 from hindsight_insights.store import InsightStore, open_store
+from hindsight_insights.store.tenancy import TOUCH_EVERY_S
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +32,22 @@ log = logging.getLogger(__name__)
 class StoreCache:
     """Open stores keyed by their settings. Connecting costs far more than a search, so connections are reused."""
 
-    def __init__(self, base: Settings | None = None) -> None:
+    def __init__(self, base: Settings | None = None, *, sweep_every_s: float = TOUCH_EVERY_S) -> None:
         self._base = base
         self._stores: dict[str, InsightStore] = {}
         self._lock = threading.Lock()
+        self.sweep_every_s = sweep_every_s
+        self._swept_at: float | None = None  # when a store opened here last deactivated idle projects
+
+    def _sweep_due(self) -> bool:
+        """Whether the next store opened deactivates idle projects: the first, then at most one every
+        `sweep_every_s` (the sweep lists every project's tenants: opening each of many projects must not pay it)."""
+        with self._lock:
+            now = time.monotonic()
+            if self._swept_at is not None and now - self._swept_at < self.sweep_every_s:
+                return False
+            self._swept_at = now
+            return True
 
     def base_settings(self) -> Settings:
         if self._base is None:
@@ -58,7 +72,9 @@ class StoreCache:
         # Connect outside the lock: a slow or unreachable server must not hold up calls for other credentials.
         cooperate_with_gevent()
         embedder = plugin_embedder(settings)
-        store = open_store(settings, embedder, screen_for(settings, embedder, plugin_embedder))
+        store = open_store(
+            settings, embedder, screen_for(settings, embedder, plugin_embedder), keep_active=self._sweep_due()
+        )
         with self._lock:
             raced = self._stores.get(key)
             if raced is not None and raced.is_connected():

@@ -17,6 +17,7 @@ import weaviate
 from weaviate.classes.config import ConsistencyLevel
 from weaviate.classes.tenants import TenantActivityStatus
 
+from hindsight_dify import StoreCache, credentials_for
 from hindsight_insights.config import Settings
 from hindsight_insights.connection import connect_url
 from hindsight_insights.embedder import Embedder
@@ -338,6 +339,34 @@ def test_more_than_a_request_can_deactivate_are_deactivated_in_chunks(
     for spec in COLLECTION_SET:
         found = statuses(own_client, spec.role)
         assert sum(s == TenantActivityStatus.ACTIVE for s in found.values()) == 10, spec.role
+
+
+def test_the_plugin_opening_many_projects_sweeps_idle_ones_at_most_once_a_minute(
+    own_client: weaviate.WeaviateClient, own_server: LocalWeaviate, settings: Settings
+) -> None:
+    """The sweep lists every project's tenants: a plugin process opening one project after another runs it on its
+    first open, then at most once every `sweep_every_s`, not on each."""
+    served = own_server.settings(settings).model_copy(update={"max_active_tenants": 1})
+
+    def open_in(cache: StoreCache, project: str) -> None:
+        cache.store_for(credentials_for(served.model_copy(update={"project": project})))
+
+    def active() -> set[str]:
+        return {name for name, status in statuses(own_client).items() if status == TenantActivityStatus.ACTIVE}
+
+    slow = StoreCache(served, sweep_every_s=3600)
+    try:
+        for project in ("sweep-a", "sweep-b", "sweep-c"):
+            open_in(slow, project)
+        assert active() == {"sweep-a", "sweep-b", "sweep-c"}  # swept on the first open only, when it was alone
+    finally:
+        slow.close()
+    due = StoreCache(served, sweep_every_s=0)
+    try:
+        open_in(due, "sweep-d")  # a sweep is due: the cap of 1 holds again, the project opened now kept
+        assert active() == {"sweep-d"}
+    finally:
+        due.close()
 
 
 def test_many_projects_are_created_at_once_and_open_as_if_opened_one_by_one(

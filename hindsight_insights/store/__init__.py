@@ -43,18 +43,24 @@ def connect_checked(settings: Settings) -> weaviate.WeaviateClient:
     return client
 
 
-def open_store(settings: Settings, embedder: Embedder | None = None, screen: Screen | None = None) -> InsightStore:
+def open_store(
+    settings: Settings,
+    embedder: Embedder | None = None,
+    screen: Screen | None = None,
+    *,
+    keep_active: bool = True,
+) -> InsightStore:
     """Connect to `settings.weaviate_url`, check the server's version, ensure the project's collections.
 
     Every write of the store passes `screen`; unset, the configured one is built here (screening.screen_for: the
     rules and, unless HINDSIGHT_SCREEN_LEARNED=false, the learned screen over the built-in embedder). The store owns
-    the connection: `close()` it when done.
+    the connection: `close()` it when done. `keep_active`: see InsightStore.open.
     """
     client = connect_checked(settings)
     try:
         embedder = embedder or load_embedder(settings)
         screen = screen or screen_for(settings, embedder)
-        return InsightStore.open(client, settings, embedder, owns_client=True, screen=screen)
+        return InsightStore.open(client, settings, embedder, owns_client=True, screen=screen, keep_active=keep_active)
     except BaseException:
         client.close()
         raise

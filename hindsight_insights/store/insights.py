@@ -186,16 +186,20 @@ class InsightStore(ProjectStore[TurnLog]):
         *,
         owns_client: bool = False,
         screen: Screen = RULES_ONLY,
+        keep_active: bool = True,
     ) -> InsightStore:
         """The project's store over `client`. `screen` is the process's (screening.screen_for; open_store builds it):
-        the rules alone unless given."""
+        the rules alone unless given. `keep_active`: deactivate the least recently used projects past the cap now.
+        The sweep lists every project's tenants, so a process opening many stores (the plugin) runs it at most once
+        a minute and passes False in between (hindsight_dify.runtime.StoreCache)."""
         with weaviate_errors("creating the project's collections"):
             collections = ensure_collections(client, settings.project, embedder, replication=replication_of(settings))
         store = cls(collections, embedder, settings, client, screen, owns_client=owns_client)
-        try:
-            store.tenancy.keep_active(settings.max_active_tenants)
-        except HindsightError as error:  # the cap is kept again by the next open or the worker's sweep
-            log.warning("could not deactivate idle projects: %s", error)
+        if keep_active:
+            try:
+                store.tenancy.keep_active(settings.max_active_tenants)
+            except HindsightError as error:  # the cap is kept again by the next sweep or the worker's
+                log.warning("could not deactivate idle projects: %s", error)
         warn_of_legacy_collections(client, settings.project)
         if store.vectors_outdated:
             # Re-embedding a large project takes minutes: an explicit step, never a side effect of opening.

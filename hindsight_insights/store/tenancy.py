@@ -21,13 +21,13 @@ vector index), the recipe of its vectors (VECTOR_TEXT_VERSION) and when it was l
 writes would create it anyway) and activated automatically by Weaviate on their next request, whatever it is.
 Weaviate never deactivates one, and each active tenant holds open files in every collection. So `deactivate_idle`
 keeps at most `max_active_tenants` projects active and sets the least recently used others INACTIVE (100 per request,
-Weaviate's cap). It runs when a store is opened and in the worker's expiry job. "Least recently used" comes from the
-registry's `last_used`, which a process writes when it opens a project and then at most once a minute while it uses it
-(`ProjectTenancy.touch`: the plugin on each tool call, the worker on each job), so every process sees every
-other's use. Limits: `last_used` is up to a minute stale, so a project in use can be chosen when more than
-`max_active_tenants` projects were used within the last minute; it then comes back on its next request (auto
-activation, a few ms). A project whose worker polls its turn log stays in use, as it should. Between two sweeps the
-number of active projects can exceed the cap by the projects opened since.
+Weaviate's cap). It runs when a store is opened (by the plugin at most once a minute) and in the worker's expiry job.
+"Least recently used" comes from the registry's `last_used`, which a process writes when it opens a project and then
+at most once a minute while it uses it (`ProjectTenancy.touch`: the plugin on each tool call, the worker on each job),
+so every process sees every other's use. Limits: `last_used` is up to a minute stale, so a project in use can be
+chosen when more than `max_active_tenants` projects were used within the last minute; it then comes back on its next
+request (auto activation, a few ms). A project whose worker polls its turn log stays in use, as it should. Between
+two sweeps the number of active projects can exceed the cap by the projects opened since.
 """
 
 from __future__ import annotations
