@@ -203,6 +203,7 @@ class Settings(BaseSettings):
     model_calls_per_day: int = Field(
         500,
         ge=0,
+        le=10_000,  # the budget counts a day's calls in one read (store/budget.py MAX_CALLS_COUNTED)
         description="Workspace-model classification calls per project per day (cascade.py), shared by the screen "
         "and the correction detector; past it, unsure items are held. 0: none.",
     )
