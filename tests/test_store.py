@@ -10,24 +10,10 @@ import pytest
 import weaviate
 
 from hindsight_insights.errors import InvalidInput, NotFound, WeaviateUnavailable
-from hindsight_insights.models import InsightDraft, InsightKind, InsightStatus, TurnDraft
+from hindsight_insights.models import InsightKind, InsightStatus, TurnDraft
 from hindsight_insights.store import InsightStore
 from testkit.admitted import admitted_as_is, all_admitted_as_is
-
-
-def draft(**changes: Any) -> InsightDraft:
-    data: dict[str, Any] = {
-        "topic": "return address",
-        "kind": "fact",
-        "scene": "after-sales",
-        "action": "When a customer asks where to send a return, give the address 88 Zhangjiang Road, Shanghai.",
-        "evidence": "Returns now go to 88 Zhangjiang Road, Shanghai.",
-        "confidence": 0.9,
-    }
-    data.update(changes)
-    if data.get("user_id"):  # a user's draft says its scope: the store saves what admission placed
-        data.setdefault("scope", "user")
-    return InsightDraft.parse(data)
+from testkit.drafts import draft
 
 
 def ids(hits: list[Any]) -> list[uuid.UUID]:

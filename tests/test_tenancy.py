@@ -10,7 +10,6 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 import weaviate
@@ -23,7 +22,7 @@ from hindsight_insights.connection import connect_url
 from hindsight_insights.embedder import Embedder
 from hindsight_insights.errors import NotFound
 from hindsight_insights.fewshot import ExampleDraft
-from hindsight_insights.models import InsightDraft, InsightStatus, TurnDraft, TurnSignals
+from hindsight_insights.models import InsightStatus, TurnDraft, TurnSignals
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.blame import BlameMark
 from hindsight_insights.store.replication import Replication, replication_of, with_levels
@@ -42,6 +41,7 @@ from hindsight_insights.store.tenancy import (
 from hindsight_insights.suggestions import Mined
 from hindsight_insights.weaviate_server import LocalWeaviate, ensure_binary, start_local
 from testkit.admitted import admitted_as_is
+from testkit.drafts import draft as insight
 from tests.worker_support import FakeClock, RuleExtractor, running_worker
 
 VALID_TENANT = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -110,21 +110,6 @@ def test_distinct_names_never_share_a_tenant() -> None:
 
 
 # ---- one project never reads another's ------------------------------------------------------------------------------
-
-
-def insight(**changes: Any) -> InsightDraft:
-    data: dict[str, Any] = {
-        "topic": "return address",
-        "kind": "fact",
-        "scene": "after-sales",
-        "action": "When a customer asks where to send a return, give the address 88 Zhangjiang Road, Shanghai.",
-        "evidence": "Returns now go to 88 Zhangjiang Road, Shanghai.",
-        "confidence": 0.9,
-    }
-    data.update(changes)
-    if data.get("user_id"):
-        data.setdefault("scope", "user")
-    return InsightDraft.parse(data)
 
 
 def turn(session: str, user: str, text: str, correction: bool = False) -> TurnDraft:
