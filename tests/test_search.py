@@ -357,8 +357,8 @@ def test_standing_rule_matching_the_conversation_survives_a_budget_of_newer_unre
 
 
 class CountingQuery:
-    """The real collection's query object, counting each query; every query waits at a barrier that only two
-    queries in flight at the same time can pass, so sequential queries would time out."""
+    """The real collection's query object, counting each query; every search waits at a barrier that only two
+    searches in flight at the same time can pass, so sequential searches would time out."""
 
     def __init__(self, inner: Any, barrier: threading.Barrier) -> None:
         self._inner = inner
@@ -370,7 +370,8 @@ class CountingQuery:
 
         def counted(*args: Any, **kwargs: Any) -> Any:
             self.calls.append(name)
-            self._barrier.wait(timeout=10)
+            if name != "fetch_objects":  # reading the chosen standing rules whole comes after their search
+                self._barrier.wait(timeout=10)
             return method(*args, **kwargs)
 
         return counted
@@ -385,10 +386,12 @@ class CountingCollection:
         return getattr(self._inner, name)
 
 
-def test_recall_is_one_round_trip(store: InsightStore, client: weaviate.WeaviateClient, embedder: Embedder) -> None:
-    """Both channels in one round trip: one query each, in flight at the same time (the standing rules are read
-    while the conversation is embedded and searched)."""
-    save(store, TABLE_PREFERENCE)
+def test_recall_searches_both_channels_at_once(
+    store: InsightStore, client: weaviate.WeaviateClient, embedder: Embedder
+) -> None:
+    """Both channels' searches are in flight at the same time; the standing channel then reads the rules it chose
+    whole (its search returns only what ranks them), and they are the stored rules, every field."""
+    preference = save(store, TABLE_PREFERENCE)
     fact = save(store, RETURN_ADDRESS, scene="方案对比")
     collection = project_collection(client, store.settings.project, INSIGHTS)
     counting = CountingQuery(collection.query, threading.Barrier(2))
@@ -396,9 +399,10 @@ def test_recall_is_one_round_trip(store: InsightStore, client: weaviate.Weaviate
     recall = retrieval.recall("退货地址在哪？", scene="方案对比", user_id="u-wang")
     # Behind the gate, the situational candidates are the nearest by cosine (a hybrid query costs more, and only
     # cosine can pass the gate's margin); with a plain threshold, Weaviate's hybrid query finds them.
-    assert counting.calls == ["near_vector", "near_vector"]
-    assert [hit.insight.id for hit in recall.situational] == [fact] and len(recall.standing) == 1
+    assert sorted(counting.calls) == ["fetch_objects", "near_vector", "near_vector"]
+    assert [hit.insight.id for hit in recall.situational] == [fact]
+    assert recall.standing == [store.get(preference)]
     counting.calls.clear()
     plain = retrieval.recall("退货地址在哪？", scene="方案对比", user_id="u-wang", score_threshold=0.1)
-    assert sorted(counting.calls) == ["hybrid", "near_vector"]
+    assert sorted(counting.calls) == ["fetch_objects", "hybrid", "near_vector"]
     assert [hit.insight.id for hit in plain.situational] == [fact] and len(plain.standing) == 1

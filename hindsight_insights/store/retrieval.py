@@ -44,6 +44,8 @@ MAX_QUERY_CHARS = 4000  # of the recent turns, newest kept: enough context, and 
 # Recall ranks at most this many eligible standing rules, the most similar to the conversation; a user with more in one
 # scene (rare) has the least similar ones left out.
 MAX_STANDING_CANDIDATES = 100
+# What ranks a standing rule before it is read whole: its words, its age, whether it is about every answer, its slot.
+STANDING_RANK_FIELDS = ("search_text", "asserted_at", "kind", "slot_key")
 SITUATIONAL_KINDS = (InsightKind.FACT, InsightKind.PROCESS, InsightKind.LESSON)
 
 
@@ -94,17 +96,17 @@ class Retrieval:
         reranker: Reranker | None = None,
     ) -> Recall:
         """Both retrieval channels (docs/architecture.md, Retrieval): standing rules (preferences, and this user's own
-        rules of every kind), and situational facts, processes and lessons (project-wide or of this session). One round
-        trip: the standing rules are read while the query is embedded and searched.
+        rules of every kind), and situational facts, processes and lessons (project-wide or of this session). The
+        standing rules are read, in another thread, while the situational candidates are searched.
         With a `reranker`, it decides which situational candidates pass (reranking.py), else the no-match gate.
         """
         request = self._request(query, top_k, score_threshold, "hybrid")
         now = now or datetime.now(UTC)
         budget = self._settings.standing_rule_budget
-        vector = request.vector(self._embedder)  # first: the standing read ranks by it too
+        request.vector(self._embedder)  # embedded once, here, before the standing read that ranks by it starts
         with weaviate_errors("recalling insights"):
             standing_read = (
-                self._pool().submit(self._standing_candidates, scene, user_id, now, vector, session_id=session_id)
+                self._pool().submit(self._recall_standing, request, scene, user_id, now, budget, session_id)
                 if budget
                 else None
             )
@@ -116,10 +118,9 @@ class Retrieval:
                 if standing_read is not None:
                     wait([standing_read])  # never leave a read running behind a failed call; its error is moot
                 raise
-            preferences = standing_read.result() if standing_read is not None else []
+            standing = standing_read.result() if standing_read is not None else []
         reranked, rerank = self._rerank(candidates, request, reranker) if reranker else (None, None)
         situational = self._rank(candidates, request, now, reranked)
-        standing = self._rank_standing(preferences, request, budget)
         kept = newest_per_topic([*standing, *(hit.insight for hit in situational)])
         return Recall(
             standing=[insight for insight in standing if insight.id in kept],
@@ -143,9 +144,7 @@ class Retrieval:
         if limit == 0:
             return []
         with weaviate_errors("reading standing rules"):
-            objects = self._standing_candidates(
-                scene, user_id, now or datetime.now(UTC), limit=limit * 2, session_id=session_id
-            )
+            objects = self._standing_candidates(scene, user_id, now or datetime.now(UTC), limit * 2, session_id)
         newest = sorted(newest_per_slot(objects), key=lambda obj: not _about_every_answer(obj))  # stable: newest first
         return [insight_from(obj) for obj in newest][:limit]
 
@@ -229,30 +228,47 @@ class Retrieval:
         return newest_per_slot(result.objects)
 
     def _standing_candidates(
-        self,
-        scene: str,
-        user_id: str | None,
-        now: datetime,
-        vector: Vectors | None = None,
-        limit: int = MAX_STANDING_CANDIDATES,
-        session_id: str | None = None,
+        self, scene: str, user_id: str | None, now: datetime, limit: int, session_id: str | None = None
     ) -> list[StoredObject]:
-        """Eligible standing rules (filters.standing_channel): with a conversation's vector, the most similar ones, each
-        with its cosine distance (computed by Weaviate, so no vectors travel); without one, the newest."""
+        """Eligible standing rules (filters.standing_channel), the newest first."""
         where = filters.eligible(scene, user_id, now, session_id) & filters.standing_channel()
-        if vector is None:
-            result = self._insights.query.fetch_objects(
-                filters=where, limit=limit, sort=Sort.by_property("asserted_at", ascending=False)
-            )
-        else:
-            result = self._insights.query.near_vector(
-                near_vector=vector.tolist(),
-                target_vector=VECTOR_NAME,
-                filters=where,
-                limit=limit,
-                return_metadata=MetadataQuery(distance=True),
-            )
+        result = self._insights.query.fetch_objects(
+            filters=where, limit=limit, sort=Sort.by_property("asserted_at", ascending=False)
+        )
         return newest_per_slot(result.objects)
+
+    def _recall_standing(
+        self, request: _Request, scene: str, user_id: str | None, now: datetime, budget: int, session_id: str | None
+    ) -> list[Insight]:
+        """The standing rules the budget takes (ranking.standing_order), in two reads: the most similar eligible ones
+        with only what ranks them (the cosine distance, computed by Weaviate, and STANDING_RANK_FIELDS), then the
+        chosen few whole. A hundred whole rules cost more to send and decode than the search itself (at a million
+        insights, 22 against 9 ms at p50; docs/scale.md)."""
+        where = filters.eligible(scene, user_id, now, session_id) & filters.standing_channel()
+        ranked = self._insights.query.near_vector(
+            near_vector=request.vector(self._embedder).tolist(),
+            target_vector=VECTOR_NAME,
+            filters=where,
+            limit=MAX_STANDING_CANDIDATES,
+            return_properties=list(STANDING_RANK_FIELDS),
+            return_metadata=MetadataQuery(distance=True),
+        ).objects
+        relevance = {obj.uuid: self._score(obj, request)[2] for obj in ranked}
+        chosen = ranking.standing_order(
+            newest_per_slot(ranked),
+            lambda obj: relevance[obj.uuid],
+            lambda obj: obj.properties["asserted_at"],
+            request.threshold,
+            _about_every_answer,
+        )[:budget]
+        if not chosen:
+            return []
+        # Read again under the same filter: a rule retired between the two reads is left out, not shown stale.
+        whole = self._insights.query.fetch_objects(
+            filters=where & filters.with_ids(obj.uuid for obj in chosen), limit=len(chosen)
+        ).objects
+        by_id = {obj.uuid: obj for obj in whole}
+        return [insight_from(by_id[obj.uuid]) for obj in chosen if obj.uuid in by_id]
 
     def _pool(self) -> ThreadPoolExecutor:
         # One worker: the standing rules' read, which waits on Weaviate while this thread embeds and searches.
@@ -351,19 +367,6 @@ class Retrieval:
             )
         hits.sort(key=lambda hit: (-hit.score, -hit.insight.asserted_at.timestamp(), str(hit.insight.id)))
         return hits[: request.top_k]
-
-    def _rank_standing(self, objects: Sequence[StoredObject], request: _Request, budget: int) -> list[Insight]:
-        """The standing rules the budget takes: matching the conversation first, then the newest (preferences first).
-        Only those kept are converted to insights (a user may have a hundred)."""
-        relevance = {id(obj): self._score(obj, request)[2] for obj in objects}
-        ordered = ranking.standing_order(
-            objects,
-            lambda obj: relevance[id(obj)],
-            lambda obj: obj.properties["asserted_at"],
-            request.threshold,
-            _about_every_answer,
-        )
-        return [insight_from(obj) for obj in ordered[:budget]]
 
 
 @dataclass(frozen=True)
