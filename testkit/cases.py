@@ -153,7 +153,7 @@ def insight_reply(quote: str = NAME_QUOTE, *, turn: int = 1, fenced: bool = True
 
 # A turn the learned correction detector is unsure of (P(correction) in its band, decided none): a standing wish
 # about number format no rule covers. The workspace model is asked about the second message.
-UNSURE_PERCENT_QUOTE = "百分比保留一位小数就够了"
+UNSURE_PERCENT_QUOTE = "一位小数就够了"
 UNSURE_CORRECTION_TURNS: list[dict[str, Any]] = [
     {"user_message": "上周的转化率是多少？", "assistant_message": "转化率为 3.4567%，比上周提升 0.8912 个百分点。"},
     {"user_message": UNSURE_PERCENT_QUOTE, "assistant_message": "好的，转化率为 3.5%，提升 0.9 个百分点。"},

@@ -43,8 +43,8 @@ from testkit.cases import (
 from testkit.recording_llm import RecordingLlm
 from tests.test_screen_admission import FixedModel
 
-# The rules read "first … then" as a process; the learned detector finds the wish about form (a preference), unsure
-# (P(correction) about 0.9, inside the trained band).
+# The rules read "first … then" as a process; the learned detector leans to a wish about form (a preference) and is
+# unsure (P(correction) about 0.8, inside the trained band).
 LEAD = "Lead with the answer, then the reasoning."
 BACKGROUND = (
     "Let's look at the background first. The tool was introduced in 2019... In conclusion, yes, you can use it."
@@ -73,7 +73,8 @@ def test_an_unsure_decision_is_settled_by_the_verdict_and_keeps_the_rules_quotes
         return answer
 
     own = detect(LEAD, BACKGROUND, detector)
-    assert own.type is CorrectionType.PREFERENCE and own.unsure
+    leaning = max((p, kind) for kind, p in own.probabilities.items() if kind != CorrectionType.NONE.value)[1]
+    assert own.unsure and leaning == CorrectionType.PREFERENCE.value
     rules = detect(LEAD, BACKGROUND)
     preference = detect(LEAD, BACKGROUND, detector, second_opinion(CorrectionType.PREFERENCE))
     assert preference.type is CorrectionType.PREFERENCE and preference.confidence <= GENERAL

@@ -226,6 +226,15 @@ def test_corrected_and_original_are_verbatim_quotes() -> None:
     assert found.topic == "運費"
 
 
+def test_a_thousands_separator_does_not_cut_a_quote() -> None:
+    """ "2,480" is one number, not two clauses: the original quoted is the whole clause that states it."""
+    found = detect("不是注册用户，是签了合同的企业客户", "本季度新增注册用户 2,480 人，环比增长 12%。")
+    assert found.type is FACTUAL
+    assert found.original == "本季度新增注册用户 2,480 人"
+    listed = detect("It was 7,300 visitors, not 6,900.", "Attendance was 6,900 visitors, a record.")
+    assert listed.original == "Attendance was 6,900 visitors"
+
+
 def test_fullwidth_text_is_folded_before_matching() -> None:
     found = detect("ＮＯ，ｔｈｅ ｏｆｆｉｃｅ ｉｓ ｏｎ ｔｈｅ ７ｔｈ ｆｌｏｏｒ．", "The office is on the 4th floor.")
     assert found.type is FACTUAL

@@ -17,7 +17,13 @@ from hindsight_insights.config import Settings
 from hindsight_insights.detection.classifier import FloatArray
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
-from hindsight_insights.detection.learned_corrections import Combination, LearnedDetector, decide, family_of
+from hindsight_insights.detection.learned_corrections import (
+    Combination,
+    LearnedDetector,
+    decide,
+    family_of,
+    nothing_to_correct,
+)
 from hindsight_insights.detector_model import MODEL_PATH, learned_detector, load_detector_model
 from hindsight_insights.embedder import Embedder
 from hindsight_insights.governance.recording import record_turn
@@ -98,6 +104,25 @@ def test_a_weak_finding_stays_none_and_is_unsure(learned: LearnedDetector) -> No
     found = detect("这跟我了解的不太一样", "根据规定，差旅报销的上限是五百元。", learned)
     assert found.type is CorrectionType.NONE and found.unsure
     assert learned.combination.unsure_low <= 1 - found.probabilities["none"] < learned.combination.correction_at
+
+
+def test_an_opening_message_corrects_nothing_but_may_state_a_wish(learned: LearnedDetector) -> None:
+    """With no answer before it, a message describing the user's own situation is no factual correction (the model,
+    trained on pairs, leans to one), while a standing wish in the opening message is still one."""
+    situation = "我们这边是 k3s 单节点部署的 0.8.2 版本，上传的 Excel 一直卡在解析中"
+    assert detect(situation, "上传前请确认文件不超过 15MB。", learned).probabilities["factual"] > 0.0
+    opening = detect(situation, None, learned)
+    assert opening.type is CorrectionType.NONE
+    assert opening.probabilities["factual"] == opening.probabilities["negative"] == 0.0
+    assert sum(opening.probabilities.values()) == pytest.approx(1.0, abs=1e-3)
+    assert detect("From now on, always answer me in bullet points.", None, learned).type is CorrectionType.PREFERENCE
+    assert nothing_to_correct({"factual": 0.6, "preference": 0.1, "process": 0.0, "negative": 0.1, "none": 0.2}) == {
+        "factual": 0.0,
+        "preference": 0.1,
+        "process": 0.0,
+        "negative": 0.0,
+        "none": pytest.approx(0.9),
+    }
 
 
 def test_a_thank_you_stays_none(learned: LearnedDetector) -> None:

@@ -155,3 +155,25 @@ def test_the_opening_request_is_never_taken_for_a_returning_wish(store: MemorySt
     )
     report = ReflectionEngine(store, OfflineExtractor(store.settings).with_detector(learned)).reflect_session("h3")
     assert [store.get(i).evidence.quote for i in report.saved_ids if store.get(i).kind == "preference"] == []
+
+
+def test_a_terse_echo_of_a_wish_already_found_is_not_a_second_lesson(
+    store: MemoryStore, learned: LearnedDetector
+) -> None:
+    """The user comes back to a wish they stated outright: the stated wish is the lesson; the terse echo only refers
+    back to it (as "it's just a preference, remember it" refers back to a request the screen held)."""
+    record(
+        store,
+        "h4",
+        "u-ops",
+        "故障排查",
+        [
+            ("How long did the nightly backup take?", "The job ran for 7,200 seconds."),
+            ("From now on, always give me durations in hours.", "Understood: 2 hours."),
+            ("And the restore test?", "The restore ran for 5,400 seconds."),
+            ("hours please", "1.5 hours."),
+        ],
+    )
+    report = ReflectionEngine(store, OfflineExtractor(store.settings).with_detector(learned)).reflect_session("h4")
+    quotes = [store.get(i).evidence.quote for i in report.saved_ids if store.get(i).kind == "preference"]
+    assert quotes == ["From now on, always give me durations in hours."]

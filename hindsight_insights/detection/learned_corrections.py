@@ -33,6 +33,8 @@ from hindsight_insights.detection.correction_types import GENERAL, Correction, C
 from hindsight_insights.detection.text import fold
 
 NONE = CorrectionType.NONE.value
+# The classes that say an answer was wrong: a message with no answer before it is none of them.
+_NEEDS_AN_ANSWER = frozenset({CorrectionType.FACTUAL.value, CorrectionType.NEGATIVE.value})
 SELF_FIX = "self_fix"  # the rules' none because the user fixed their own typo: an outcome of its own
 _LANGUAGE_SUFFIX = re.compile(r"_(zh|en)$")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
@@ -61,7 +63,18 @@ class LearnedDetector:
         # The embedding block is the message's vector and the previous answer's side by side, embedded in one call.
         pair = self.embed([message, previous_assistant or ""])
         row = self.model.predict([message], lambda _: pair.reshape(1, -1), [families])[0]
-        return {kind: float(p) for kind, p in zip(self.model.classes, row, strict=True)}
+        found = {kind: float(p) for kind, p in zip(self.model.classes, row, strict=True)}
+        return found if (previous_assistant or "").strip() else nothing_to_correct(found)
+
+
+def nothing_to_correct(probabilities: Mapping[str, float]) -> dict[str, float]:
+    """The probabilities of a message no answer came before (a conversation's opening request): it can state a
+    standing wish or a rule of the work, but it cannot say an answer was wrong, so the factual and negative classes'
+    share is the none class's. The model was trained on pairs only and reads an opening request that describes the
+    user's own situation ("docker compose 部署的 1.9.1, uploads stay queued") as a correction of a fact."""
+    moved = {kind: 0.0 if kind in _NEEDS_AN_ANSWER else p for kind, p in probabilities.items()}
+    moved[NONE] = probabilities.get(NONE, 0.0) + sum(probabilities.get(kind, 0.0) for kind in _NEEDS_AN_ANSWER)
+    return moved
 
 
 def family_of(signal: str) -> str:

@@ -23,8 +23,9 @@ from hindsight_insights.keys import to_simplified
 
 # Sentence ends in both languages, after NFKC (。 stays, ！？； become !?;). An ellipsis ends a sentence too.
 _SENTENCE_END = re.compile(r"[。!?;\n]+|\.{3,}|…+|(?<=[a-z0-9)\"'])\.(?=\s|$)")
-# Clause breaks inside a sentence: commas, the enumeration comma, colons (not in 14:00) and dashes.
-_CLAUSE_BREAK = re.compile(r"[,、]|(?<!\d):(?!\d)|\s[-–—]+\s|[–—]+")
+# Clause breaks inside a sentence: commas (not a thousands separator: 3,482), the enumeration comma, colons (not in
+# 14:00) and dashes.
+_CLAUSE_BREAK = re.compile(r"、|,(?!(?<=\d,)\d{3}(?!\d))|(?<!\d):(?!\d)|\s[-–—]+\s|[–—]+")
 
 
 @dataclass(frozen=True)

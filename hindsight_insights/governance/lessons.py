@@ -20,6 +20,7 @@ from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_turn import read
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
+from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.periods import period_end
 from hindsight_insights.detection.text import fold, has_han
 from hindsight_insights.models import Condition, InsightContent, InsightKind, Scope, Turn
@@ -56,13 +57,16 @@ class Wording:
     condition_detail: str | None
 
 
-def wording(correction: Correction, message: str, settings: Settings) -> Wording:
-    """The rule a correction teaches, from a template per language (prompts/corrections/), in the user's words."""
+def wording(
+    correction: Correction, message: str, settings: Settings, learned: LearnedDetector | None = None
+) -> Wording:
+    """The rule a correction teaches, from a template per language (prompts/corrections/), in the user's words;
+    `learned`, the detector that found it, also reads a preference's later sentences (every_wish)."""
     language = "zh" if has_han(message) else "en"
     topic = (correction.topic or "").strip() or _FALLBACK_TOPIC[(correction.type, language)]
     corrected = (correction.corrected or message).strip()
     if correction.type is CorrectionType.PREFERENCE:
-        corrected = every_wish(corrected, message)
+        corrected = every_wish(corrected, message, learned)
     action = render_prompt(
         settings.prompts_dir,
         f"corrections/action.{language}.md.j2",
@@ -83,10 +87,12 @@ def wording(correction: Correction, message: str, settings: Settings) -> Wording
     )
 
 
-def every_wish(corrected: str, message: str) -> str:
+def every_wish(corrected: str, message: str, learned: LearnedDetector | None = None) -> str:
     """A preference's words in the rule: from the wish the detector quoted to the last sentence of the message that the
     detector, reading it alone, also takes for a wish ("太长了。以后先说结论，最多三个理由" is one standing wish, not
-    "太长了"); the user's own words, never a question or a remark after the last wish."""
+    "太长了"); the user's own words, never a question or a remark after the last wish. With the learned detector (the
+    one that found the wish) each later sentence is read by it too, so a wish in words the rules lack stays in the
+    rule ("please don't call me sir. Just use my name, Sofia." keeps the name)."""
     turn = read(message, None)
     start = turn.message.text.find(fold(corrected).text)
     if start < 0:
@@ -96,17 +102,24 @@ def every_wish(corrected: str, message: str) -> str:
         if sentence.span.start < end or sentence.question:
             continue
         said = turn.message.quote(sentence.span.start, sentence.span.end)
-        if said and detect(said).type is CorrectionType.PREFERENCE:
+        if said and detect(said, None, learned).type is CorrectionType.PREFERENCE:
             end = sentence.span.end
     return (turn.message.quote(start, end) or corrected).strip()
 
 
-def lesson_for(correction: Correction, turn: Turn, settings: Settings, now: datetime) -> WriteCommand | None:
+def lesson_for(
+    correction: Correction,
+    turn: Turn,
+    settings: Settings,
+    now: datetime,
+    learned: LearnedDetector | None = None,
+) -> WriteCommand | None:
     """The write a correction in `turn`'s user message teaches; None when it is not a correction. The detector's
-    finding goes into the provenance: the scope comes from it (scope.py), never from the wording."""
+    finding goes into the provenance: the scope comes from it (scope.py), never from the wording; `learned` is the
+    detector that found it (wording)."""
     if not correction.is_correction or not turn.user_message.strip():
         return None
-    words = wording(correction, turn.user_message, settings)
+    words = wording(correction, turn.user_message, settings, learned)
     provenance = Provenance(source="detector", user_id=turn.user_id, session_id=turn.session_id, correction=correction)
     session_only = decide_scope(provenance, settings)[0].scope is Scope.SESSION
     ends = [now + SESSION_INSIGHT_LIFETIME] if session_only else []

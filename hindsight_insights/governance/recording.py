@@ -110,7 +110,7 @@ def record_turn(
         corrected_turn = store.turns.mark_corrected(previous, record)
         example = keep_example(store, correction, corrected_turn, turn, now)
     judged = judge_turn(store, turn, previous, correction, now) if isinstance(store, BlamingStore) else []
-    lesson = lesson_for(correction, turn, settings, now)
+    lesson = lesson_for(correction, turn, settings, now, detector)
     learned = write(store, lesson, cascade=cascade) if lesson is not None else []
     return Recorded(
         turn,

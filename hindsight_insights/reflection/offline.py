@@ -12,7 +12,9 @@ when the detector says so. And because a reflection reads the whole session, a t
 towards ("EUR please": preference is its likeliest correction class, at `REPEATED_WISH_AT` or more, but below its
 bar for one message) becomes a preference when the user comes back to it in the same session: a content word of
 the wish in another of their messages ("In EUR?", "..., in EUR"). It answers an earlier answer (never the opening
-request) and is not a question. The bar was chosen on the tune split of bench/data/reflection_sessions.json.
+request) and is not a question, and the message it comes back to is not itself one the detector found (a stated wish
+is learned in its own right; a terse echo of it, "it's just a preference, remember it", only refers back to it). The
+bar was chosen on the tune split of bench/data/reflection_sessions.json.
 
 It is the demo's default and the floor the LLM paths must beat: it finds what users say outright and, with the
 learned detector, wishes they repeat within a session; never what they only show across sessions (a request
@@ -65,21 +67,30 @@ class OfflineExtractor:
     def extract(self, request: ExtractionRequest) -> Sequence[DetectedCandidate]:
         found: list[DetectedCandidate] = []
         for session in request.sessions:
-            previous_answer: str | None = None
             messages = [turn.user_message.strip() for turn in session.turns]
+            answers: list[str | None] = []
+            for turn in session.turns:
+                answers.append(turn.assistant_message or (answers[-1] if answers else None))
+            before = [None, *answers[:-1]]  # the answer each message reads against
+            findings = [
+                detect(message, before[index], self._detector) if message else None
+                for index, message in enumerate(messages)
+            ]
+            # A wish the user comes back to is shown by a message that is not itself a lesson: one the detector
+            # found (a stated wish, a correction) is learned in its own right, and a terse message echoing it ("it's
+            # just a preference, remember it") only refers back to it.
+            plain = [index for index, finding in enumerate(findings) if not _teaches(finding)]
             for index, turn in enumerate(session.turns):
-                message = messages[index]
-                correction = detect(message, previous_answer, self._detector) if message else None
+                message, correction, previous_answer = messages[index], findings[index], before[index]
                 if correction is not None and previous_answer is not None:
-                    others = messages[:index] + messages[index + 1 :]
+                    others = [messages[other] for other in plain if other != index]
                     correction = _repeated_wish(correction, message, previous_answer, others)
-                previous_answer = turn.assistant_message or previous_answer
                 if correction is None or correction.type in (CorrectionType.NONE, CorrectionType.NEGATIVE):
                     continue
                 asks = Provenance(self.name, session.user_id, session.session_id, correction=correction)
                 if decide_scope(asks, self._settings)[0].scope is Scope.SESSION:
                     continue
-                words = wording(correction, message, self._settings)
+                words = wording(correction, message, self._settings, self._detector)
                 insight = ReflectedInsight(
                     topic=words.topic,
                     kind=KIND_OF[correction.type],
@@ -94,6 +105,10 @@ class OfflineExtractor:
                 )
                 found.append(DetectedCandidate(insight, correction))
         return found
+
+
+def _teaches(finding: Correction | None) -> bool:
+    return finding is not None and finding.is_correction and finding.type is not CorrectionType.NEGATIVE
 
 
 def _repeated_wish(correction: Correction, message: str, answer: str, others: Sequence[str]) -> Correction:
