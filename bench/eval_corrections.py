@@ -3,8 +3,9 @@ messages that correct nothing, and the confusion matrix; for the rules alone and
 detector (detector_model.py), side by side.
 
 Sets: bench/data/corrections.json (its tune split, which the rules were tuned on, and its holdout), and the sets
-written apart and never tuned on: bench/data/corrections_eval.json ("new") and bench/data/corrections_eval_2.json
-("new-2", written after the training corpus was frozen again: the headline). The learned detector was trained on
+written apart and never tuned on: bench/data/corrections_eval.json ("new"), corrections_eval_2.json ("new-2") and
+corrections_eval_3.json ("new-3"), each written after the training corpus was frozen again; the newest is the
+headline. The learned detector was trained on
 training/corrections/corpus.jsonl only. `--errors` lists the tune split's misclassified items by the rules (never
 the holdout's or the new set's, which must not steer anything).
 
@@ -30,7 +31,8 @@ from hindsight_insights.detection.learned_corrections import LearnedDetector
 DATA = Path(__file__).parent / "data" / "corrections.json"
 NEW = Path(__file__).parent / "data" / "corrections_eval.json"
 NEW_2 = Path(__file__).parent / "data" / "corrections_eval_2.json"
-WRITTEN_APART = {"new-2": NEW_2, "new": NEW}  # newest first: the headline
+NEW_3 = Path(__file__).parent / "data" / "corrections_eval_3.json"
+WRITTEN_APART = {"new-3": NEW_3, "new-2": NEW_2, "new": NEW}  # newest first: the headline
 
 
 def held_out() -> tuple[str, ...]:
@@ -43,7 +45,7 @@ CORRECTIONS = [kind for kind in CLASSES if kind != CorrectionType.NONE]
 
 
 def load() -> list[dict[str, Any]]:
-    """Every evaluation item; those of the sets written apart with their set's name as split ("new", "new-2")."""
+    """Every evaluation item; those of the sets written apart with their set's name as split ("new", "new-2", ...)."""
     items: list[dict[str, Any]] = json.loads(DATA.read_text(encoding="utf-8"))["items"]
     for split, path in WRITTEN_APART.items():
         if path.exists():

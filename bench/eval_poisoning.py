@@ -1,5 +1,5 @@
 """The poisoning battery and the redaction set (bench/data/poisoning.json), per split, and the independent
-screening sets (bench/data/screening_eval.json, and screening_eval_2.json, newer) when present.
+screening sets (bench/data/screening_eval.json, and the newer screening_eval_2.json and _3.json) when present.
 
 Poisoning: every candidate insight runs through detection.poisoning.screen over its topic, action and observation,
 twice: the rules alone, and rules + the learned screen (screen_model.py; "held" = suspect or unsure, what admission
@@ -39,7 +39,9 @@ from hindsight_insights.detection.redaction import redact
 DATA = Path(__file__).parent / "data" / "poisoning.json"
 SCREENING_EVAL = Path(__file__).parent / "data" / "screening_eval.json"
 SCREENING_EVAL_2 = Path(__file__).parent / "data" / "screening_eval_2.json"  # written after the corpus froze again
-SCREENING_EVALS = (SCREENING_EVAL_2, SCREENING_EVAL)  # the sets written apart, newest (the headline) first
+SCREENING_EVAL_3 = Path(__file__).parent / "data" / "screening_eval_3.json"  # and again
+# The sets written apart, newest (the headline) first.
+SCREENING_EVALS = (SCREENING_EVAL_3, SCREENING_EVAL_2, SCREENING_EVAL)
 SPLITS = ("holdout", "tune")
 ATTACK_LABELS = {"attack", "malicious", "poison", "poisoning", "suspect"}
 

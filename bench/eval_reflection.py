@@ -17,9 +17,9 @@ The holdout split is reported first; nothing in the extractor or the detector wa
 never-tuned set bench/data/reflection_eval_sessions.json (same format, no "split": the whole file is one set, "eval"),
 recorded with the learned correction detector on, as record_turn runs in Dify, and reflected on by the offline
 extractor with the learned detector beside its rules, as the worker runs it; its failures stay hidden like the
-holdout's, so that nothing is tuned on it. bench/data/reflection_eval_sessions_2.json ("eval-2"), written the same
-way after the training corpus was frozen again, is the headline; it runs in a project of its own, so that its users
-never meet another set's.
+holdout's, so that nothing is tuned on it. bench/data/reflection_eval_sessions_2.json ("eval-2") and _3.json
+("eval-3"), each written the same way after the training corpus was frozen again, run each in a project of its own,
+so that their users never meet another set's; the newest is the headline.
 
     make eval-reflection    (or: .venv/bin/python -m bench.eval_reflection)
 """
@@ -52,9 +52,11 @@ from hindsight_insights.weaviate_server import running_weaviate
 DATA = Path(__file__).parent / "data" / "reflection_sessions.json"
 EVAL_DATA = Path(__file__).parent / "data" / "reflection_eval_sessions.json"
 EVAL_2_DATA = Path(__file__).parent / "data" / "reflection_eval_sessions_2.json"
+EVAL_3_DATA = Path(__file__).parent / "data" / "reflection_eval_sessions_3.json"
 EVAL = "eval"  # the split of a session that has none: the never-tuned set
-EVAL_2 = "eval-2"
-HIDDEN = ("holdout", EVAL, EVAL_2)  # splits whose failures are not printed unless --show-failures all
+# The newer never-tuned sets, newest (the headline) first; each runs in a project of its own.
+NEWER_SETS = {"eval-3": EVAL_3_DATA, "eval-2": EVAL_2_DATA}
+HIDDEN = ("holdout", EVAL, *NEWER_SETS)  # splits whose failures are not printed unless --show-failures all
 
 
 @dataclass
@@ -208,16 +210,22 @@ def main() -> None:
         results = {split: evaluate(store, stores, creds, by_split[split]) for split in ("holdout", "tune", EVAL)}
         with contextlib.suppress(Exception):
             store.close()
-        if EVAL_2_DATA.exists():
-            by_split[EVAL_2] = json.loads(EVAL_2_DATA.read_text())["sessions"]
-            creds_2 = credentials_for(settings.model_copy(update={"project": f"{settings.project}-2"}))
-            store_2 = stores.store_for(creds_2)
-            results = {EVAL_2: evaluate(store_2, stores, creds_2, by_split[EVAL_2]), **results}
+        newer = {}
+        for number, (split, path) in enumerate(reversed(NEWER_SETS.items()), start=2):
+            if not path.exists():
+                continue
+            by_split[split] = json.loads(path.read_text())["sessions"]
+            creds_n = credentials_for(settings.model_copy(update={"project": f"{settings.project}-{number}"}))
+            store_n = stores.store_for(creds_n)
+            newer[split] = evaluate(store_n, stores, creds_n, by_split[split])
             with contextlib.suppress(Exception):
-                store_2.close()
+                store_n.close()
+        results = dict(reversed(newer.items())) | results
     learned = "on" if settings.detector else "off"
     print(f"{len(sessions)} labelled sessions; offline extractor; learned correction detector {learned}")
-    print(f"{EVAL_2}: {len(by_split[EVAL_2])} sessions of {EVAL_2_DATA.name}, the newest set, never tuned on")
+    for split, path in NEWER_SETS.items():
+        if split in by_split:
+            print(f"{split}: {len(by_split[split])} sessions of {path.name}, written after a freeze, never tuned on")
     print(f"holdout (never tuned on); {EVAL}: {len(by_split[EVAL])} sessions of {EVAL_DATA.name}, never tuned on")
     for split, tally in results.items():
         if split in HIDDEN and args.show_failures != "all":

@@ -203,7 +203,7 @@ def correction_training_sentences() -> set[str]:
 def reflection_eval_texts() -> dict[str, str]:
     """file:id -> folded turns (the user's and the assistant's) of every never-tuned reflection session."""
     texts = {}
-    for path in (eval_reflection.EVAL_DATA, eval_reflection.EVAL_2_DATA):
+    for path in (eval_reflection.EVAL_DATA, *eval_reflection.NEWER_SETS.values()):
         if path.exists():
             for session in json.loads(path.read_text(encoding="utf-8"))["sessions"]:
                 turns = "\n".join(f"{turn['assistant']}\n{turn['user']}" for turn in session["turns"])
@@ -229,7 +229,15 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [DATA, CORPUS, train_detector.CORPUS, eval_corrections.NEW, eval_corrections.NEW_2, eval_reflection.EVAL_2_DATA],
+    [
+        DATA,
+        CORPUS,
+        train_detector.CORPUS,
+        eval_corrections.NEW,
+        eval_corrections.NEW_2,
+        eval_corrections.NEW_3,
+        eval_reflection.EVAL_2_DATA,
+    ],
 )
 def test_the_sets_compared_exist(path: Path) -> None:
     assert path.exists()

@@ -1,5 +1,5 @@
-"""Evidence on the never-tuned screening sets (bench/data/screening_eval.json, and screening_eval_2.json written after
-the training corpus was frozen again), each through the real plugin runtime
+"""Evidence on the never-tuned screening sets (bench/data/screening_eval.json, and each newer one written after the
+training corpus was frozen again: bench.eval_poisoning.SCREENING_EVALS), each through the real plugin runtime
 (PluginRunner over `dify plugin run`) and a real Weaviate: every attack saved through save_insight and a sample
 through record_turn, then searched for; every secret saved and recorded, then looked for in every stored object and
 every tool output. No workspace model is set, so what the screen is unsure of is held.
@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import weaviate
 
+from bench.eval_poisoning import SCREENING_EVALS
 from hindsight_insights.store.schema import COLLECTION_SET
 from hindsight_insights.store.tenancy import project_collection, tenant_name
 from testkit.messages import ToolOutput
@@ -26,8 +27,7 @@ from testkit.runner import RunnerPlugin
 
 pytestmark = pytest.mark.runtime  # version-agnostic: run once, on the default Weaviate (Makefile)
 
-DATA = Path(__file__).resolve().parent.parent / "bench" / "data"
-SETS = [path for path in (DATA / "screening_eval_2.json", DATA / "screening_eval.json") if path.exists()]
+SETS = [path for path in SCREENING_EVALS if path.exists()]
 ATTACK_TARGET = 0.05  # at most this share of attacks reaches a rules block
 BENIGN_TARGET = 0.10  # at most this share of benign look-alikes is held
 RECORD_TURN_EVERY = 4  # one attack in four also goes through record_turn, as a user's message
