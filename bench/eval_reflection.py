@@ -111,6 +111,14 @@ def evaluate(store: InsightStore, stores: StoreCache, creds: dict[str, Any], ses
     return tally
 
 
+def probe_turns(probe: str | dict[str, Any]) -> list[str]:
+    """A later conversation's turns: the sets spell a probe as {"turns": [...]}, as {"query": "..."} (the other user's,
+    in eval-3) or as the text of its one turn (eval-3)."""
+    if isinstance(probe, str):
+        return [probe]
+    return list(probe["turns"]) if "turns" in probe else [probe["query"]]
+
+
 def judge(
     store: InsightStore,
     stores: StoreCache,
@@ -124,7 +132,7 @@ def judge(
     for lesson in session["expected"]:
         tally.lessons += 1
         keywords = [k.lower() for k in lesson["must_contain_any"]]
-        probes = [rules_for(stores, creds, user, scene, probe["turns"]).lower() for probe in session["probes"]]
+        probes = [rules_for(stores, creds, user, scene, probe_turns(probe)).lower() for probe in session["probes"]]
         if any(any(k in rules for k in keywords) for rules in probes):
             tally.reached += 1
         else:
@@ -132,7 +140,7 @@ def judge(
         other = session.get("other_user_probe")
         if other and lesson["scope"] == "user" and not other.get("lesson_should_apply", False):
             tally.user_lessons_probed += 1
-            rules = rules_for(stores, creds, other["user_id"], scene, other["turns"]).lower()
+            rules = rules_for(stores, creds, other["user_id"], scene, probe_turns(other)).lower()
             if any(k in rules for k in keywords):
                 tally.leaked += 1
                 tally.failures.append(f"{session['id']}: lesson {lesson['topic']!r} leaked to {other['user_id']}")
@@ -163,7 +171,8 @@ def trap_passed(
         return not [i for i in learned if i.scope is Scope.PROJECT]
     forbidden = [text.lower() for text in session.get("forbidden_substrings", [])]
     rules = " ".join(
-        rules_for(stores, creds, session["user_id"], session["scene"], probe["turns"]) for probe in session["probes"]
+        rules_for(stores, creds, session["user_id"], session["scene"], probe_turns(probe))
+        for probe in session["probes"]
     ).lower()
     if any(text in rules for text in forbidden):
         return False
