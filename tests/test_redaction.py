@@ -350,3 +350,7 @@ def test_connection_strings_without_a_password_stay() -> None:
         "redis://cache:6379/0 is the broker",
     ):
         assert "password" not in redact(text).found, text
+
+
+def test_the_tail_of_a_figure_is_no_number_dialled_abroad() -> None:
+    assert redact("金额 128,000.00 元，另付 3,0044 7911 元").found == []

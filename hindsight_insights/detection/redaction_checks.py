@@ -156,7 +156,9 @@ def international_phones(text: str) -> list[Span]:
     found = []
     for match in phonenumbers.PhoneNumberMatcher(text, "CN", leniency=phonenumbers.Leniency.POSSIBLE):
         raw = match.raw_string.lstrip("(")
-        if not (raw.startswith("+") or raw.startswith("00")) or match.number.country_code is None:
+        if not (raw.startswith("+") or re.match(r"00[1-9]", raw)) or match.number.country_code is None:
+            continue
+        if match.start and re.match(r"[\d.,]", text[match.start - 1]):  # the tail of a figure: 128,000.00
             continue
         valid = phonenumbers.is_valid_number(match.number)
         if valid and phonenumbers.number_type(match.number) in _BUSINESS_LINES:
