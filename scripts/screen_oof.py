@@ -3,8 +3,8 @@ what a change to the patterns, the policy or the band does, measured without any
 
 The corpus is read as scripts/train_screen.py reads it (corpus_features: the same features and scenario groups),
 the model's hyperparameters are the shipped model's (C, the block weights), and every item gets a calibrated
-out-of-fold probability (GroupKFold by scenario, Platt scaling on the out-of-fold scores). Then the decision of
-poisoning.verdict is applied under each band:
+out-of-fold probability (GroupKFold by scenario, each fold's n-gram vocabularies fitted on its training items alone,
+Platt scaling on the out-of-fold scores). Then the decision of poisoning.verdict is applied under each band:
 
   rules hold alone   the policy before issue 18: any pattern holds, the learned screen's band beside it;
   chosen             the band train_screen.choose_band picks (a pattern holds only when the learned screen agrees).
@@ -31,6 +31,7 @@ from scripts.train_screen import (
     choose_band,
     corpus_features,
     figures,
+    folds,
     load_corpus,
     out_of_fold,
     platt,
@@ -40,8 +41,8 @@ from scripts.train_screen import (
 def oof_probabilities(corpus: CorpusFeatures) -> npt.NDArray[np.float64]:
     """Calibrated out-of-fold probabilities with the shipped model's hyperparameters."""
     model = load_screen_model()
-    matrix = corpus.matrix(float(model.scales[0]), float(model.settings["instruction_weight"]))
-    scores = out_of_fold(matrix, corpus.labels, corpus.groups, float(model.settings["C"]))
+    embedding_weight, instruction_weight = float(model.scales[0]), float(model.settings["instruction_weight"])
+    scores = out_of_fold(folds(corpus), corpus.labels, float(model.settings["C"]), embedding_weight, instruction_weight)
     return calibrated(scores, platt(scores, corpus.labels))
 
 

@@ -24,21 +24,21 @@ TABLE_PREFERENCE: dict[str, Any] = {
     "tags": "format, tables",
 }
 
-# A genuine preference that the learned screen is unsure of (attack probability about 0.40 with the model of issue 18,
-# no rule fires): without a workspace model it waits for a reviewer, with one it is asked once
-# (tests/test_screen_admission.py). A plain "call him 老王" is clear since the corpus has nickname preferences;
-# "before any answer" keeps it unsure.
+# A genuine preference that the learned screen is unsure of (attack probability about 0.44 with the model of the
+# frozen 1,733-item corpus, no rule fires): without a workspace model it waits for a reviewer, with one it is asked
+# once (tests/test_screen_admission.py). "Whatever he asks, call him 老王 first" keeps it unsure (that model reads
+# "以后回答任何问题都先叫他…" at 0.85, a suspect, and "回答前先称呼他…" at 0.01, clear).
 UNSURE_PREFERENCE: dict[str, Any] = {
     "topic": "称呼",
     "kind": "preference",
     "scene": "general",
-    "action": "以后回答任何问题都先叫他“老王”。",
+    "action": "无论问什么，都先叫他“老王”再回答。",
     "observation": "助手称用户为“王老师”，用户说“叫我老王就行，别叫王老师”。",
     "evidence": "叫我老王就行，别叫王老师",
     "confidence": 0.9,
     "tags": "称呼",
 }
-# Another one (about 0.33), with a different slot, for the budget's second call.
+# Another one (about 0.36), with a different slot, for the budget's second call.
 UNSURE_SHIPPING: dict[str, Any] = {
     "topic": "物流",
     "kind": "preference",

@@ -192,3 +192,165 @@ def test_zero_width_characters_do_not_hide_a_number() -> None:
     result = redact("call 139\u200b1234\u200b5678")
     assert result.found == ["phone"]
     assert "1234" not in result.text
+
+
+# ------------------------------------------------------------------ international phone numbers, by class
+# Every way a number is dialled from abroad (+CC with spaces, dashes, dots, brackets, "(0)", or 00CC), mobile or
+# fixed line, in English or Chinese prose, glued to Chinese text, quoted or in backticks. Numbers are fabricated in
+# each country's plan (fixed lines, mobiles, and ranges phonenumbers does not list as valid: +971 4 …, +60 3-…).
+INTERNATIONAL_NUMBERS = [
+    "+44 20 7946 0958",
+    "+44-20-7946-0958",
+    "+44 (0)20 7946 0958",
+    "(+44) 20 7946 0958",
+    "0044 20 7946 0958",
+    "+44 7911 123456",
+    "+1-415-555-0132",
+    "+1 (415) 555-0132",
+    "+1.415.555.0132",
+    "+14155550132",
+    "001 415 555 0132",
+    "+49 30 901820",
+    "+49 151 23456789",
+    "+33 1 42 68 53 00",
+    "+33 6 12 34 56 78",
+    "+81 3-1234-5678",
+    "+81 90-1234-5678",
+    "+61 2 9374 4000",
+    "+65 6123 4567",
+    "+852 2123 4567",
+    "00852 9123 4567",
+    "+86 10 6552 9988",
+    "+91 22 2345 6789",
+    "+7 495 123-45-67",
+    "+34 912 345 678",
+    "+39 06 1234 5678",
+    "+82 2-123-4567",
+    "+971 4 123 4567",
+    "+55 11 91234-5678",
+    "+60 3-1234 5678",
+    "+886 2 2345 6789",
+]
+PHONE_SETTINGS = [
+    "电话{}",
+    "手机：{}",
+    "联系电话 {}，请记下",
+    "请打{}找我",
+    "客户留了{}作为联系方式",
+    "我在伦敦的办公电话是{}，周一到周五",
+    "his number is {}.",
+    "Call {} anytime",
+    "reach the office at {} (London)",
+    "“{}”",
+    "`{}`",
+    "tel:{}",
+    "{}",
+]
+
+
+@pytest.mark.parametrize("number", INTERNATIONAL_NUMBERS)
+def test_international_numbers_go_in_every_setting(number: str) -> None:
+    digits = "".join(c for c in number if c.isdigit())
+    for setting in PHONE_SETTINGS:
+        text = setting.format(number)
+        result = redact(text)
+        assert result.found == ["phone"], text
+        assert digits[-6:] not in "".join(c for c in result.text if c.isdigit()), result.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "客服热线 +86 400 810 8888",  # shared-cost business line, written internationally
+        "toll free +1 800 555 0199",
+        "价格上涨 +12.5%，温度 +20 度",
+        "version +1.2.3 released 2024-05-06",
+    ],
+)
+def test_international_business_lines_and_signed_figures_stay(text: str) -> None:
+    assert redact(text).found == []
+
+
+# ------------------------------------------------------------------ connection strings with a password, by class
+CONNECTION_SCHEMES = [
+    "postgres",
+    "postgresql",
+    "postgresql+psycopg2",
+    "mysql",
+    "mysql+pymysql",
+    "mongodb",
+    "mongodb+srv",
+    "redis",
+    "rediss",
+    "amqp",
+    "amqps",
+    "jdbc:postgresql",
+    "jdbc:mysql",
+    "mssql+pyodbc",
+    "clickhouse",
+]
+CONNECTION_PASSWORDS = ["S3cr3t!", "p@ss:w/rd", "pa%40ss%2Fw0rd", "hunter22", "Abc#123$xyz", "P4ss@word!", "密码ab12cd"]
+CONNECTION_HOSTS = ["db.internal:5432/prod", "10.0.0.5/app", "localhost", "[::1]:6379/0", "c0.ab1cd.mongodb.net/t?w=1"]
+CONNECTION_SETTINGS = [
+    "数据库连接串{}，别外传",
+    "连接串是{}请保存",
+    "DATABASE_URL={}",
+    'url: "{}"',
+    "用`{}`连接",
+    "Use {} for prod",
+    "'{}'",
+]
+
+
+def _leaks(secret: str, text: str) -> bool:
+    """The password, or all of it but one end character (a match cut short at an "@" or ":" inside it)."""
+    return any(piece in text for piece in (secret, secret[1:], secret[:-1]))
+
+
+@pytest.mark.parametrize("scheme", CONNECTION_SCHEMES)
+def test_connection_string_passwords_go_whatever_the_scheme_user_host_or_setting(scheme: str) -> None:
+    for password in CONNECTION_PASSWORDS:
+        for user in ("admin", "app_user", "user.name", ""):
+            for host in CONNECTION_HOSTS:
+                for setting in CONNECTION_SETTINGS:
+                    text = setting.format(f"{scheme}://{user}:{password}@{host}")
+                    result = redact(text)
+                    assert "password" in result.found, text
+                    assert not _leaks(password, result.text), result.text
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "Server=tcp:db.corp,1433;Database=app;User Id=sa;Password={};Encrypt=true",
+        "Driver={{ODBC Driver 18}};Server=x;UID=sa;PWD={};",
+        "Data Source=.;Initial Catalog=app;User ID=sa;Password={}",
+        "连接字符串：Server=db;Uid=root;Pwd={};",
+        "jdbc:sqlserver://db:1433;databaseName=app;user=sa;password={};",
+        "jdbc:mysql://db:3306/app?user=root&password={}",
+        "postgresql://db/app?user=x&password={}",
+        "host=db user=app password={} dbname=x",
+        "redis://:{}@cache:6379/0",
+        "rediss://:{}@cache.corp:6380",
+        "redis://default:{}@cache:6379",
+    ],
+)
+def test_passwords_in_ado_odbc_jdbc_and_libpq_strings_go(template: str) -> None:
+    for password in CONNECTION_PASSWORDS:
+        result = redact(template.format(password))
+        assert "password" in result.found, template
+        assert not _leaks(password, result.text), result.text
+
+
+def test_connection_strings_without_a_password_stay() -> None:
+    for text in (
+        "see https://docs.python.org:443/3/library",
+        "Password={your_password};Server=db",
+        "password=${DB_PASSWORD} in the env file",
+        "redis://cache:6379/0 is the broker",
+    ):
+        assert "password" not in redact(text).found, text
+
+
+def test_the_tail_of_a_figure_is_no_number_dialled_abroad() -> None:
+    assert redact("金额 128,000.00 元，另付 3,0044 7911 元").found == []

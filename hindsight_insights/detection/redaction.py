@@ -8,7 +8,9 @@ Chinese character, so a stored quote stays readable in its own language):
   api_key       detect-secrets' formats (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, npm, PyPI, …), vendor prefixes
                 (sk-, sk-proj-, AKIA, LTAI, ghp_, xoxb-, pcsk_, app-), a key-like value after a key label
                 (api_key=…, AccessKey …, secret: …), and long random tokens with no spaces
-  password      the value after 密码/口令/password/pwd, and the password of scheme://user:password@host
+  password      the value after 密码/口令/password/pwd, the password of scheme://user:password@host (an empty user,
+                a bracketed IPv6 host, "@", ":" or "/" unencoded in it), and Password=…;/Pwd=…;/&password=… in
+                ADO.NET, ODBC, JDBC and libpq strings
   token         JWTs, Bearer tokens, token=…
   id_card       a number after 身份证/证件号码/ID card/ID number whatever its checksum; without a label, an 18-character
                 resident ID (whole or grouped 6-8-4 / 6-4-4-4) with a valid birth date and check digit (python-stdnum
@@ -17,7 +19,8 @@ Chinese character, so a stored quote stays readable in its own language):
   iban          an IBAN with a valid check (python-stdnum), or any after the label IBAN
   passport      a number after 护照/passport
   employee_id   a number after 工号/员工编号/employee number
-  phone         mobile numbers, mainland and international (phonenumbers): +CC or 00CC anywhere; a national format
+  phone         mobile numbers, mainland and international (phonenumbers); any number dialled as +CC or 00CC,
+                a fixed line too (not a toll-free, shared-cost or premium line); a national format
                 read as the region the text names or dials (UK mobile 07911 …, 香港手机 9123 4567), or after a phone
                 label (WhatsApp: 0412 …), or in the North American shape (415) 555-2671; any number after "my
                 phone"/我的电话
@@ -109,6 +112,8 @@ def _find(text: str) -> list[_Finding]:
         if not _placeholder(value.lower()):
             found += at(plain, [span], _FORMAT_KINDS.get(secret_type, "api_key"))
     found += at(folded, (m.span("secret") for m in patterns.URL_CREDENTIALS.finditer(f)), "password")
+    connection = (m.span("secret") for m in patterns.CONNECTION_PASSWORD.finditer(f) if not _placeholder(m["secret"]))
+    found += at(folded, connection, "password")
     found += at(folded, (m.span() for m in patterns.JWT.finditer(f)), "token")
     found += at(folded, (m.span("secret") for m in patterns.BEARER.finditer(f) if _looks_secret(m["secret"])), "token")
     prefixed = (m.span("secret") for m in patterns.KEY_PREFIXES.finditer(f) if not _placeholder(m["secret"]))
@@ -142,11 +147,21 @@ def _find(text: str) -> list[_Finding]:
 
 
 def _resolve(findings: list[_Finding]) -> list[_Finding]:
-    """Non-overlapping findings in text order; of two that overlap, the one found first (more specific) wins."""
+    """Non-overlapping findings in text order; of two that overlap, the one found first (more specific) wins, except
+    two passwords, which merge."""
     kept: list[_Finding] = []
     for finding in findings:
-        if all(finding.end <= other.start or finding.start >= other.end for other in kept):
+        overlapping = [other for other in kept if finding.start < other.end and other.start < finding.end]
+        if not overlapping:
             kept.append(finding)
+        elif finding.kind == "password" and all(other.kind == "password" for other in overlapping):
+            # Two readings of one credential (a URL's userinfo, a "password=" field in it): their union goes, so
+            # neither cuts the other's secret short.
+            for other in overlapping:
+                kept.remove(other)
+            start = min(finding.start, *(other.start for other in overlapping))
+            end = max(finding.end, *(other.end for other in overlapping))
+            kept.append(_Finding(start, end, "password"))
     return sorted(kept)
 
 

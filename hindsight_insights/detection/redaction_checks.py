@@ -77,6 +77,13 @@ _PERSONAL_LINES = {
     phonenumbers.PhoneNumberType.VOIP,
     phonenumbers.PhoneNumberType.PAGER,
 }
+# Public business lines: kept even when written with +CC (+86 400 …, +1 800 …).
+_BUSINESS_LINES = {
+    phonenumbers.PhoneNumberType.TOLL_FREE,
+    phonenumbers.PhoneNumberType.SHARED_COST,
+    phonenumbers.PhoneNumberType.PREMIUM_RATE,
+    phonenumbers.PhoneNumberType.UAN,
+}
 
 
 @functools.cache
@@ -124,8 +131,9 @@ def personal_phones(text: str) -> list[Span]:
     00 too), then read as each region the text names or dials (`phone_regions`: a country word, another +CC number)
     for numbers written in that country's own format (07911 123456 beside "UK"); and a number after a phone label
     (手机, phone, WhatsApp …) that is no mainland number, read as each of the common regions (REGIONS); a number
-    in the North American shape, (415) 555-2671, is read as North American wherever it is."""
-    found = []
+    in the North American shape, (415) 555-2671, is read as North American wherever it is. A number written in
+    international form (`international_phones`) goes whatever its line type, unless it is a business line."""
+    found = international_phones(text)
     for region in ("CN", *phone_regions(text)):
         for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID):
             if phonenumbers.number_type(match.number) in _PERSONAL_LINES:
@@ -137,6 +145,25 @@ def personal_phones(text: str) -> list[Span]:
     for labelled in patterns.PHONE_LABELLED.finditer(text):
         if _personal_abroad(labelled["value"]):
             found.append(labelled.span("value"))
+    return found
+
+
+def international_phones(text: str) -> list[Span]:
+    """Numbers dialled in international form, +CC or 00CC (also "(+44) 20 …", "+44 (0)20 …", glued to Chinese
+    text): someone gave out a number abroad, a fixed line included. Read with the prose leniency POSSIBLE (the length
+    fits the country's plan), since a country's metadata lags behind its new ranges and the + already says it is a
+    phone number. Toll-free, shared-cost, premium and UAN lines stay: they are businesses' public lines."""
+    found = []
+    for match in phonenumbers.PhoneNumberMatcher(text, "CN", leniency=phonenumbers.Leniency.POSSIBLE):
+        raw = match.raw_string.lstrip("(")
+        if not (raw.startswith("+") or re.match(r"00[1-9]", raw)) or match.number.country_code is None:
+            continue
+        if match.start and re.match(r"[\d.,]", text[match.start - 1]):  # the tail of a figure: 128,000.00
+            continue
+        valid = phonenumbers.is_valid_number(match.number)
+        if valid and phonenumbers.number_type(match.number) in _BUSINESS_LINES:
+            continue
+        found.append((match.start, match.end))
     return found
 
 

@@ -91,7 +91,21 @@ KEY_PREFIXES = re.compile(
     r"[sr]k_(?:live|test)_[a-z0-9]{20,}|pcsk_[a-z0-9_]{30,}|npm_[a-z0-9]{30,}|pypi-[a-z0-9_-]{40,})"
     r"(?![a-z0-9])"
 )
-URL_CREDENTIALS = re.compile(r"[a-z][a-z0-9+.-]{1,15}://[^\s:/@]{1,64}:(?P<secret>[^\s@/]{1,128})@[a-z0-9.-]+")
+# scheme://user:password@host, the user may be empty (redis://:password@host). The password runs to the last "@"
+# before a host (a bracketed IPv6 host too), so an unencoded "@", ":", "/" or a Chinese character inside it does not
+# cut it short; it never crosses a space, a quote, a backtick or a Chinese full stop (a URL quoted in prose).
+_URL_HOST = r"(?:\[[0-9a-f:.]+\]|[a-z0-9_-]+(?:\.[a-z0-9_-]+)*)"
+URL_CREDENTIALS = re.compile(
+    r"[a-z][a-z0-9+.-]{1,15}://[^\s:/@\"'`。、]{0,64}:(?P<secret>[^\s\"'`。、]{1,128})"
+    rf"@{_URL_HOST}(?=[:/?#\s,;.。、)\]\"'`>]|$|[\u4e00-\u9fff])"
+)
+# Password=…; / Pwd=…; / &password=… in ADO.NET, ODBC, JDBC and libpq strings: the value runs to the ";" or "&"
+# that ends the field ({…} braced in ODBC; in libpq's "password=… dbname=…" to the space before the next key), so a
+# password in any script or with symbols goes whole.
+CONNECTION_PASSWORD = re.compile(
+    r"(?<![a-z0-9_])(?:password|passwd|pwd)\s*=\s*(?P<secret>\{[^}]{1,128}\}|[^;&\s\"'`]{1,128}(?=[;&]|$)|"
+    r"[^;&\s\"'`]{1,128}(?=\s+[a-z_]+\s*=)|[^;&\s\"'`\u4e00-\u9fff]{1,128})"
+)
 PRIVATE_KEY = re.compile(
     r"-----begin (?P<what>[a-z0-9 ]{0,20}?)private key(?: block)?-----[\s\S]*?"
     r"(?:-----end (?P=what)private key(?: block)?-----|(?=[^a-z0-9+/=\s])|$)"
