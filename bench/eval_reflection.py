@@ -35,7 +35,7 @@ import contextlib
 import json
 import tempfile
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,9 @@ class Tally:
     traps_passed: int = 0
     traps: int = 0
     failures: list[str] = field(default_factory=list)
+    # (session category, why) of each lesson that did not reach its user: counts only, shown for hidden splits too,
+    # so that a class of failure is visible without anyone reading the items.
+    missed: Counter[tuple[str, str]] = field(default_factory=Counter)
 
 
 def call(stores: StoreCache, creds: dict[str, Any], tool: str, parameters: dict[str, Any], context: Context) -> Any:
@@ -137,6 +140,7 @@ def judge(
             tally.reached += 1
         else:
             tally.failures.append(f"{session['id']}: lesson {lesson['topic']!r} did not reach {user}")
+            tally.missed[(category, why_missed(store, conversation, keywords))] += 1
         other = session.get("other_user_probe")
         if other and lesson["scope"] == "user" and not other.get("lesson_should_apply", False):
             tally.user_lessons_probed += 1
@@ -156,6 +160,21 @@ def judge(
         tally.traps_passed += passed
         if not passed:
             tally.failures.append(f"{session['id']}: {category} trap failed")
+
+
+def why_missed(store: InsightStore, conversation: str, keywords: list[str]) -> str:
+    """Where a lesson that did not reach its user stopped: never learned, learned in other words, held for review
+    (the screen, or a weak signal), or active but not injected (the gate, the scope or the scene)."""
+    insights = session_insights(store, conversation)
+    if not insights:
+        return "nothing learned from the session"
+    saying = [i for i in insights if any(k in f"{i.topic} {i.action}".lower() for k in keywords)]
+    if not saying:
+        return "learned, but not this lesson"
+    if any(i.status is InsightStatus.ACTIVE for i in saying):
+        return "active, not injected"
+    statuses = sorted({str(i.status) for i in saying})
+    return f"learned, {'/'.join(statuses)}"
 
 
 def trap_passed(
@@ -195,6 +214,8 @@ def show(split: str, tally: Tally) -> None:
     print(f"  user lessons leaked to another:   {rate(tally.leaked, tally.user_lessons_probed)}")
     print(f"  nothing-to-learn sessions clean:  {rate(tally.nothing_clean, tally.nothing)}")
     print(f"  traps passed (wrong user, injection, secret): {rate(tally.traps_passed, tally.traps)}")
+    for (category, why), count in sorted(tally.missed.items()):
+        print(f"  missed lessons, {category}: {why}: {count}")
     for failure in tally.failures:
         print(f"    {failure}")
 
