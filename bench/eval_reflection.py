@@ -46,6 +46,8 @@ from hindsight_insights.detector_model import learned_detector
 from hindsight_insights.models import InsightStatus, Scope
 from hindsight_insights.reflection import ReflectionEngine
 from hindsight_insights.reflection.offline import OfflineExtractor
+from hindsight_insights.scope import AWAITING_AGREEMENT, PROJECT_NEEDS_REVIEW
+from hindsight_insights.screening import INJECTION
 from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import running_weaviate
 
@@ -173,8 +175,21 @@ def why_missed(store: InsightStore, conversation: str, keywords: list[str]) -> s
         return "learned, but not this lesson"
     if any(i.status is InsightStatus.ACTIVE for i in saying):
         return "active, not injected"
-    statuses = sorted({str(i.status) for i in saying})
-    return f"learned, {'/'.join(statuses)}"
+    return "learned, " + "/".join(sorted({held_because(i) for i in saying}))
+
+
+def held_because(insight: Any) -> str:
+    """Why a learned lesson is not active, as one of a few fixed labels (the reason itself quotes the text)."""
+    reason = insight.review_reason or ""
+    if insight.status is not InsightStatus.PENDING_REVIEW:
+        return str(insight.status)
+    if reason.startswith(f"{INJECTION} (the screen is unsure"):
+        return f"{insight.scope} copy held: the screen unsure"
+    if reason.startswith(INJECTION):
+        return f"{insight.scope} copy held: the screen's suspect"
+    if reason in (PROJECT_NEEDS_REVIEW, AWAITING_AGREEMENT):
+        return f"{insight.scope} copy waiting for review or agreement"
+    return f"{insight.scope} copy held: other"
 
 
 def trap_passed(
