@@ -226,6 +226,12 @@ def test_corrected_and_original_are_verbatim_quotes() -> None:
     assert found.topic == "運費"
 
 
+def test_a_word_that_only_points_is_never_a_topic() -> None:
+    """这是新规定 names no subject: the topic is not 这."""
+    previous = "订单信息保存在系统里，只有客服处理售后时才会查看。"
+    assert detect("不对，现在要发到总部邮箱，这是新规定。", previous).topic not in ("这", None)
+
+
 def test_a_thousands_separator_does_not_cut_a_quote() -> None:
     """ "2,480" is one number, not two clauses: the original quoted is the whole clause that states it."""
     found = detect("不是注册用户，是签了合同的企业客户", "本季度新增注册用户 2,480 人，环比增长 12%。")

@@ -183,6 +183,8 @@ _LEADING = re.compile(
     r"那间|这间|该|本|the\b|our\b|my\b|your\b|their\b|it\b|they\b|we\b|we're\b|this\b|that\b|is\b|are\b|was\b|"
     r"now\b|现在|已经|早就)+"
 )
+# A word that only points at something (这是新规定 is about nothing the words name): never a subject.
+_ONLY_POINTS = frozenset({"这", "那", "它", "这里", "那里", "这些", "那些", "this", "that", "it", "these", "those"})
 _TRAILING = re.compile(
     r"(\W|是|为|有|就|只能|才|改到|改成|换成|现在|已经|了|的|at|to|on|in|for|by|is|are|was|were|now|moved|changed|"
     r"about|around|of|from|starts|start|costs?|takes?)+$"
@@ -200,7 +202,7 @@ def head(folded: Folded, clause: Span, at: int | None = None) -> str | None:
     )
     lead = text[: copula.start() if copula else limit]
     core = _TRAILING.sub("", _LEADING.sub("", lead.strip()))
-    if core and len(core) <= 24 and re.search(r"\w", core):
+    if core and len(core) <= 24 and re.search(r"\w", core) and core.lower() not in _ONLY_POINTS:
         offset = clause.start + lead.find(core)
         return folded.quote(offset, offset + len(core)) or None
     return None
