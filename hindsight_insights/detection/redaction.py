@@ -124,6 +124,9 @@ def _find(text: str) -> list[_Finding]:
             found += at(folded, [match.span("secret")], kind)
     passwords = (m.span("secret") for m in patterns.PASSWORD.finditer(f) if _looks_like_password(m["secret"], m["sep"]))
     found += at(folded, passwords, "password")
+    # An address before the numbers: 13800138000@163.com is an e-mail address, not a phone number plus a domain.
+    emails = (m.span() for m in patterns.EMAIL.finditer(f) if not patterns.EMAIL_PLACEHOLDER.search(m.group()))
+    found += at(folded, emails, "email")
     for kind, pattern in patterns.NUMBER_LABELS:
         found += at(folded, (m.span("value") for m in pattern.finditer(f)), kind)
     found += at(
@@ -134,8 +137,6 @@ def _find(text: str) -> list[_Finding]:
     found += at(folded, cards, "bank_card")
     phones = (span for span in checks.personal_phones(plain.text) if not _is_reference(plain.text, span[0]))
     found += at(plain, phones, "phone")
-    emails = (m.span() for m in patterns.EMAIL.finditer(f) if not patterns.EMAIL_PLACEHOLDER.search(m.group()))
-    found += at(folded, emails, "email")
     for match in patterns.BIRTH_DATE.finditer(f):
         found += at(folded, [match.span("value") if match["value"] else match.span("before")], "birth_date")
     for match in patterns.CHINESE_ADDRESS.finditer(f):
