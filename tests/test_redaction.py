@@ -701,3 +701,47 @@ def test_a_public_line_label_does_not_reach_past_another_number() -> None:
     result = redact("客服热线 400-820-8820，我家座机 010-62345678")
     assert result.found == ["phone"]
     assert "62345678" not in result.text and "400-820-8820" in result.text
+
+
+# An address written to keep it from scrapers, or as a URL encodes it: the same address.
+OBFUSCATED_EMAILS = [
+    "zhang.san(at)corp-a.com.cn",
+    "zhang.san [at] corp-a [dot] com [dot] cn",
+    "zhang.san{at}corp-a.com.cn",
+    "zhang.san <at> corp-a.com.cn",
+    "zhang.san at corp-a dot com dot cn",
+    "ZHANG.SAN AT CORP-A DOT COM DOT CN",
+    "zhang.san @ corp-a.com.cn",
+    "zhang.san艾特corp-a.com.cn",
+    "zhang.san%40corp-a.com.cn",
+    "ｚｈａｎｇ．ｓａｎ＠ｃｏｒｐ－ａ．ｃｏｍ．ｃｎ",
+]
+
+
+@pytest.mark.parametrize("address", OBFUSCATED_EMAILS)
+def test_obfuscated_and_encoded_email_addresses_go(address: str) -> None:
+    for setting in ("邮箱{}联系", "email: {}.", "（{}）", "unsubscribe?email={}&x=1", "“{}”，谢谢"):
+        text = setting.format(address)
+        result = redact(text)
+        assert result.found == ["email"], text
+        folded = unicodedata.normalize("NFKC", result.text).lower()
+        assert "zhang" not in folded and "corp-a" not in folded, result.text
+
+
+def test_an_apostrophe_in_a_name_stays_in_its_address() -> None:
+    result = redact("write to o'brien.k@corp.ie today")
+    assert result.text == "write to [e-mail removed] today"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "look at the site dot com for news",
+        "meet at home at 7",
+        "see https://x.cn/a#b.c",
+        "点击 @客服 咨询",
+        "a retina icon@2x is sharper",
+    ],
+)
+def test_spelled_out_at_and_dot_in_prose_stay(text: str) -> None:
+    assert redact(text).found == [], text

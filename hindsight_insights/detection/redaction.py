@@ -125,7 +125,12 @@ def _find(text: str) -> list[_Finding]:
     passwords = (m.span("secret") for m in patterns.PASSWORD.finditer(f) if _looks_like_password(m["secret"], m["sep"]))
     found += at(folded, passwords, "password")
     # An address before the numbers: 13800138000@163.com is an e-mail address, not a phone number plus a domain.
-    emails = (m.span() for m in patterns.EMAIL.finditer(f) if not patterns.EMAIL_PLACEHOLDER.search(m.group()))
+    emails = (
+        m.span()
+        for pattern in (patterns.EMAIL, patterns.EMAIL_SPELLED)
+        for m in pattern.finditer(f)
+        if not patterns.EMAIL_PLACEHOLDER.search(m.group())
+    )
     found += at(folded, emails, "email")
     for kind, pattern in patterns.NUMBER_LABELS:
         found += at(folded, (m.span("value") for m in pattern.finditer(f)), kind)

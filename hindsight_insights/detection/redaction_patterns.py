@@ -148,9 +148,17 @@ STREET_WITH_POSTCODE = re.compile(
 # Domain labels may be Chinese (internationalised: 例子.公司). A Chinese top-level domain is 2–3 characters; glued to
 # the Chinese prose after it (…@例子.公司联系), only its first two are taken.
 _DOMAIN_LABEL = r"[a-z0-9\u4e00-\u9fff](?:[a-z0-9\u4e00-\u9fff-]*[a-z0-9\u4e00-\u9fff])?"
-EMAIL = re.compile(
-    rf"(?<![a-z0-9._%+-])[a-z0-9._%+-]+@{_DOMAIN_LABEL}(?:\.{_DOMAIN_LABEL})*"
-    r"\.(?:[a-z]{2,}(?![a-z0-9-])|[\u4e00-\u9fff]{2,3}(?![\u4e00-\u9fff])|[\u4e00-\u9fff]{2})"
+_TLD = r"(?:[a-z]{2,}(?![a-z0-9-])|[\u4e00-\u9fff]{2,3}(?![\u4e00-\u9fff])|[\u4e00-\u9fff]{2})"
+# The local part: RFC 5322's atom characters people use (dots, plus, dash, underscore, an apostrophe inside a name).
+_LOCAL = r"(?<![a-z0-9._%+'-])[a-z0-9._%+-]+(?:'[a-z0-9._%+-]+)*"
+# "@" as people write it to keep an address from scrapers or as a URL encodes it: " @ ", (at), [at], {at}, <at>,
+# 艾特, %40; and the dot as (dot), [dot], (点). A bare 点 is not a dot: it is too common in Chinese prose.
+_AT = r"(?:\s?@\s?|%40|\s*[(\[{<]\s*(?:at|艾特)\s*[)\]}>]\s*|\s?艾特\s?)"
+_DOT = r"(?:\.|\s*[(\[{<]\s*(?:dot|点)\s*[)\]}>]\s*)"
+EMAIL = re.compile(rf"{_LOCAL}{_AT}{_DOMAIN_LABEL}(?:{_DOT}{_DOMAIN_LABEL})*{_DOT}{_TLD}")
+# Spelled out, "zhang.san at corp dot com": only with both words, so "look at the site" stays.
+EMAIL_SPELLED = re.compile(
+    rf"{_LOCAL}\s+at\s+{_DOMAIN_LABEL}(?:\s+dot\s+{_DOMAIN_LABEL})*\s+dot\s+[a-z]{{2,}}(?![a-z0-9-])"
 )
 # Reserved for documentation (RFC 2606): user@example.com is a placeholder.
 EMAIL_PLACEHOLDER = re.compile(r"@(?:[a-z0-9-]+\.)*example\.(?:com|org|net)$|\.(?:test|invalid|localhost)$")
