@@ -4,7 +4,11 @@ to pass their checks; keys are random strings in the vendors' formats)."""
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
+from stdnum import luhn
+from stdnum.cn import ric
 
 from hindsight_insights.detection.redaction import PLACEHOLDERS, redact
 
@@ -354,3 +358,390 @@ def test_connection_strings_without_a_password_stay() -> None:
 
 def test_the_tail_of_a_figure_is_no_number_dialled_abroad() -> None:
     assert redact("金额 128,000.00 元，另付 3,0044 7911 元").found == []
+
+
+# ------------------------------------------------------------------ resident IDs, by class
+# Built from the standard (GB 11643): a province and county code, a birth date, a sequence number and the ISO 7064
+# MOD 11-2 check digit, computed here, so X endings come out where the arithmetic puts them. 510107 is a county code
+# assigned in 1990 on the ID of someone born in 1978 (python-stdnum's full check rejects that pairing).
+def _resident_id(body: str) -> str:
+    return body + ric.calc_check_digit(body + "0")
+
+
+RESIDENT_IDS = [
+    _resident_id(body)
+    for body in (
+        "11010519491231002",
+        "44030519850612341",
+        "31011520010101987",
+        "51010719780315156",
+        "33010619921120008",
+        "61011319990909123",
+        "32010219880808100",
+        "32010219880808119",
+    )
+]
+
+
+def _full_width(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if c.isascii() and c.isalnum() else c for c in text)
+
+
+def _resident_id_forms(number: str) -> list[str]:
+    return [
+        number,
+        number[:-1] + number[-1].lower(),
+        f"{number[:6]} {number[6:14]} {number[14:]}",
+        f"{number[:6]}-{number[6:14]}-{number[14:]}",
+        f"{number[:6]} {number[6:10]} {number[10:14]} {number[14:]}",
+        _full_width(number),
+    ]
+
+
+RESIDENT_ID_LABELLED = [
+    "身份证{}",
+    "身份证号：{}",
+    "身份证号码是{}",
+    "证件号 {}",
+    "公民身份号码：{}",
+    "居民身份证号码{}已登记",
+    "ID card: {}",
+    "ID card no. {}",
+    "my ID number is {}",
+    "Chinese ID {}",
+    "身份证号为「{}」",
+    "证件号码（{}）",
+    '身份证号码: "{}"',
+]
+RESIDENT_ID_UNLABELLED = [
+    "客户{}已核验",
+    "号码{}请核对",
+    "{}",
+    "“{}”",
+    "({})",
+    "【{}】",
+    "登记：{}，张三",
+    "num {} ok",
+    "张三 {} 男",
+]
+
+
+def _digits(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKC", text) if c.isdigit())
+
+
+@pytest.mark.parametrize("number", RESIDENT_IDS)
+def test_resident_ids_go_in_every_form_and_setting(number: str) -> None:
+    assert len(number) == 18 and ric.is_valid(number) == (not number.startswith("510107"))
+    for form in _resident_id_forms(number):
+        for setting in RESIDENT_ID_LABELLED + RESIDENT_ID_UNLABELLED:
+            text = setting.format(form)
+            result = redact(text)
+            assert result.found == ["id_card"], text
+            assert number[:17] not in _digits(result.text), result.text
+
+
+@pytest.mark.parametrize("number", RESIDENT_IDS)
+def test_a_labelled_resident_id_with_a_wrong_check_digit_goes(number: str) -> None:
+    wrong = number[:17] + ("1" if number[-1] == "0" else "0")
+    assert not ric.is_valid(wrong)
+    for setting in RESIDENT_ID_LABELLED:
+        text = setting.format(wrong)
+        result = redact(text)
+        assert result.found == ["id_card"], text
+        assert wrong[:17] not in _digits(result.text), result.text
+
+
+@pytest.mark.parametrize("legacy", ["110105491231002", "440305850612341"])
+def test_a_labelled_15_digit_legacy_id_goes(legacy: str) -> None:
+    for setting in RESIDENT_ID_LABELLED:
+        text = setting.format(legacy)
+        result = redact(text)
+        assert result.found == ["id_card"], text
+        assert legacy not in _digits(result.text), result.text
+
+
+# ------------------------------------------------------------------ American Express and Diners Club cards, by class
+def _card(prefix: str, length: int) -> str:
+    body = prefix + "".join(str((i * 7 + 3) % 10) for i in range(length - len(prefix) - 1))
+    return body + luhn.calc_check_digit(body)
+
+
+AMEX_CARDS = [_card(prefix, 15) for prefix in ("34", "37", "3714", "3400", "3782")]
+DINERS_CARDS = [_card(prefix, 14) for prefix in ("36", "38", "300", "305")]
+CARD_LABELLED = [
+    "卡号{}",
+    "卡号：{}",
+    "信用卡 {} 到期",
+    "信用卡号是{}",
+    "运通卡{}",
+    "card number {}",
+    "Card no: {}",
+    "my Amex {}",
+    "AMEX card: {}",
+    "credit card {}",
+]
+CARD_UNLABELLED = ["{}", "刷的是{}这张", "pay with {} please", "“{}”", "({})", "用{}付款"]
+
+
+def _card_forms(number: str) -> list[str]:
+    # 4-6-5 for Amex, 4-6-4 for Diners: the way the networks print them
+    grouped = [f"{number[:4]}{sep}{number[4:10]}{sep}{number[10:]}" for sep in (" ", "-")]
+    return [number, *grouped, _full_width(number)]
+
+
+@pytest.mark.parametrize("number", AMEX_CARDS + DINERS_CARDS)
+def test_amex_and_diners_cards_go_in_every_grouping_and_setting(number: str) -> None:
+    assert luhn.is_valid(number)
+    for form in _card_forms(number):
+        for setting in CARD_LABELLED + CARD_UNLABELLED:
+            text = setting.format(form)
+            result = redact(text)
+            assert result.found == ["bank_card"], text
+            assert number not in _digits(result.text), result.text
+
+
+@pytest.mark.parametrize("number", AMEX_CARDS + DINERS_CARDS)
+def test_a_labelled_card_with_a_wrong_luhn_digit_goes(number: str) -> None:
+    wrong = number[:-1] + str((int(number[-1]) + 1) % 10)
+    assert not luhn.is_valid(wrong)
+    for form in (wrong, f"{wrong[:4]} {wrong[4:10]} {wrong[10:]}"):
+        for setting in CARD_LABELLED:
+            text = setting.format(form)
+            result = redact(text)
+            assert result.found == ["bank_card"], text
+            assert wrong not in _digits(result.text), result.text
+
+
+# ------------------------------------------------------------------ mainland fixed lines, by class
+# Area codes of 2 digits (010, 020–029) and 3 (0755, 0571, 0851 …), 7–8 digit subscriber numbers, every way they
+# are written: dashes, spaces, brackets (also full-width), an extension, +86 / 0086 / 86-.
+MAINLAND_LANDLINES = [
+    "010-62345678",
+    "010 6234 5678",
+    "(010) 6234-5678",
+    "（010）62345678",
+    "020-83456789",
+    "021-61234567",
+    "(021) 6123 4567",
+    "022-23456789",
+    "023-63456789",
+    "024-22345678",
+    "025-84567890",
+    "027-87654321",
+    "028-85123456",
+    "029-88765432",
+    "0755-88888888",
+    "0755 8888 8888",
+    "0571-87654321",
+    "0851-5123456",
+    "0731-84567890",
+    "0532-83456789",
+    "021-61234567转8001",
+    "021-61234567 ext. 8001",
+    "+86 10 6234 5678",
+    "+86-21-61234567",
+    "86-21-61234567",
+    "0086 755 2345 6789",
+    "+86 (0)21 6123 4567",
+    "02161234567",
+    "075588888888",
+]
+LANDLINE_SETTINGS = [
+    "电话：{}",
+    "电话{}",
+    "座机{}",
+    "固话：{}",
+    "办公电话 {}",
+    "家里电话是{}",
+    "Tel: {}",
+    "tel:{}",
+    "打{}找我",
+    "联系方式：{}，张三",
+    "{}",
+    "请拨打{}。",
+    "号码“{}”",
+    "Phone: {} (office)",
+    "call {} tomorrow",
+    "家里座机 {}，晚上打",
+]
+
+
+def _subscriber(number: str) -> str:
+    return _digits(number.split("转")[0].split(" ext")[0])[-7:]
+
+
+@pytest.mark.parametrize("number", MAINLAND_LANDLINES)
+def test_mainland_landlines_go_in_every_form_and_setting(number: str) -> None:
+    for setting in LANDLINE_SETTINGS:
+        text = setting.format(number)
+        result = redact(text)
+        assert result.found == ["phone"], text
+        assert _subscriber(number) not in _digits(result.text), result.text
+
+
+def test_a_labelled_landline_in_an_older_numbering_plan_goes() -> None:
+    # Kunming's numbers had 7 digits before 2010s' plan change; phonenumbers reads 0871-6345678 as invalid today.
+    for setting in ("固话：{}", "家里座机 {}，晚上打", "电话{}", "Tel: {}"):
+        result = redact(setting.format("0871-6345678"))
+        assert result.found == ["phone"], setting
+        assert "6345678" not in result.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "政务服务热线 12345 全天受理",
+        "工行客服 95588",
+        "客服热线 400-820-8820",
+        "免费电话 800-820-8820",
+        "客服电话 021-61234567，工作日 9:00-18:00",  # a business's public line, by its label
+        "Hotline: 010-62345678",
+        "公司总机 0755-88888888 转人工",
+        "订单号 02161234567 已发货",
+        "order #075588888888 shipped",
+        "Invoice INV-2024-004471 for $1,420.00 is due on 2024-12-15.",
+        "会议 2024-11-30 14:05 开始，票价 ¥1,299.00",
+        "版本 v10.6.2345678 发布于 20241130",
+        "时间戳 1701234567 对应 2023-11-29",
+        "单价 0.75 元，共 6234 5678 件",
+        "see https://docs.python.org/3/library/re.html#module-re",
+    ],
+)
+def test_hotlines_and_landline_look_alikes_stay(text: str) -> None:
+    result = redact(text)
+    assert result.text == text
+    assert result.found == []
+
+
+# ------------------------------------------------------------------ e-mail addresses, by class
+EMAILS = [
+    "zhang.san+work@mail.corp-a.com.cn",
+    "abc.def@foo-bar.com.cn",
+    "Li_Na99@Sub.Example-Corp.co.uk",
+    "ABC@QQ.COM",
+    "13800138000@163.com",
+    "1234567@qq.com",
+    "first.last@university.museum",
+    "x_y-z@dept.school.edu.cn",
+    "wang.wu@company.photography",
+    "ops-team@corp.internal.io",
+    "li.lei@公司.cn",
+    "zhang@例子.公司",
+]
+EMAIL_SETTINGS = [
+    "邮箱{}联系",
+    "邮箱：{}。",
+    "发到{}，谢谢",
+    "email me at {}.",
+    "<{}>",
+    "mailto:{}",
+    "（{}）",
+    "({})",
+    "Email: {}; phone later",
+    "联系人：张三 {}；",
+    "“{}”",
+    "{}",
+    "请发邮件至{}或致电",
+]
+
+
+@pytest.mark.parametrize("address", EMAILS)
+def test_email_addresses_go_in_every_setting(address: str) -> None:
+    local, domain = address.lower().split("@")
+    for setting in EMAIL_SETTINGS:
+        text = setting.format(address)
+        result = redact(text)
+        assert result.found == ["email"], text
+        lowered = result.text.lower()
+        assert local not in lowered and domain not in lowered and "@" not in lowered, result.text
+        # nothing around the address is lost: the text outside it is unchanged
+        before, after = setting.split("{}")
+        assert result.text.startswith(before) and result.text.endswith(after), result.text
+
+
+def test_a_markdown_mailto_link_loses_both_copies() -> None:
+    result = redact("[li.na@corp.cn](mailto:li.na@corp.cn)")
+    assert result.found == ["email", "email"]
+    assert "li.na" not in result.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "联系 user@example.com 获取示例",
+        "在群里 @张三 看一下",
+        "price @ 3.5 each",
+        "see https://example.cn/a/b?x=1 for details",
+        "邮箱格式为 名字@域名",
+    ],
+)
+def test_email_look_alikes_stay(text: str) -> None:
+    result = redact(text)
+    assert result.text == text
+    assert result.found == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "门店电话 0755-88888888，营业到九点",
+        "酒店的座机 (021) 6123 4567 可以预订",
+        "the hotel's phone is 010-6234 5678",
+        "仓库电话：0571-87654321 对外开放",
+    ],
+)
+def test_a_landline_an_organisation_owns_stays(text: str) -> None:
+    result = redact(text)
+    assert result.text == text
+    assert result.found == []
+
+
+def test_a_public_line_label_does_not_reach_past_another_number() -> None:
+    result = redact("客服热线 400-820-8820，我家座机 010-62345678")
+    assert result.found == ["phone"]
+    assert "62345678" not in result.text and "400-820-8820" in result.text
+
+
+# An address written to keep it from scrapers, or as a URL encodes it: the same address.
+OBFUSCATED_EMAILS = [
+    "zhang.san(at)corp-a.com.cn",
+    "zhang.san [at] corp-a [dot] com [dot] cn",
+    "zhang.san{at}corp-a.com.cn",
+    "zhang.san <at> corp-a.com.cn",
+    "zhang.san at corp-a dot com dot cn",
+    "ZHANG.SAN AT CORP-A DOT COM DOT CN",
+    "zhang.san @ corp-a.com.cn",
+    "zhang.san艾特corp-a.com.cn",
+    "zhang.san%40corp-a.com.cn",
+    "ｚｈａｎｇ．ｓａｎ＠ｃｏｒｐ－ａ．ｃｏｍ．ｃｎ",
+]
+
+
+@pytest.mark.parametrize("address", OBFUSCATED_EMAILS)
+def test_obfuscated_and_encoded_email_addresses_go(address: str) -> None:
+    for setting in ("邮箱{}联系", "email: {}.", "（{}）", "unsubscribe?email={}&x=1", "“{}”，谢谢"):
+        text = setting.format(address)
+        result = redact(text)
+        assert result.found == ["email"], text
+        folded = unicodedata.normalize("NFKC", result.text).lower()
+        assert "zhang" not in folded and "corp-a" not in folded, result.text
+
+
+def test_an_apostrophe_in_a_name_stays_in_its_address() -> None:
+    result = redact("write to o'brien.k@corp.ie today")
+    assert result.text == "write to [e-mail removed] today"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "look at the site dot com for news",
+        "meet at home at 7",
+        "see https://x.cn/a#b.c",
+        "点击 @客服 咨询",
+        "a retina icon@2x is sharper",
+    ],
+)
+def test_spelled_out_at_and_dot_in_prose_stay(text: str) -> None:
+    assert redact(text).found == [], text

@@ -12,28 +12,32 @@ Chinese character, so a stored quote stays readable in its own language):
                 a bracketed IPv6 host, "@", ":" or "/" unencoded in it), and Password=…;/Pwd=…;/&password=… in
                 ADO.NET, ODBC, JDBC and libpq strings
   token         JWTs, Bearer tokens, token=…
-  id_card       a number after 身份证/证件号码/ID card/ID number whatever its checksum; without a label, an 18-character
-                resident ID (whole or grouped 6-8-4 / 6-4-4-4) with a valid birth date and check digit (python-stdnum
-                cn.ric)
-  bank_card     a number after 银行卡/卡号/card number; without a label, 13–19 digits passing Luhn
+  id_card       a number after 身份证/证件号码/ID card/ID number whatever its checksum (also in quotes or brackets);
+                without a label, an 18-character resident ID (whole or grouped 6-8-4 / 6-4-4-4, X or x) with a valid
+                check digit, birth date and province (python-stdnum cn.ric; not its county-in-the-birth-year test)
+  bank_card     a number after 银行卡/卡号/card number or a card network's name (Amex, 运通, Diners, Visa …); without a
+                label, 13–19 digits passing Luhn, whole or grouped 4-4-4-4, 4-6-5 (Amex) or 4-6-4 (Diners)
   iban          an IBAN with a valid check (python-stdnum), or any after the label IBAN
   passport      a number after 护照/passport
   employee_id   a number after 工号/员工编号/employee number
-  phone         mobile numbers, mainland and international (phonenumbers); any number dialled as +CC or 00CC,
+  phone         mobile numbers, mainland and international (phonenumbers); mainland fixed lines dialled with 0 or 86
+                (010-6234 5678, (0755) 8888 8888, +86 21 …), unless a public-line label (客服, 热线, 总机, hotline,
+                fax) or an organisation (门店电话, the hotel's phone) owns them; any number dialled as +CC or 00CC,
                 a fixed line too (not a toll-free, shared-cost or premium line); a national format
                 read as the region the text names or dials (UK mobile 07911 …, 香港手机 9123 4567), or after a phone
                 label (WhatsApp: 0412 …), or in the North American shape (415) 555-2671; any number after "my
                 phone"/我的电话
-  email         e-mail addresses (not the documentation domains example.com/.org/.net)
+  email         e-mail addresses, Chinese domains too, and written against scrapers or URL-encoded ((at), [dot], 艾特,
+                " @ ", %40, "x at y dot z"); not the documentation domains example.com/.org/.net
   birth_date    a full date next to a birth label (出生, 生日, born, date of birth, DOB)
   address       a home address: the Chinese grammar down to a room, unit or a home label; a street line with a
                 house number and postcode
 
 Placeholders (YOUR_API_KEY, sk-xxxx, <token>, ****) are not secrets. Never redacted: order, invoice and tracking
 numbers (a number right after 订单/单号/order/invoice/tracking/#), prices, dates other than birth dates, versions,
-commit hashes, and public business lines (400-…, 0571-…). Matching runs on NFKC text without zero-width characters
-(full-width digits and hidden joiners do not hide a number); the replacement is made in the original text. A label
-stays ("密码 [密码已隐藏]", "OPENAI_API_KEY=[API key removed]"); only the value goes.
+commit hashes, and public business lines (400-…, 800-…, 12345, 95588, 总机 0571-…). Matching runs on NFKC text
+without zero-width characters (full-width digits and hidden joiners do not hide a number); the replacement is made in
+the original text. A label stays ("密码 [密码已隐藏]", "OPENAI_API_KEY=[API key removed]"); only the value goes.
 """
 
 from __future__ import annotations
@@ -124,6 +128,14 @@ def _find(text: str) -> list[_Finding]:
             found += at(folded, [match.span("secret")], kind)
     passwords = (m.span("secret") for m in patterns.PASSWORD.finditer(f) if _looks_like_password(m["secret"], m["sep"]))
     found += at(folded, passwords, "password")
+    # An address before the numbers: 13800138000@163.com is an e-mail address, not a phone number plus a domain.
+    emails = (
+        m.span()
+        for pattern in (patterns.EMAIL, patterns.EMAIL_SPELLED)
+        for m in pattern.finditer(f)
+        if not patterns.EMAIL_PLACEHOLDER.search(m.group())
+    )
+    found += at(folded, emails, "email")
     for kind, pattern in patterns.NUMBER_LABELS:
         found += at(folded, (m.span("value") for m in pattern.finditer(f)), kind)
     found += at(
@@ -134,8 +146,6 @@ def _find(text: str) -> list[_Finding]:
     found += at(folded, cards, "bank_card")
     phones = (span for span in checks.personal_phones(plain.text) if not _is_reference(plain.text, span[0]))
     found += at(plain, phones, "phone")
-    emails = (m.span() for m in patterns.EMAIL.finditer(f) if not patterns.EMAIL_PLACEHOLDER.search(m.group()))
-    found += at(folded, emails, "email")
     for match in patterns.BIRTH_DATE.finditer(f):
         found += at(folded, [match.span("value") if match["value"] else match.span("before")], "birth_date")
     for match in patterns.CHINESE_ADDRESS.finditer(f):

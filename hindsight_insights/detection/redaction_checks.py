@@ -14,6 +14,7 @@ Every finder takes the text and returns (start, end) spans in that text; the cal
 
 from __future__ import annotations
 
+import datetime
 import functools
 import re
 
@@ -38,8 +39,9 @@ from detect_secrets.plugins.square_oauth import SquareOAuthDetector
 from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
-from stdnum import iban, luhn
+from stdnum import iban, luhn, numdb
 from stdnum.cn import ric
+from stdnum.exceptions import ValidationError
 
 from hindsight_insights.detection import redaction_patterns as patterns
 
@@ -134,18 +136,41 @@ def personal_phones(text: str) -> list[Span]:
     in the North American shape, (415) 555-2671, is read as North American wherever it is. A number written in
     international form (`international_phones`) goes whatever its line type, unless it is a business line."""
     found = international_phones(text)
-    for region in ("CN", *phone_regions(text)):
+    regions = phone_regions(text)
+    for region in ("CN", *regions):
         for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID):
-            if phonenumbers.number_type(match.number) in _PERSONAL_LINES:
+            line = phonenumbers.number_type(match.number)
+            if line in _PERSONAL_LINES or (region == "CN" and _personal_landline(text, match, regions)):
                 found.append((match.start, match.end))
     for nanp in patterns.NANP_NUMBER.finditer(text):
         number = _parses_as(nanp.group(), "US")
         if number is not None and phonenumbers.number_type(number) in _PERSONAL_LINES:
             found.append(nanp.span())
     for labelled in patterns.PHONE_LABELLED.finditer(text):
-        if _personal_abroad(labelled["value"]):
+        value = labelled["value"]
+        landline = patterns.MAINLAND_LANDLINE_SHAPE.fullmatch(value.strip()) and not _public_line(
+            text, labelled.start("value")
+        )
+        if _personal_abroad(value) or landline:
             found.append(labelled.span("value"))
     return found
+
+
+def _personal_landline(text: str, match: phonenumbers.PhoneNumberMatch, regions: list[str]) -> bool:
+    """A mainland fixed line (010-6234 5678, (0755) 8888 8888) is someone's home or desk: it goes, unless a label
+    before it makes it a business's public line (客服, 热线, 总机, hotline, switchboard, fax) or the text names a
+    country whose own numbering reads it (020 7946 0958 beside "London" is a London number)."""
+    if phonenumbers.number_type(match.number) != phonenumbers.PhoneNumberType.FIXED_LINE:
+        return False
+    # Dialled as a phone number: the trunk 0 or the country code 86 first (2024-004471 is no Guangzhou number), and
+    # not the tail of an identifier (INV-2024-…, v2.0-…).
+    if not re.match(r"[(（]?\s*(?:0|\+?86|0086)", match.raw_string):
+        return False
+    if match.start and re.match(r"[\w.\-/#]", text[match.start - 1], re.ASCII):
+        return False
+    if _public_line(text, match.start):
+        return False
+    return not any(_parses_as(match.raw_string, region) is not None for region in regions)
 
 
 def international_phones(text: str) -> list[Span]:
@@ -192,6 +217,11 @@ def _personal_abroad(candidate: str) -> bool:
     return False
 
 
+def _public_line(text: str, start: int) -> bool:
+    """A label just before the number makes it a business's public line: 客服电话, 热线, 总机, hotline, fax."""
+    return bool(patterns.PUBLIC_LINE_LABEL.search(text[max(start - 24, 0) : start].lower()))
+
+
 def _parses_as(candidate: str, region: str) -> phonenumbers.PhoneNumber | None:
     try:
         number = phonenumbers.parse(candidate, region)
@@ -201,8 +231,23 @@ def _parses_as(candidate: str, region: str) -> phonenumbers.PhoneNumber | None:
 
 
 def valid_resident_id(number: str) -> bool:
-    """Birth date and check digit of an 18-character resident ID, written whole or in groups."""
-    return bool(ric.is_valid(re.sub(r"[\s-]", "", number).upper()))
+    """An 18-character resident ID, written whole or in groups: its GB 11643 check digit (ISO 7064 MOD 11-2), a real
+    birth date, and a province python-stdnum knows. Not stdnum's full `ric.is_valid`: that also wants the county
+    code to have existed in the birth year, but a county code is that of where the number was issued, often years
+    later (510107, 武侯区 since 1990, is on IDs of people born in 1978), so real numbers would pass unredacted."""
+    compact = re.sub(r"[\s-]", "", number).upper()
+    if not re.fullmatch(r"\d{17}[\dX]", compact) or ric.calc_check_digit(compact) != compact[-1]:
+        return False
+    try:
+        born = ric.get_birth_date(compact)
+    except ValidationError:
+        return False
+    return 1900 <= born.year <= datetime.date.today().year and _known_province(compact[:2])
+
+
+@functools.cache
+def _known_province(code: str) -> bool:
+    return any("province" in properties for _, properties in numdb.get("cn/loc").info(code))
 
 
 def valid_iban(number: str) -> bool:

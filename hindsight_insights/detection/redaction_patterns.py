@@ -21,7 +21,8 @@ import re
 
 # ------------------------------------------------------------------------------------------ numbers by label
 # Between a label and its value: 号/号码/number/no./#, then 是/为/:/is.
-_JOIN = r"(?:\s*(?:号码|号|码|number|no\.?|num|#|id))?\s*(?:[:=]|是|为|is|:)?\s*"
+# The value may sit in quotes or brackets: 身份证号「…」, card no. (…), "…".
+_JOIN = r"(?:\s*(?:号码|号|码|number|no\.?|num|#|id))?\s*(?:[:=]|是|为|is|:)?\s*[\"'“‘「『(\[【<]?\s*"
 # A resident ID as people write it: 18 characters (or the old 15 digits), whole or in groups (6-8-4, 6-4-4-4).
 _RESIDENT_ID = r"\d{6}[\s-]?(?:\d{8}|\d{4}[\s-]?\d{4})[\s-]?\d{3}[\dx]|\d{6}[\s-]?\d{4,8}[\s-]?\d{3,4}[\dx]?"
 NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
@@ -29,6 +30,7 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
         "id_card",
         re.compile(
             rf"(?:身份证|身份证件|证件号|居民身份|公民身份|身份号|national id|resident id|id card|identity card|"
+            rf"(?:chinese|china|prc|mainland)\s+id|"
             rf"(?:(?:my|his|her|their|your)\s+|(?<![a-z]\s)(?<![a-z]))id(?=\s*(?:number|no\b|no\.|num|#|:))){_JOIN}"
             rf"(?P<value>{_RESIDENT_ID})(?![\da-z])"
         ),
@@ -37,8 +39,12 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
         "bank_card",
         re.compile(
             r"(?:银行卡|银联卡|信用卡|借记卡|储蓄卡|卡号|银行账号|收款账号|银行账户|card|bank account|"
+            # a card's network names the card: American Express, Diners Club, Visa, Mastercard, JCB, UnionPay
+            r"(?:运通|大来|万事达|amex|american express|diners(?: club)?|visa|master ?card|jcb|unionpay)"
+            r"(?:\s*(?:卡|card))?|"
             rf"account(?=\s*(?:number|no))){_JOIN}"
-            r"(?P<value>\d{4}(?:[\s-]?\d{2,4}){2,4}(?:[\s-]?\d{1,4})?)(?![\da-z])"
+            # grouped the way the networks print them: 4-4-4-4, 4-6-5 (Amex), 4-6-4 (Diners), or whole
+            r"(?P<value>\d{4}(?:[\s-]?\d{2,6}){2,4}(?:[\s-]?\d{1,4})?)(?![\da-z])"
         ),
     ),
     (
@@ -139,15 +145,33 @@ STREET_WITH_POSTCODE = re.compile(
     r"place|pl|terrace|close|crescent)\b\.?(?:,?\s*(?:apt|flat|unit|suite)\.?\s*\w+)?(?:,\s*[a-z .'-]{2,30}){0,3},?\s*"
     r"(?:\d{5}(?:-\d{4})?|[a-z]{1,2}\d[a-z\d]?\s*\d[a-z]{2}|\d{6})\b"
 )
-EMAIL = re.compile(r"(?<![a-z0-9._%+-])[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}(?![a-z0-9-])")
+# Domain labels may be Chinese (internationalised: 例子.公司). A Chinese top-level domain is 2–3 characters; glued to
+# the Chinese prose after it (…@例子.公司联系), only its first two are taken.
+_DOMAIN_LABEL = r"[a-z0-9\u4e00-\u9fff](?:[a-z0-9\u4e00-\u9fff-]*[a-z0-9\u4e00-\u9fff])?"
+_TLD = r"(?:[a-z]{2,}(?![a-z0-9-])|[\u4e00-\u9fff]{2,3}(?![\u4e00-\u9fff])|[\u4e00-\u9fff]{2})"
+# The local part: RFC 5322's atom characters people use (dots, plus, dash, underscore, an apostrophe inside a name).
+_LOCAL = r"(?<![a-z0-9._%+'-])[a-z0-9._%+-]+(?:'[a-z0-9._%+-]+)*"
+# "@" as people write it to keep an address from scrapers or as a URL encodes it: " @ ", (at), [at], {at}, <at>,
+# 艾特, %40; and the dot as (dot), [dot], (点). A bare 点 is not a dot: it is too common in Chinese prose.
+_AT = r"(?:\s?@\s?|%40|\s*[(\[{<]\s*(?:at|艾特)\s*[)\]}>]\s*|\s?艾特\s?)"
+_DOT = r"(?:\.|\s*[(\[{<]\s*(?:dot|点)\s*[)\]}>]\s*)"
+EMAIL = re.compile(rf"{_LOCAL}{_AT}{_DOMAIN_LABEL}(?:{_DOT}{_DOMAIN_LABEL})*{_DOT}{_TLD}")
+# Spelled out, "zhang.san at corp dot com": only with both words, so "look at the site" stays.
+EMAIL_SPELLED = re.compile(
+    rf"{_LOCAL}\s+at\s+{_DOMAIN_LABEL}(?:\s+dot\s+{_DOMAIN_LABEL})*\s+dot\s+[a-z]{{2,}}(?![a-z0-9-])"
+)
 # Reserved for documentation (RFC 2606): user@example.com is a placeholder.
 EMAIL_PLACEHOLDER = re.compile(r"@(?:[a-z0-9-]+\.)*example\.(?:com|org|net)$|\.(?:test|invalid|localhost)$")
 
 # -------------------------------------------------------------------------------- numbers without a label
 # 18 characters, whole or grouped 6-8-4 / 6-4-4-4 (the caller checks the birth date and check digit).
 ID_NUMBER = re.compile(r"(?<![0-9a-z])\d{6}([ -]?)(?:\d{8}|\d{4}\1\d{4})\1\d{3}[\dx](?![0-9a-z])")
+# 13–19 digits (the caller checks Luhn), whole or grouped as cards are printed: 4-4-4-4(-3), 4-6-5 (American
+# Express), 4-6-4 (Diners Club), with one separator throughout.
 CARD_NUMBER = re.compile(
-    r"(?<![0-9a-z.\-/])(?:\d{4}[ -]){3}\d{4}(?:[ -]?\d{1,3})?(?![0-9a-z])|(?<![0-9a-z.\-/])\d{13,19}(?![0-9a-z])"
+    r"(?<![0-9a-z.\-/])(?:\d{4}([ -])){3}\d{4}(?:\1?\d{1,3})?(?![0-9a-z])"
+    r"|(?<![0-9a-z.\-/])\d{4}([ -])\d{6}\2\d{4,5}(?![0-9a-z])"
+    r"|(?<![0-9a-z.\-/])\d{13,19}(?![0-9a-z])"
 )
 IBAN = re.compile(r"(?<![a-z0-9])[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){2,7}(?:\s?[a-z0-9]{1,4})?(?![a-z0-9])")
 # A number introduced as an order, invoice or tracking number is a reference, not personal data.
@@ -178,9 +202,25 @@ REGION_CUES: list[tuple[str, re.Pattern[str]]] = [
 REGIONS = ("US", "GB", "HK", "SG", "TW", "MO", "JP", "KR", "AU", "CA", "DE", "FR", "IN", "MY")
 # A phone label, then the number (run on the text as written, any case).
 PHONE_LABELLED = re.compile(
-    r"(?:手机|电话|联系方式|微信|whatsapp|telegram|signal|phone|mobile|cell|tel|call me|text me|reach me)"
+    r"(?:手机|电话|座机|固话|联系方式|微信|whatsapp|landline|telegram|signal|phone|mobile|cell|tel|call me|text me|"
+    r"reach me)"
     r"[^\d+()\n]{0,12}?(?P<value>\+?\(?\d[\d\s().-]{5,18}\d)",
     re.IGNORECASE,
+)
+# A mainland fixed line as written after a phone label: trunk 0, a 2–3 digit area code (in brackets or not), a 7–8
+# digit subscriber number, also when the area's numbering plan has since changed (phonenumbers then says invalid).
+MAINLAND_LANDLINE_SHAPE = re.compile(r"\(?0[1-9]\d{1,2}\)?[\s-]?\d{3,4}[\s-]?\d{4}")
+# What makes a fixed line a business's public line rather than someone's, just before it: a public-line label
+# (客服, 热线, 总机, hotline, fax), or an organisation as the line's owner (退货仓的电话, 门店电话, the hotel's phone).
+# A person's desk line (办公电话, office phone) is still theirs.
+_ORGANISATION = (
+    r"(?:公司|门店|商店|店|仓|仓库|中心|医院|银行|酒店|宾馆|学校|物业|前台|局|厅|馆)"
+    r"|(?:company|store|shop|warehouse|hotel|hospital|bank|school|reception|front desk)(?:'s)?"
+)
+PUBLIC_LINE_LABEL = re.compile(
+    r"(客服|热线|总机|服务电话|咨询电话|服务台|传真|hotline|helpline|switchboard|customer service|support line|fax|"
+    rf"(?:{_ORGANISATION})\s*(?:的)?\s*(?:电话|座机|固话|号码|phone|number|line|tel))"
+    r"[^\d]{0,12}$"
 )
 # The North American way to write a number: the area code in brackets, (415) 555-2671. Mainland numbering writes
 # its area codes with a leading 0 and no brackets, so a number in this shape is read as North American.
