@@ -261,7 +261,10 @@ def test_record_turn_redacts_the_turn_and_what_it_learns(
 ) -> None:
     asked = {"user_message": "报价单发给谁？", "assistant_message": "报价单发给销售部。", "session_id": "s-q"}
     runner.invoke_tool("record_turn", asked, plugin_credentials)
-    corrected = {"user_message": f"不对，{LEAKY}", "assistant_message": "好的。", "session_id": "s-q"}
+    # A plain factual correction (P 0.98), so that what it learns is certain: the secrets ride in its new value.
+    leaky_value = LEAKY.removeprefix("以后报价单发到 ")
+    correction = f"不对，报价单不是发给销售部，是发到 {leaky_value}"
+    corrected = {"user_message": correction, "assistant_message": "好的。", "session_id": "s-q"}
     said = runner.invoke_tool("record_turn", corrected, plugin_credentials)
     assert said.json["learned"], said.json
     objects = stored(client, plugin_project)
