@@ -116,6 +116,8 @@ def test_an_opening_message_corrects_nothing_but_may_state_a_wish(learned: Learn
     assert opening.probabilities["factual"] == opening.probabilities["negative"] == 0.0
     assert sum(opening.probabilities.values()) == pytest.approx(1.0, abs=1e-3)
     assert detect("From now on, always answer me in bullet points.", None, learned).type is CorrectionType.PREFERENCE
+    # A first recorded turn that says outright something was wrong answers an earlier, unrecorded reply.
+    assert detect("不对，地址是杭州的", None, learned).type is CorrectionType.FACTUAL
     assert nothing_to_correct({"factual": 0.6, "preference": 0.1, "process": 0.0, "negative": 0.1, "none": 0.2}) == {
         "factual": 0.0,
         "preference": 0.1,

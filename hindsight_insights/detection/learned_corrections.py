@@ -64,13 +64,16 @@ class LearnedDetector:
         pair = self.embed([message, previous_assistant or ""])
         row = self.model.predict([message], lambda _: pair.reshape(1, -1), [families])[0]
         found = {kind: float(p) for kind, p in zip(self.model.classes, row, strict=True)}
-        return found if (previous_assistant or "").strip() else nothing_to_correct(found)
+        if (previous_assistant or "").strip() or any(family.startswith("verdict:") for family in families):
+            return found  # an answer came before, or the message says outright that something was wrong
+        return nothing_to_correct(found)
 
 
 def nothing_to_correct(probabilities: Mapping[str, float]) -> dict[str, float]:
-    """The probabilities of a message no answer came before (a conversation's opening request): it can state a
-    standing wish or a rule of the work, but it cannot say an answer was wrong, so the factual and negative classes'
-    share is the none class's. The model was trained on pairs only and reads an opening request that describes the
+    """The probabilities of a message no answer came before (a conversation's opening request) and that says nothing
+    was wrong (no verdict such as 不对 or "that's wrong": a turn recorded first may still answer an earlier, unrecorded
+    reply): it can state a standing wish or a rule of the work, but it cannot correct an answer, so the factual and
+    negative classes' share is the none class's. The model was trained on pairs only and reads an opening request that describes the
     user's own situation ("docker compose 部署的 1.9.1, uploads stay queued") as a correction of a fact."""
     moved = {kind: 0.0 if kind in _NEEDS_AN_ANSWER else p for kind, p in probabilities.items()}
     moved[NONE] = probabilities.get(NONE, 0.0) + sum(probabilities.get(kind, 0.0) for kind in _NEEDS_AN_ANSWER)
