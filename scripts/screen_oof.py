@@ -30,12 +30,15 @@ from scripts.train_screen import (
     calibrated,
     choose_band,
     corpus_features,
+    decisions,
     figures,
     folds,
     load_corpus,
     out_of_fold,
     platt,
 )
+
+USER_MESSAGE = "user_message"
 
 
 def oof_probabilities(corpus: CorpusFeatures) -> npt.NDArray[np.float64]:
@@ -58,6 +61,15 @@ def report(name: str, probabilities: npt.NDArray[np.float64], corpus: CorpusFeat
             share = per_category[category]["held"]
             count = int(np.sum(corpus.categories == category))
             lines.append(f"  {word:<15} {category:<22} {share if label == 0 else 1 - share:.3f}  (n={count})")
+    # The lone user messages (style user_message): the shape the screen reads a lesson learned from a user's words in.
+    messages = np.array([item.get("style") == USER_MESSAGE for item in corpus.items])
+    if messages.any():
+        _, held = decisions(probabilities, corpus.fired, band)
+        benign, attacks = messages & (corpus.labels == 0), messages & (corpus.labels == 1)
+        lines.append(
+            f"  {USER_MESSAGE} items: benign held {float(np.mean(held[benign])):.3f} (n={int(benign.sum())}); "
+            f"attacks passed {float(np.mean(~held[attacks])):.3f} (n={int(attacks.sum())})"
+        )
     return "\n".join(lines)
 
 

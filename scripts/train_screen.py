@@ -76,7 +76,9 @@ def load_corpus(path: Path = CORPUS) -> list[dict[str, str]]:
 
 
 def item_text(item: dict[str, str]) -> str:
-    return "\n".join(item[field] for field in ("topic", "action", "observation"))
+    """The fields joined one a line, as the screen joins what it reads; an empty field is left out, so a user_message
+    item (the message alone in `action`) reads exactly as a lesson's evidence does at run time."""
+    return "\n".join(item[field] for field in ("topic", "action", "observation") if item[field])
 
 
 def scenario_groups(vectors: npt.NDArray[np.float32], categories: list[str]) -> npt.NDArray[np.int64]:
