@@ -73,8 +73,9 @@ def nothing_to_correct(probabilities: Mapping[str, float]) -> dict[str, float]:
     """The probabilities of a message no answer came before (a conversation's opening request) and that says nothing
     was wrong (no verdict such as 不对 or "that's wrong": a turn recorded first may still answer an earlier, unrecorded
     reply): it can state a standing wish or a rule of the work, but it cannot correct an answer, so the factual and
-    negative classes' share is the none class's. The model was trained on pairs only and reads an opening request that describes the
-    user's own situation ("docker compose 部署的 1.9.1, uploads stay queued") as a correction of a fact."""
+    negative classes' share is the none class's. The model was trained on pairs only and reads an opening request
+    that describes the user's own situation ("docker compose 部署的 1.9.1, uploads stay queued") as a correction of a
+    fact."""
     moved = {kind: 0.0 if kind in _NEEDS_AN_ANSWER else p for kind, p in probabilities.items()}
     moved[NONE] = probabilities.get(NONE, 0.0) + sum(probabilities.get(kind, 0.0) for kind in _NEEDS_AN_ANSWER)
     return moved
