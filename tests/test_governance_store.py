@@ -17,21 +17,20 @@ from hindsight_insights.rules import render_rules
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.review import ReviewQueue
 from testkit.admitted import admitted_as_is
+from testkit.drafts import draft_of
+
+REFUND_PROCESS: dict[str, Any] = {
+    "topic": "退款时限",
+    "kind": "process",
+    "scene": "售后服务",
+    "action": "当顾客问退款多久到账时，告诉他 3 个工作日内原路退回。",
+    "evidence": "退款 3 个工作日到账",
+    "confidence": 0.9,
+}
 
 
 def draft(**changes: Any) -> InsightDraft:
-    data: dict[str, Any] = {
-        "topic": "退款时限",
-        "kind": "process",
-        "scene": "售后服务",
-        "action": "当顾客问退款多久到账时，告诉他 3 个工作日内原路退回。",
-        "evidence": "退款 3 个工作日到账",
-        "confidence": 0.9,
-    }
-    data.update(changes)
-    if data.get("user_id"):  # a user's draft says its scope: the store saves what admission placed
-        data.setdefault("scope", "user")
-    return InsightDraft.parse(data)
+    return draft_of(REFUND_PROCESS, **changes)
 
 
 def recalled(store: InsightStore, query: str = "退款多久到账", user: str | None = None) -> list[str]:

@@ -21,6 +21,7 @@ from hindsight_insights.store import InsightStore
 from hindsight_insights.store.insights import ProjectStore
 from hindsight_insights.store.table import SCRUBBED_QUOTE
 from testkit.admitted import admitted_as_is, all_admitted_as_is
+from testkit.drafts import draft_of
 from testkit.memory_store import MemoryStore
 
 # In the future: a draft's expiry must be, when it is parsed.
@@ -28,19 +29,18 @@ T0 = datetime.now(UTC).replace(microsecond=0) + timedelta(days=1)
 AnyStore = ProjectStore[Any]
 
 
+RETURN_ADDRESS_S1: dict[str, Any] = {
+    "topic": "return address",
+    "kind": "fact",
+    "scene": "after-sales",
+    "action": "When a customer asks where to send a return, give 88 Zhangjiang Road, Shanghai.",
+    "evidence": {"quote": "Returns now go to 88 Zhangjiang Road.", "session_id": "s1"},
+    "confidence": 0.8,
+}
+
+
 def draft(**changes: Any) -> InsightDraft:
-    data: dict[str, Any] = {
-        "topic": "return address",
-        "kind": "fact",
-        "scene": "after-sales",
-        "action": "When a customer asks where to send a return, give 88 Zhangjiang Road, Shanghai.",
-        "evidence": {"quote": "Returns now go to 88 Zhangjiang Road.", "session_id": "s1"},
-        "confidence": 0.8,
-    }
-    data.update(changes)
-    if data.get("user_id") and "scope" not in data:
-        data["scope"] = "user"  # the draft states it; scope.py decides it for real writes
-    return InsightDraft.parse(data)
+    return draft_of(RETURN_ADDRESS_S1, **changes)
 
 
 HANGZHOU = "When a customer asks where to send a return, give 1 Wensan Road, Hangzhou."

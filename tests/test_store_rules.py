@@ -31,23 +31,23 @@ from hindsight_insights.store.table import embedding_text
 from hindsight_insights.store.tenancy import project_collection
 from hindsight_insights.weaviate_server import LocalWeaviate
 from testkit.admitted import admitted_as_is
+from testkit.drafts import draft_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+RETURN_ADDRESS_ZH: dict[str, Any] = {
+    "topic": "退货地址",
+    "kind": "fact",
+    "scene": "售后服务",
+    "action": "当顾客问退货寄到哪里时，告诉他寄到杭州市西湖区文三路 1 号。",
+    "evidence": "退货寄到西湖区文三路",
+    "confidence": 0.9,
+}
+
+
 def draft(**changes: Any) -> InsightDraft:
-    data: dict[str, Any] = {
-        "topic": "退货地址",
-        "kind": "fact",
-        "scene": "售后服务",
-        "action": "当顾客问退货寄到哪里时，告诉他寄到杭州市西湖区文三路 1 号。",
-        "evidence": "退货寄到西湖区文三路",
-        "confidence": 0.9,
-    }
-    data.update(changes)
-    if data.get("user_id"):  # a user's draft says its scope: the store saves what admission placed
-        data.setdefault("scope", "user")
-    return InsightDraft.parse(data)
+    return draft_of(RETURN_ADDRESS_ZH, **changes)
 
 
 def active_in(store: InsightStore, **filters: Any) -> list[Any]:
