@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -33,23 +34,50 @@ log = logging.getLogger(__name__)
 _GO_PACKAGE = "github.com/weaviate/weaviate/cmd/weaviate-server"
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def _ephemeral_floor() -> int:
+    """The first port of the kernel's ephemeral range, from which outgoing connections take their source ports."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _is_free(port: int) -> bool:
+    """Nothing on 127.0.0.1 holds `port` now, over TCP or UDP (gossip uses both)."""
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+        with socket.socket(socket.AF_INET, kind) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+    return True
+
+
+# Ports this process has handed out: two servers started one after the other never get the same one, although
+# neither is bound when the next is chosen.
+_HANDED_OUT: set[int] = set()
+
+
+def free_port(following: int = 0) -> int:
+    """A port free on 127.0.0.1, with the `following` ports after it free too, below the ephemeral range: a port
+    that the kernel hands out for binding to port 0 can meanwhile become the source port of any outgoing connection
+    (another node's, say) before the server binds it, and a cluster node then stays unavailable."""
+    floor = _ephemeral_floor()
+    low = 10000 if floor > 11000 else 1024
+    pick = random.SystemRandom()
+    for _ in range(1000):
+        port = pick.randrange(low, floor - following)
+        ports = range(port, port + following + 1)
+        if _HANDED_OUT.isdisjoint(ports) and all(_is_free(p) for p in ports):
+            _HANDED_OUT.update(ports)
+            return port
+    raise WeaviateUnavailable(f"found no free port on 127.0.0.1 between {low} and {floor}")
 
 
 def consecutive_free_ports() -> tuple[int, int]:
     """Two free neighbouring ports: Weaviate 1.27 requires the cluster data port to be the gossip port + 1."""
-    for _ in range(100):
-        first = free_port()
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind(("127.0.0.1", first + 1))
-            except OSError:
-                continue
-        return first, first + 1
-    raise WeaviateUnavailable("found no two neighbouring free ports on 127.0.0.1 for Weaviate's cluster")
+    first = free_port(following=1)
+    return first, first + 1
 
 
 def local_api_key(settings: Settings) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 
 from hindsight_insights.cascade import MemoryBudget
@@ -22,6 +22,7 @@ from hindsight_insights.keys import scene_key
 from hindsight_insights.models import CorrectionRecord, Insight, InsightKind, InsightStatus, Scope, Turn, TurnDraft
 from hindsight_insights.screening import RULES_ONLY, Screen
 from hindsight_insights.store.insights import ProjectStore
+from hindsight_insights.store.locks import KeyedLocks
 from hindsight_insights.store.table import slot_of
 from hindsight_insights.store.turns import turn_uuid
 
@@ -47,10 +48,14 @@ class MemoryInsightTable:
 
     def __init__(self) -> None:
         self._rows: dict[uuid.UUID, Insight] = {}
+        self._slot_writes = KeyedLocks()
 
     @contextmanager
     def failures(self, action: str, *, safe_to_rerun: bool = False) -> Iterator[None]:
         yield  # nothing here fails on its own
+
+    def slot_writes(self, slot: str) -> AbstractContextManager[None]:
+        return self._slot_writes.held(slot)
 
     def _out(self, rows: Iterator[Insight] | list[Insight]) -> list[Insight]:
         return [row.model_copy(deep=True) for row in rows]

@@ -50,15 +50,16 @@ def settle(table: InsightTable, slot: str, now: datetime, undo: Undo | None = No
     Re-reads after writing: a writer that raced this one may have written from an older view; planning again from
     what is stored converges, because every writer plans the same states from the same versions.
     """
-    versions = table.in_slot(slot)
-    for _round in range(SETTLE_ROUNDS):
-        planned = chain.plan(versions, now)
-        stale = [v for v in versions if v.id in planned and chain.state_of(v) != planned[v.id]]
-        if not stale:
-            return versions
-        for version in stale:
-            settled = version.model_copy(update={**vars(planned[version.id]), "updated_at": now})
-            write(table, settled, STATE_FIELDS, undo or Undo(), previous=version)
+    with table.slot_writes(slot):
         versions = table.in_slot(slot)
+        for _round in range(SETTLE_ROUNDS):
+            planned = chain.plan(versions, now)
+            stale = [v for v in versions if v.id in planned and chain.state_of(v) != planned[v.id]]
+            if not stale:
+                return versions
+            for version in stale:
+                settled = version.model_copy(update={**vars(planned[version.id]), "updated_at": now})
+                write(table, settled, STATE_FIELDS, undo or Undo(), previous=version)
+            versions = table.in_slot(slot)
     log.warning("slot %s still changing after %d rounds; the next write settles it", slot, SETTLE_ROUNDS)
     return versions

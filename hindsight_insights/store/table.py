@@ -37,6 +37,13 @@ class InsightTable(Protocol):
         saying what failed and whether running the call again is safe."""
         ...
 
+    def slot_writes(self, slot: str) -> AbstractContextManager[None]:
+        """Held while a slot's versions are brought to their plan (settling.settle), so that no two writers of this
+        process change one version at once: Weaviate indexes a property-only update outside its per-object lock, and
+        two such updates of one object can leave its filters disagreeing with it (docs/architecture.md, "Writers
+        that race")."""
+        ...
+
     def get(self, insight_id: uuid.UUID) -> Insight | None: ...
 
     def existing_ids(self, insight_ids: Collection[uuid.UUID]) -> set[uuid.UUID]: ...

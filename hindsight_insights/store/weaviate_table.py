@@ -23,8 +23,12 @@ from hindsight_insights.models import Insight, InsightKind, InsightStatus
 from hindsight_insights.segment import segment
 from hindsight_insights.store import filters
 from hindsight_insights.store.bulk import delete_all
+from hindsight_insights.store.locks import KeyedLocks
 from hindsight_insights.store.schema import INSIGHT_FIELDS, VECTOR_NAME, insight_from, to_properties, vector_of
 from hindsight_insights.store.table import MAX_SLOT_VERSIONS, SEARCHABLE_FIELDS, embedding_text, slot_of
+
+# Process-wide, as the race it prevents is: every table of one tenant's collection in this process shares them.
+_SLOT_WRITES = KeyedLocks()
 
 
 def derived_properties(insight: Insight) -> dict[str, str]:
@@ -49,6 +53,9 @@ class WeaviateInsightTable:
 
     def failures(self, action: str, *, safe_to_rerun: bool = False) -> AbstractContextManager[None]:
         return weaviate_errors(action, SAFE_TO_RERUN if safe_to_rerun else NOTHING_CHANGED)
+
+    def slot_writes(self, slot: str) -> AbstractContextManager[None]:
+        return _SLOT_WRITES.held((self.collection.name, self.collection.tenant, slot))
 
     def get(self, insight_id: uuid.UUID) -> Insight | None:
         obj = self.collection.query.fetch_object_by_id(insight_id)
@@ -158,7 +165,9 @@ class WeaviateInsightTable:
             limit=limit,
             sort=Sort.by_property("updated_at", ascending=False),
         )
-        return [insight_from(obj) for obj in result.objects]
+        found = [insight_from(obj) for obj in result.objects]
+        # The status filter can lag the object after racing writers (InsightTable.slot_writes): the object decides.
+        return found if status is None else [insight for insight in found if insight.status is status]
 
     def with_vectors(self, insight_ids: Collection[uuid.UUID]) -> list[tuple[Insight, Vectors]]:
         """These insights with their stored vectors (of `embedding_text`), for blame's closeness: none is embedded
