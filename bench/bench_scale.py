@@ -2,7 +2,11 @@
 the plugin runtime beside a raw hybrid query in the same run, interleaved call by call (as bench_search does).
 
   one        one project of --insights (1,000,000) insights, searched beside a project of --baseline (100,000) on a
-             second server in the same run: p95 ratio 1M / 100k, and plugin / raw at each size. Then Weaviate's own
+             second server in the same run: p95 ratio 1M / 100k, and plugin / raw at each size. The plugin is set up
+             as the provider form is left by default for the built-in embedder (no score threshold: its calibrated
+             no-match gate), and measured with a plain threshold (0.17) beside it. The same
+             search_insight called in this process (the plugin's code without the runtime: no stdio, no gevent) is
+             interleaved with them, to show the runtime's share. Then Weaviate's own
              vector compression (RQ, 8 bits) is switched on and the 1M searched again: the server's resident memory
              with and without it, and recall@10 of the raw vector query against exact results (numpy, brute force on
              the stored vectors), with and without it.
@@ -58,6 +62,7 @@ from weaviate.classes.query import Filter
 from weaviate.collections import Collection as WeaviateCollection
 
 from bench.bench_store import QUERIES, SCENES, direct_hybrid_query, iter_synthetic_insights
+from hindsight_dify import Context, StoreCache, run
 from hindsight_insights import keys
 from hindsight_insights.admission import admit
 from hindsight_insights.config import Settings
@@ -208,8 +213,11 @@ class Running:
     def memory(self) -> tuple[float, int]:
         return server_memory(self.server)
 
-    def credentials(self, project: str) -> dict[str, Any]:
-        return credentials_for(self.server.url, self.server.grpc_port, project, self.server.api_key)
+    def credentials(self, project: str, score_threshold: str = "") -> dict[str, Any]:
+        """The provider form as a builder with the built-in embedder fills it: the score threshold left blank, so the
+        embedder's calibrated no-match gate decides (the form's own advice), unless a plain threshold is given."""
+        server = self.server
+        return credentials_for(server.url, server.grpc_port, project, server.api_key, score_threshold=score_threshold)
 
     def stop(self) -> None:
         self.client.close()
@@ -384,6 +392,8 @@ class Round:
 
 
 SearchPath = Callable[[Round], None]
+# A builder's plain relevance threshold (the provider form's score_threshold), measured beside the default gate.
+PLAIN_THRESHOLD = "0.17"
 
 
 def plugin_path(plugin: PluginProcess, credentials: Sequence[dict[str, Any]]) -> SearchPath:
@@ -396,6 +406,20 @@ def plugin_path(plugin: PluginProcess, credentials: Sequence[dict[str, Any]]) ->
         )
         if "error" in output.json:
             raise SystemExit(f"search_insight failed: {output.json}")
+
+    return search
+
+
+def in_process_path(stores: StoreCache, credentials: Sequence[dict[str, Any]]) -> SearchPath:
+    """search_insight as the plugin's tool body runs it (hindsight_dify.run), in this process."""
+
+    def search(round_: Round) -> None:
+        parameters = {"query": round_.query, "scene": round_.scene}
+        result = run(
+            stores, "search_insight", credentials[round_.pick % len(credentials)], parameters, Context(round_.user)
+        )
+        if "error" in result.json:
+            raise SystemExit(f"search_insight failed in process: {result.json}")
 
     return search
 
@@ -525,6 +549,7 @@ class Bench:
     source: InsightSource
     plugin: PluginProcess
     rng: random.Random
+    stores: StoreCache
 
     def prepared(self, layout: Layout, data: Path, wave: int, until: int | None = None) -> Running:
         running, record, reused = prepared(
@@ -538,20 +563,25 @@ class Bench:
         return running if self.args.no_restart else restarted(running, self.base)
 
     def opened(
-        self, running: Running, projects: Sequence[str]
+        self, running: Running, projects: Sequence[str], score_threshold: str = ""
     ) -> tuple[list[dict[str, Any]], list[WeaviateCollection]]:
         """The projects' credentials and raw collections, each opened once by the plugin (not timed: a cached store is
         what a running plugin searches with)."""
-        credentials = [running.credentials(project) for project in projects]
+        credentials = [running.credentials(project, score_threshold) for project in projects]
         warm = plugin_path(self.plugin, credentials)
         for index in range(len(projects)):
             warm(Round(QUERIES[0], SCENES[0], "user-0", index))
         return credentials, [project_collection(running.client, project, INSIGHTS) for project in projects]
 
     def paths(self, label: str, running: Running, projects: Sequence[str]) -> dict[str, SearchPath]:
+        """search_insight through the plugin as configured by default (the gate), and with a plain threshold (0.17,
+        which also makes its situational read a hybrid query); the default in this process; one raw hybrid query."""
         credentials, collections = self.opened(running, projects)
+        plain, _ = self.opened(running, projects, PLAIN_THRESHOLD)
         return {
             f"plugin runtime · {label}": plugin_path(self.plugin, credentials),
+            f"plugin, threshold {PLAIN_THRESHOLD} · {label}": plugin_path(self.plugin, plain),
+            f"in process · {label}": in_process_path(self.stores, credentials),
             f"raw hybrid · {label}": raw_path(collections, running.settings, self.embedder),
         }
 
@@ -596,6 +626,11 @@ def run_one(bench: Bench) -> None:
                 f"plugin p95 / raw hybrid p95 at {size:,}",
                 plugin_big / timings.p(f"raw hybrid · {size:,}", 95),
                 1.3,
+            )
+            in_process, raw = timings.p(f"in process · {size:,}", 95), timings.p(f"raw hybrid · {size:,}", 95)
+            print(
+                f"in process / raw hybrid p95 at {size:,}: {in_process / raw:.2f}x; "
+                f"plugin / in process (the runtime's share): {plugin_big / in_process:.2f}x"
             )
         finally:
             small_run.stop()
@@ -786,14 +821,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         plugin = PluginProcess(
             Path(work) / "plugin", python=sys.executable, env={"HINDSIGHT_MAX_ACTIVE_TENANTS": str(args.max_active)}
         )
+        stores = StoreCache(Settings(_env_file=None, max_active_tenants=args.max_active))
         try:
-            bench = Bench(args, base, embedder, source, plugin, random.Random(SEED))
+            bench = Bench(args, base, embedder, source, plugin, random.Random(SEED), stores)
             for name in args.layout or list(LAYOUTS):
                 started = time.perf_counter()
                 LAYOUTS[name](bench)
                 print(f"[{name} done in {time.perf_counter() - started:.0f}s]", flush=True)
         finally:
             plugin.close()
+            stores.close()
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import itertools
 import re
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import ParamSpec, TypeVar, cast
 from urllib.parse import urlsplit
 
@@ -16,9 +17,11 @@ import grpc
 import httpcore
 import httpx
 import weaviate
+import weaviate.collections.queries.base_executor as weaviate_query_results
 import weaviate.connect.v4 as weaviate_v4_connection
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
 from weaviate.retry import _Retry
+from weaviate.util import _datetime_from_weaviate_str as sdk_date_parser
 
 from hindsight_insights.config import Settings
 from hindsight_insights.errors import WeaviateUnavailable
@@ -145,6 +148,22 @@ class _FailFastRetry(_Retry):
 
 _FAST_RETRIES = 3
 weaviate_v4_connection._Retry = _FailFastRetry  # type: ignore[attr-defined]  # pinned client 4.24.1; tested
+
+
+def parse_weaviate_date(string: str) -> datetime | None:
+    """A date property of a query result, as weaviate-client reads it, about 20 times faster.
+
+    The client's parser runs a regex and `strptime` for every date (about 20 us each), and a recall decodes some 150
+    of them: 2.6 ms of a 23 ms search_insight at p50 at a million insights (docs/scale.md). Weaviate sends RFC 3339,
+    which `datetime.fromisoformat` reads (Python 3.11+, digits past microseconds dropped, as the client drops them);
+    anything it cannot read, such as year 0, goes to the client's parser."""
+    try:
+        return datetime.fromisoformat(string)
+    except ValueError:
+        return sdk_date_parser(string)
+
+
+weaviate_query_results._datetime_from_weaviate_str = parse_weaviate_date  # type: ignore[attr-defined]  # 4.24.1; tested
 
 
 def connect_url(settings: Settings, url: str) -> weaviate.WeaviateClient:

@@ -47,6 +47,8 @@ def test_bench_scale_smoke_prints_real_figures(dify_cli: Path, capsys: pytest.Ca
     for path in (
         "plugin runtime · 300",
         "raw hybrid · 300",
+        "in process · 300",
+        "plugin, threshold 0.17 · 300",
         "plugin runtime · 100",
         "plugin runtime · 300 RQ",
         "plugin runtime · 4 active of 20",
@@ -59,6 +61,9 @@ def test_bench_scale_smoke_prints_real_figures(dify_cli: Path, capsys: pytest.Ca
         assert 0 < p50 <= p95
 
     assert len(re.findall(r"^target: .*: [0-9.]+x \(target <= [0-9.]+x\): (held|MISSED)$", output, re.M)) == 3
+    assert re.search(
+        rf"^in process / raw hybrid p95 at 300: {NUMBER}x; plugin / in process .*: {NUMBER}x$", output, re.M
+    )
     memory = re.search(rf"uncompressed \| +{NUMBER} \| +{NUMBER} \| +{NUMBER} \|", output)
     compressed = re.search(rf"RQ 8 bits \| +{NUMBER} \| +{NUMBER} \| +{NUMBER} \|", output)
     assert memory and compressed, output
