@@ -5,6 +5,7 @@ to pass their checks; keys are random strings in the vendors' formats)."""
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 
 import pytest
 from stdnum import luhn
@@ -166,6 +167,15 @@ def assert_unchanged(text: str) -> None:
     assert result.found == []
 
 
+def assert_redacted_in_every(settings: Sequence[str], value: str, kind: str, digits_gone: str) -> None:
+    """`value` put in each setting is found as one `kind`, and `digits_gone` is nowhere in the digits left."""
+    for setting in settings:
+        text = setting.format(value)
+        result = redact(text)
+        assert result.found == [kind], text
+        assert digits_gone not in _digits(result.text), result.text
+
+
 @pytest.mark.parametrize(("kind", "text", "secret"), SECRETS, ids=[f"{k}: {t[:24]}" for k, t, _ in SECRETS])
 def test_each_kind_is_redacted(kind: str, text: str, secret: str) -> None:
     result = redact(text)
@@ -259,12 +269,7 @@ PHONE_SETTINGS = [
 
 @pytest.mark.parametrize("number", INTERNATIONAL_NUMBERS)
 def test_international_numbers_go_in_every_setting(number: str) -> None:
-    digits = "".join(c for c in number if c.isdigit())
-    for setting in PHONE_SETTINGS:
-        text = setting.format(number)
-        result = redact(text)
-        assert result.found == ["phone"], text
-        assert digits[-6:] not in "".join(c for c in result.text if c.isdigit()), result.text
+    assert_redacted_in_every(PHONE_SETTINGS, number, "phone", _digits(number)[-6:])
 
 
 @pytest.mark.parametrize(
@@ -439,31 +444,19 @@ def _digits(text: str) -> str:
 def test_resident_ids_go_in_every_form_and_setting(number: str) -> None:
     assert len(number) == 18 and ric.is_valid(number) == (not number.startswith("510107"))
     for form in _resident_id_forms(number):
-        for setting in RESIDENT_ID_LABELLED + RESIDENT_ID_UNLABELLED:
-            text = setting.format(form)
-            result = redact(text)
-            assert result.found == ["id_card"], text
-            assert number[:17] not in _digits(result.text), result.text
+        assert_redacted_in_every(RESIDENT_ID_LABELLED + RESIDENT_ID_UNLABELLED, form, "id_card", number[:17])
 
 
 @pytest.mark.parametrize("number", RESIDENT_IDS)
 def test_a_labelled_resident_id_with_a_wrong_check_digit_goes(number: str) -> None:
     wrong = number[:17] + ("1" if number[-1] == "0" else "0")
     assert not ric.is_valid(wrong)
-    for setting in RESIDENT_ID_LABELLED:
-        text = setting.format(wrong)
-        result = redact(text)
-        assert result.found == ["id_card"], text
-        assert wrong[:17] not in _digits(result.text), result.text
+    assert_redacted_in_every(RESIDENT_ID_LABELLED, wrong, "id_card", wrong[:17])
 
 
 @pytest.mark.parametrize("legacy", ["110105491231002", "440305850612341"])
 def test_a_labelled_15_digit_legacy_id_goes(legacy: str) -> None:
-    for setting in RESIDENT_ID_LABELLED:
-        text = setting.format(legacy)
-        result = redact(text)
-        assert result.found == ["id_card"], text
-        assert legacy not in _digits(result.text), result.text
+    assert_redacted_in_every(RESIDENT_ID_LABELLED, legacy, "id_card", legacy)
 
 
 # ------------------------------------------------------------------ American Express and Diners Club cards, by class
@@ -499,11 +492,7 @@ def _card_forms(number: str) -> list[str]:
 def test_amex_and_diners_cards_go_in_every_grouping_and_setting(number: str) -> None:
     assert luhn.is_valid(number)
     for form in _card_forms(number):
-        for setting in CARD_LABELLED + CARD_UNLABELLED:
-            text = setting.format(form)
-            result = redact(text)
-            assert result.found == ["bank_card"], text
-            assert number not in _digits(result.text), result.text
+        assert_redacted_in_every(CARD_LABELLED + CARD_UNLABELLED, form, "bank_card", number)
 
 
 @pytest.mark.parametrize("number", AMEX_CARDS + DINERS_CARDS)
@@ -511,11 +500,7 @@ def test_a_labelled_card_with_a_wrong_luhn_digit_goes(number: str) -> None:
     wrong = number[:-1] + str((int(number[-1]) + 1) % 10)
     assert not luhn.is_valid(wrong)
     for form in (wrong, f"{wrong[:4]} {wrong[4:10]} {wrong[10:]}"):
-        for setting in CARD_LABELLED:
-            text = setting.format(form)
-            result = redact(text)
-            assert result.found == ["bank_card"], text
-            assert wrong not in _digits(result.text), result.text
+        assert_redacted_in_every(CARD_LABELLED, form, "bank_card", wrong)
 
 
 # ------------------------------------------------------------------ mainland fixed lines, by class
@@ -578,11 +563,7 @@ def _subscriber(number: str) -> str:
 
 @pytest.mark.parametrize("number", MAINLAND_LANDLINES)
 def test_mainland_landlines_go_in_every_form_and_setting(number: str) -> None:
-    for setting in LANDLINE_SETTINGS:
-        text = setting.format(number)
-        result = redact(text)
-        assert result.found == ["phone"], text
-        assert _subscriber(number) not in _digits(result.text), result.text
+    assert_redacted_in_every(LANDLINE_SETTINGS, number, "phone", _subscriber(number))
 
 
 def test_a_labelled_landline_in_an_older_numbering_plan_goes() -> None:

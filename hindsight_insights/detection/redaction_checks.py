@@ -140,7 +140,7 @@ def personal_phones(text: str) -> list[Span]:
     for region in ("CN", *regions):
         for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID):
             line = phonenumbers.number_type(match.number)
-            if line in _PERSONAL_LINES or (region == "CN" and _personal_landline(text, match, regions)):
+            if line in _PERSONAL_LINES or (region == "CN" and _personal_landline(text, match, line, regions)):
                 found.append((match.start, match.end))
     for nanp in patterns.NANP_NUMBER.finditer(text):
         number = _parses_as(nanp.group(), "US")
@@ -156,11 +156,11 @@ def personal_phones(text: str) -> list[Span]:
     return found
 
 
-def _personal_landline(text: str, match: phonenumbers.PhoneNumberMatch, regions: list[str]) -> bool:
+def _personal_landline(text: str, match: phonenumbers.PhoneNumberMatch, line: int, regions: list[str]) -> bool:
     """A mainland fixed line (010-6234 5678, (0755) 8888 8888) is someone's home or desk: it goes, unless a label
     before it makes it a business's public line (客服, 热线, 总机, hotline, switchboard, fax) or the text names a
     country whose own numbering reads it (020 7946 0958 beside "London" is a London number)."""
-    if phonenumbers.number_type(match.number) != phonenumbers.PhoneNumberType.FIXED_LINE:
+    if line != phonenumbers.PhoneNumberType.FIXED_LINE:
         return False
     # Dialled as a phone number: the trunk 0 or the country code 86 first (2024-004471 is no Guangzhou number), and
     # not the tail of an identifier (INV-2024-…, v2.0-…).
