@@ -267,6 +267,13 @@ class Insight(BaseModel):
     def owner(self) -> str | None:
         return slot_owner(self.scope, self.user_id, self.evidence.session_id)
 
+    def in_force_at(self, now: datetime) -> bool:
+        """The rule of its slot at `now`, as store/filters.in_force asks Weaviate: active, or superseded by versions
+        that have all expired; and not expired itself. For checking objects read by id."""
+        resumed = self.status is InsightStatus.SUPERSEDED and self.resume_at is not None and self.resume_at <= now
+        live = self.status is InsightStatus.ACTIVE or resumed
+        return live and (self.expire_at is None or self.expire_at > now)
+
 
 class ScoredInsight(BaseModel):
     """A search hit and the parts of its score (see ranking.py)."""

@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
+from itertools import product
 from typing import Any
 
+import pytest
+
+from hindsight_insights import ranking
 from hindsight_insights.governance.recording import record_turn
 from hindsight_insights.models import InsightDraft, InsightStatus, Scope, TurnDraft
-from hindsight_insights.store import InsightStore
+from hindsight_insights.store import InsightStore, filters
 from hindsight_insights.store.review import ReviewQueue
+from hindsight_insights.store.weaviate_table import WeaviateInsightTable
 from testkit.admitted import admitted_as_is
 
 
@@ -118,3 +123,66 @@ def test_without_a_conversation_preferences_come_before_a_users_newer_facts(stor
     ]
     rules = store.retrieval.standing_rules(scene="采购", user_id="u-qian")
     assert [rule.id for rule in rules][:4] == preferences[::-1] and rules[4].id in facts
+
+
+def test_the_in_force_check_on_an_object_agrees_with_the_filter_weaviate_runs(store: InsightStore) -> None:
+    now = datetime.now(UTC)
+    saved = store.get(
+        own(
+            store,
+            user_id="u-check",
+            scene="采购",
+            topic="称呼",
+            kind="preference",
+            action="称呼我钱总。",
+            evidence="称呼我钱总",
+        )
+    )
+    dates = [None, now - timedelta(days=1), now + timedelta(days=1)]
+    versions = [
+        saved.model_copy(update={"id": uuid.uuid4(), "status": status, "expire_at": expire_at, "resume_at": resume_at})
+        for status, expire_at, resume_at in product(InsightStatus, dates, dates)
+    ]
+    for version in versions:
+        store.table.insert(version)
+    ids = [version.id for version in versions]
+    assert isinstance(store.table, WeaviateInsightTable)
+    in_weaviate = store.table.collection.query.fetch_objects(
+        filters=filters.with_ids(ids) & filters.in_force(now), limit=len(ids), return_properties=[]
+    )
+    by_filter = {uuid.UUID(str(obj.uuid)) for obj in in_weaviate.objects}
+    assert by_filter == {version.id for version in versions if version.in_force_at(now)}
+    assert 0 < len(by_filter) < len(versions)  # both answers occur
+
+
+def test_a_standing_rule_retired_between_recalls_two_reads_is_left_out(
+    store: InsightStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept = own(
+        store,
+        user_id="u-race",
+        scene="采购",
+        topic="称呼",
+        kind="preference",
+        action="称呼我钱总。",
+        evidence="称呼我钱总",
+    )
+    retired = own(
+        store,
+        user_id="u-race",
+        scene="采购",
+        topic="格式",
+        kind="preference",
+        action="回复不超过五行。",
+        evidence="回复不超过五行",
+    )
+    rank = ranking.standing_order
+
+    def rank_then_retire(*args: Any) -> Any:
+        chosen = rank(*args)  # the first read has ranked both; a reviewer rejects one before the second read
+        store.lifecycle.set_status(retired, InsightStatus.REJECTED)
+        return chosen
+
+    monkeypatch.setattr(ranking, "standing_order", rank_then_retire)
+    recall = store.retrieval.recall("帮我列一下这周的采购单", scene="采购", user_id="u-race")
+    assert [insight.id for insight in recall.standing] == [kept]

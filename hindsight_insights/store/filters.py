@@ -34,7 +34,8 @@ def _user(user_id: str) -> WeaviateFilter:
 
 def in_force(now: datetime) -> WeaviateFilter:
     """The rule of its slot now: active, or superseded by versions that have all expired (store/chain.py); and not
-    expired itself. The expiry sweep later writes what this filter already sees."""
+    expired itself. The expiry sweep later writes what this filter already sees. Insight.in_force_at is the same
+    rule for an object in hand."""
     resumed = Filter.by_property("status").equal(InsightStatus.SUPERSEDED.value) & Filter.by_property(
         "resume_at"
     ).less_or_equal(now)

@@ -42,8 +42,10 @@ MAX_TOP_K = 20
 MAX_QUERY_TURNS = 5
 MAX_QUERY_CHARS = 4000  # of the recent turns, newest kept: enough context, and a bounded embedding cost
 # Recall ranks at most this many eligible standing rules, the most similar to the conversation; a user with more in one
-# scene (rare) has the least similar ones left out.
-MAX_STANDING_CANDIDATES = 100
+# scene (rare) has the least similar ones left out. Each candidate costs Weaviate a read and the client a decode: at
+# a million insights with 300 eligible per user and scene, 50 choose the same rules as 100 in 182 of 200 calls, and
+# the ranking read takes about 5.3 against 7.6 ms at p50 for 30 and 100 (docs/scale.md, run 5).
+MAX_STANDING_CANDIDATES = 50
 # What ranks a standing rule before it is read whole: its words, its age, whether it is about every answer, its slot.
 STANDING_RANK_FIELDS = ("search_text", "asserted_at", "kind", "slot_key")
 SITUATIONAL_KINDS = (InsightKind.FACT, InsightKind.PROCESS, InsightKind.LESSON)
@@ -263,12 +265,14 @@ class Retrieval:
         )[:budget]
         if not chosen:
             return []
-        # Read again under the same filter: a rule retired between the two reads is left out, not shown stale.
+        # Read by id alone (the eligibility filter again would cost as much as the read: docs/scale.md, run 5), then
+        # checked here: a rule retired between the two reads is left out, not shown stale. Only status and dates
+        # change in place; a rule's scene, scope and owner never do, and a deleted one is not read back.
         whole = self._insights.query.fetch_objects(
-            filters=where & filters.with_ids(obj.uuid for obj in chosen), limit=len(chosen)
+            filters=filters.with_ids(obj.uuid for obj in chosen), limit=len(chosen)
         ).objects
-        by_id = {obj.uuid: obj for obj in whole}
-        return [insight_from(by_id[obj.uuid]) for obj in chosen if obj.uuid in by_id]
+        by_id = {obj.uuid: insight_from(obj) for obj in whole}
+        return [by_id[obj.uuid] for obj in chosen if obj.uuid in by_id and by_id[obj.uuid].in_force_at(now)]
 
     def _pool(self) -> ThreadPoolExecutor:
         # One worker: the standing rules' read, which waits on Weaviate while this thread embeds and searches.
