@@ -3,8 +3,9 @@
 The channels: standing rules are preferences and a user's own rules of every kind (filters.standing_channel), with
 no similarity gate; situational ones are project-wide and session facts, processes and lessons, behind the gate.
 
-Every read filters in Weaviate first (filters.eligible: scene or general, this user or the project, active, unexpired),
-then ranks in Python: the no-match gate and the rank score are in ranking.py. At most one version per slot reaches a
+Every search filters in Weaviate first (filters.eligible: scene or general, this user or the project, active,
+unexpired; the standing rules read again by id are checked in Python, Insight.in_force_at), then ranks in Python:
+the no-match gate and the rank score are in ranking.py. At most one version per slot reaches a
 result, and at most one rule per topic reaches a recall.
 """
 
