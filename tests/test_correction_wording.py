@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hindsight_insights.config import Settings
+from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
 from hindsight_insights.governance.lessons import wording
 
@@ -34,6 +35,35 @@ from hindsight_insights.governance.lessons import wording
 def test_each_correction_renders_its_rule_in_the_users_language(message: str, previous: str, expected: str) -> None:
     correction = detect(message, previous)
     assert wording(correction, message, Settings()).action == expected
+
+
+@pytest.mark.parametrize(
+    ("message", "topic", "corrected", "expected"),
+    [
+        (
+            "不对，这是新规定。",
+            "这是新规定",
+            "这是新规定",
+            "以用户的纠正为准：「这是新规定」；不要再说「按老规定办」。",
+        ),
+        (
+            "No, it is the new rule.",
+            "the new rule",
+            "The new rule",
+            'Go by the user\'s correction: "The new rule"; do not say "按老规定办" again.',
+        ),
+        ("不对，新规定是发到总部。", "新规定", "新规定是发到总部", None),
+    ],
+)
+def test_a_factual_rule_without_a_subject_apart_from_its_words_does_not_repeat_them(
+    message: str, topic: str, corrected: str, expected: str | None
+) -> None:
+    correction = Correction(CorrectionType.FACTUAL, 0.9, corrected=corrected, original="按老规定办", topic=topic)
+    action = wording(correction, message, Settings()).action
+    if expected is None:  # a subject apart from the words: the rule names it
+        assert action.startswith(f"当话题涉及「{topic}」时")
+    else:
+        assert action == expected
 
 
 def test_a_factual_rule_names_what_changed_not_the_whole_clause() -> None:

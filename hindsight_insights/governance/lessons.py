@@ -23,6 +23,7 @@ from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.periods import period_end
 from hindsight_insights.detection.text import fold, has_han
+from hindsight_insights.keys import normalize_key
 from hindsight_insights.models import Condition, InsightContent, InsightKind, Scope, Turn
 from hindsight_insights.prompts import render_prompt
 from hindsight_insights.scope import decide_scope
@@ -74,6 +75,9 @@ def wording(
         topic=topic,
         corrected=corrected,
         original=(correction.original or "").strip(),
+        # When the detector found no subject apart from the corrected words themselves, "when X comes up" would only
+        # repeat them; the rule then says the correction alone.
+        names_a_subject=normalize_key(topic) != normalize_key(corrected),
     ).strip()
     observation = f"用户说：「{message}」" if language == "zh" else f'The user said: "{message}"'
     detail = (correction.condition_detail or "").strip() or None
