@@ -135,8 +135,11 @@ def test_the_demo_learns_from_its_conversations_and_keeps_each_users_rules_to_th
     assert "faulty: rejected" in repair and "sessions reflected on again: demo-zhangsan-1, demo-zhangsan-2" in repair
     assert "repair of demo-zhangsan-2: ok" in repair and "rejected 1" in repair
     assert "is now rejected" in repair
-    rules = repair.split("the next conversation's rules:")[1]
+    rules = repair.split("the next conversation's rules:")[1].split("6. Today's report")[0]
     assert "充不上电" not in rules and "推荐原装充电线" not in rules
+    # The customer's second correction ("都说了是开不了机") only repeats the first, which names the phone:
+    # one rule, not two.
+    assert rules.count("必须：") == 1 and "『我的手机是开不了机』" in rules and "都说了" not in rules
 
 
 def _conversations(later: str) -> list[str]:

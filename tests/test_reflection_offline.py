@@ -12,7 +12,7 @@ from hindsight_insights.detector_model import learned_detector
 from hindsight_insights.embedder import Embedder
 from hindsight_insights.models import InsightStatus, Scope, TurnDraft
 from hindsight_insights.reflection import ReflectionEngine
-from hindsight_insights.reflection.offline import OfflineExtractor
+from hindsight_insights.reflection.offline import OfflineExtractor, restates
 from testkit.memory_store import MemoryStore
 
 
@@ -177,3 +177,65 @@ def test_a_terse_echo_of_a_wish_already_found_is_not_a_second_lesson(
     report = ReflectionEngine(store, OfflineExtractor(store.settings).with_detector(learned)).reflect_session("h4")
     quotes = [store.get(i).evidence.quote for i in report.saved_ids if store.get(i).kind == "preference"]
     assert quotes == ["From now on, always give me durations in hours."]
+
+
+@pytest.mark.parametrize(
+    ("exchanges", "quotes"),
+    [
+        pytest.param(
+            [
+                ("我的手机还是不行", "可能是充电线坏了，建议您换一根新的充电线。"),
+                ("不对，我的手机是开不了机，不是充不上电", "那可能是充电口接触不良，您换一根原装充电线试试。"),
+                ("不对，都说了是开不了机，跟充电没关系", "非常抱歉，请先长按电源键十秒强制重启。"),
+            ],
+            ["不对，我的手机是开不了机，不是充不上电"],
+            id="zh: 都说了 repeats the correction that names the phone",
+        ),
+        pytest.param(
+            [
+                ("When is the report due?", "The deadline is Monday."),
+                ("No, the deadline is Friday, not Monday.", "Got it, Monday then."),
+                ("No, I said Friday.", "Sorry: Friday."),
+            ],
+            ["No, the deadline is Friday, not Monday."],
+            id="en: 'I said Friday' repeats the deadline",
+        ),
+        pytest.param(
+            [
+                ("退货寄到哪里？", "请寄到上海市嘉定区宝安公路 2999 号售后部。"),
+                ("不对，退货地址已经改成杭州市余杭区良睦路 1399 号了", "好的。那您的手机还有别的问题吗？"),
+                ("我的手机还是不行", "可能是充电线坏了，建议您换一根新的充电线。"),
+                ("不对，都说了是开不了机，跟充电没关系", "非常抱歉，请先长按电源键十秒强制重启。"),
+            ],
+            ["不对，退货地址已经改成杭州市余杭区良睦路 1399 号了", "不对，都说了是开不了机，跟充电没关系"],
+            id="zh: a correction with no subject that repeats nothing is learned",
+        ),
+    ],
+)
+def test_a_correction_with_no_subject_that_repeats_an_earlier_one_is_not_a_second_rule(
+    store: MemoryStore, exchanges: list[tuple[str, str]], quotes: list[str]
+) -> None:
+    """The customer's "都说了是开不了机" ("as I said: it won't boot") names no subject of its own: as a rule of its
+    own it would only sit beside the earlier correction that names the phone, in a slot of its own. The earlier one
+    is the lesson."""
+    record(store, "r1", "zhang-san", "售后服务", exchanges)
+    report = ReflectionEngine(store, OfflineExtractor(store.settings)).reflect_session("r1")
+    assert report.outcome == "ok"
+    # A fact may be saved twice, for its user and as a project-wide copy waiting for a reviewer: one quote each.
+    assert sorted({store.get(i).evidence.quote for i in report.saved_ids}) == sorted(quotes)
+
+
+@pytest.mark.parametrize(
+    ("later", "earlier", "repeats"),
+    [
+        ("都说了是开不了机", "我的手机是开不了机", True),
+        ("I said Friday", "the deadline is Friday", True),
+        ("是 5 号", "交货日期是 5 号", True),
+        ("是 6 号", "交货日期是 5 号", False),  # a value the earlier one lacks is news
+        ("It is 30 days", "The return window is 14 days", False),
+        ("开不了机", "退货地址已经改成杭州", False),
+        ("", "退货地址已经改成杭州", False),
+    ],
+)
+def test_what_restates_an_earlier_correction(later: str, earlier: str, repeats: bool) -> None:
+    assert restates(later, earlier) is repeats

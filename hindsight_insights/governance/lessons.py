@@ -56,6 +56,8 @@ class Wording:
     observation: str
     condition: Condition
     condition_detail: str | None
+    # False when the detector found no subject apart from the corrected words themselves (都说了是开不了机).
+    names_a_subject: bool = True
 
 
 def wording(
@@ -68,6 +70,9 @@ def wording(
     corrected = (correction.corrected or message).strip()
     if correction.type is CorrectionType.PREFERENCE:
         corrected = every_wish(corrected, message, learned)
+    # When the detector found no subject apart from the corrected words themselves, "when X comes up" would only
+    # repeat them; the rule then says the correction alone.
+    names_a_subject = normalize_key(topic) != normalize_key(corrected)
     action = render_prompt(
         settings.prompts_dir,
         f"corrections/action.{language}.md.j2",
@@ -75,9 +80,7 @@ def wording(
         topic=topic,
         corrected=corrected,
         original=(correction.original or "").strip(),
-        # When the detector found no subject apart from the corrected words themselves, "when X comes up" would only
-        # repeat them; the rule then says the correction alone.
-        names_a_subject=normalize_key(topic) != normalize_key(corrected),
+        names_a_subject=names_a_subject,
     ).strip()
     observation = f"用户说：「{message}」" if language == "zh" else f'The user said: "{message}"'
     detail = (correction.condition_detail or "").strip() or None
@@ -88,6 +91,7 @@ def wording(
         observation=observation[:2000],
         condition=condition,
         condition_detail=detail if condition is not Condition.UNIVERSAL else None,
+        names_a_subject=names_a_subject,
     )
 
 

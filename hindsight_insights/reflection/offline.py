@@ -16,6 +16,10 @@ request) and is not a question, and the message it comes back to is not itself o
 is learned in its own right; a terse echo of it, "it's just a preference, remember it", only refers back to it). The
 bar was chosen on the tune split of bench/data/reflection_sessions.json.
 
+A correction with no subject of its own that only repeats an earlier one of the session
+("都说了是开不了机" after "我的手机是开不了机", `restates`) is not proposed again: the earlier one names what it is
+about, and the repetition would be a second rule in a slot named after its own words.
+
 It is the demo's default and the floor the LLM paths must beat: it finds what users say outright and, with the
 learned detector, wishes they repeat within a session; never what they only show across sessions (a request
 repeated in each, a workaround), which the model prompts ask for.
@@ -24,6 +28,8 @@ repeated in each, a workaround), which the model prompts ask for.
 from __future__ import annotations
 
 import dataclasses
+import logging
+import re
 from collections.abc import Sequence
 
 from hindsight_insights.commands import Provenance
@@ -39,11 +45,15 @@ from hindsight_insights.reflection.llm import DetectedCandidate, ExtractionReque
 from hindsight_insights.reflection.output import ReflectedEvidence, ReflectedInsight
 from hindsight_insights.scope import decide_scope
 
+log = logging.getLogger(__name__)
+
 MAX_QUOTE_CHARS = 1000
 # The learned detector's P(preference) from which a wish the user comes back to in the session is standing (module
 # docstring); chosen on the tune split.
 REPEATED_WISH_AT = 0.3
 _PREFERENCE = CorrectionType.PREFERENCE.value
+_HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 # Words of courtesy that any two messages may share: they show no returning wish.
 _COURTESY = frozenset({"please", "pls", "plz", "thank", "thanks", "请用", "麻烦", "谢谢"})
 
@@ -80,6 +90,7 @@ class OfflineExtractor:
             # found (a stated wish, a correction) is learned in its own right, and a terse message echoing it ("it's
             # just a preference, remember it") only refers back to it.
             plain = [index for index, finding in enumerate(findings) if not _teaches(finding)]
+            taught: list[tuple[CorrectionType, str, str]] = []  # (type, scene, corrected words) of each candidate
             for index, turn in enumerate(session.turns):
                 message, correction, previous_answer = messages[index], findings[index], before[index]
                 if correction is not None and previous_answer is not None:
@@ -91,6 +102,14 @@ class OfflineExtractor:
                 if decide_scope(asks, self._settings)[0].scope is Scope.SESSION:
                     continue
                 words = wording(correction, message, self._settings, self._detector)
+                said = (correction.corrected or message).strip()
+                if not words.names_a_subject and any(
+                    (kind, scene) == (correction.type, turn.scene) and restates(said, earlier)
+                    for kind, scene, earlier in taught
+                ):
+                    log.debug("turn %d of %s restates an earlier correction: not learned again", index, session.label)
+                    continue
+                taught.append((correction.type, turn.scene, said))
                 insight = ReflectedInsight(
                     topic=words.topic,
                     kind=KIND_OF[correction.type],
@@ -105,6 +124,26 @@ class OfflineExtractor:
                 )
                 found.append(DetectedCandidate(insight, correction))
         return found
+
+
+def restates(later: str, earlier: str) -> bool:
+    """Whether a correction with no subject of its own says again what an earlier one said: it brings no value the
+    earlier one lacks, and at least half of its units (English content words, Chinese character pairs) are in it.
+    "都说了是开不了机" after "我的手机是开不了机" repeats it ("as I said"); the earlier one, which names its subject
+    (手机), is the rule to keep. "It is 30 days" after "the return window is 14 days" says something new."""
+    units, before = _units(later), _units(earlier)
+    if not units or not set(_NUMBER.findall(fold(later).text)) <= set(_NUMBER.findall(fold(earlier).text)):
+        return False
+    return len(units & before) * 2 >= len(units)
+
+
+def _units(text: str) -> frozenset[str]:
+    folded = fold(text).text
+    # Every pair of Chinese characters, function characters included: 开不了机 has no content bigram, yet it is the
+    # whole of what the user says.
+    pairs = {run[i : i + 2] for run in _HAN_RUN.findall(folded) for i in range(max(len(run) - 1, 1))}
+    words = {word for word in anchors(folded) if not _HAN_RUN.search(word)}
+    return frozenset(pairs | words | set(_NUMBER.findall(folded)))
 
 
 def _teaches(finding: Correction | None) -> bool:
