@@ -24,6 +24,8 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from hindsight_insights.detection.text import HAN_RUN
+
 _CN_DIGITS = {
     "零": 0,
     "〇": 0,
@@ -107,7 +109,6 @@ _EN_STOP = frozenset(
     what which when where who why how all any some one per each very more most less there here""".split()
 )
 _WORD = re.compile(r"[a-z][a-z0-9]+")
-_HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,7 @@ def anchors(text: str) -> frozenset[str]:
     """Content words of a clause: English words (3+ letters, not stop words, plural -s dropped) and Chinese
     character bigrams without function characters or numerals."""
     words = {word.removesuffix("s") for word in _WORD.findall(text) if len(word) >= 3 and word not in _EN_STOP}
-    for run in _HAN_RUN.findall(text):
+    for run in HAN_RUN.findall(text):
         for i in range(len(run) - 1):
             pair = run[i : i + 2]
             if not (set(pair) & _FUNCTION_CHARS) and not set(pair) & (set(_CN_DIGITS) | set(_CN_SCALES)):

@@ -117,5 +117,9 @@ def clauses(sentence: Span) -> list[Span]:
     return list(_split(sentence.text, sentence.start, _CLAUSE_BREAK))
 
 
+# A run of Chinese characters (CJK Unified Ideographs).
+HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
+
+
 def has_han(text: str) -> bool:
     return any("\u4e00" <= char <= "\u9fff" for char in text)

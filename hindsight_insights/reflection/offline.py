@@ -38,7 +38,7 @@ from hindsight_insights.detection.correction_types import IMPLICIT, Correction, 
 from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.quantities import anchors
-from hindsight_insights.detection.text import fold
+from hindsight_insights.detection.text import HAN_RUN, fold
 from hindsight_insights.governance.lessons import KIND_OF, wording
 from hindsight_insights.models import Scope
 from hindsight_insights.reflection.llm import DetectedCandidate, ExtractionRequest
@@ -52,7 +52,6 @@ MAX_QUOTE_CHARS = 1000
 # docstring); chosen on the tune split.
 REPEATED_WISH_AT = 0.3
 _PREFERENCE = CorrectionType.PREFERENCE.value
-_HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 # Words of courtesy that any two messages may share: they show no returning wish.
 _COURTESY = frozenset({"please", "pls", "plz", "thank", "thanks", "请用", "麻烦", "谢谢"})
@@ -141,8 +140,8 @@ def _units(text: str) -> frozenset[str]:
     folded = fold(text).text
     # Every pair of Chinese characters, function characters included: 开不了机 has no content bigram, yet it is the
     # whole of what the user says.
-    pairs = {run[i : i + 2] for run in _HAN_RUN.findall(folded) for i in range(max(len(run) - 1, 1))}
-    words = {word for word in anchors(folded) if not _HAN_RUN.search(word)}
+    pairs = {run[i : i + 2] for run in HAN_RUN.findall(folded) for i in range(max(len(run) - 1, 1))}
+    words = {word for word in anchors(folded) if not HAN_RUN.search(word)}
     return frozenset(pairs | words | set(_NUMBER.findall(folded)))
 
 
