@@ -5,8 +5,8 @@ no similarity gate; situational ones are project-wide and session facts, process
 
 Every search filters in Weaviate first (filters.eligible: scene or general, this user or the project, active,
 unexpired; the standing rules read again by id are checked in Python, Insight.in_force_at), then ranks in Python:
-the no-match gate and the rank score are in ranking.py. At most one version per slot reaches a
-result, and at most one rule per topic reaches a recall.
+the no-match gate and the rank score are in ranking.py. At most one version per slot reaches a result, and at most
+one rule per topic reaches a recall.
 """
 
 from __future__ import annotations
