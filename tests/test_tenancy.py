@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import random
 import re
+import threading
 import unicodedata
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import weaviate
 from weaviate.classes.config import ConsistencyLevel
+from weaviate.classes.query import Filter
 from weaviate.classes.tenants import TenantActivityStatus
 
 from hindsight_dify import StoreCache, credentials_for
@@ -254,13 +257,17 @@ def own_server(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> 
     server.stop()
 
 
+def drop_collection_set(client: weaviate.WeaviateClient) -> None:
+    for spec in COLLECTION_SET:
+        client.collections.delete(spec.name)
+    client.collections.delete(REGISTRY)
+
+
 @pytest.fixture
 def own_client(own_server: LocalWeaviate, settings: Settings) -> Iterator[weaviate.WeaviateClient]:
     client = connect_url(own_server.settings(settings), own_server.url)
     yield client
-    for spec in COLLECTION_SET:
-        client.collections.delete(spec.name)
-    client.collections.delete(REGISTRY)
+    drop_collection_set(client)
     client.close()
 
 
@@ -465,3 +472,41 @@ def test_on_one_node_the_handles_ask_for_no_consistency_level_and_replicated_one
     for role, handle in single.handles.items():
         leveled = with_levels(handle, reading_one)
         assert leveled.consistency_level == ConsistencyLevel.QUORUM and leveled.tenant == single.tenant, role
+
+
+# ---- processes opening a new project at once -----------------------------------------------------------------------
+
+
+def race_to_open(clients: list[weaviate.WeaviateClient], project: str, embedder: Embedder) -> list[str]:
+    """Each client opens `project` in a thread of its own, all released at once; the tenants they were handed."""
+    start = threading.Barrier(len(clients))
+
+    def open_project(client: weaviate.WeaviateClient) -> str:
+        start.wait()
+        return ensure_collections(client, project, embedder).tenant
+
+    with ThreadPoolExecutor(len(clients)) as pool:
+        return list(pool.map(open_project, clients))
+
+
+def test_processes_racing_to_open_a_new_project_on_a_new_server_all_open_it_on_one_record(
+    own_server: LocalWeaviate, own_client: weaviate.WeaviateClient, settings: Settings, embedder: Embedder
+) -> None:
+    """Racers on a server without the collection set race to create the set, then to register the project; a few
+    rounds, since a round is won in a different order each time. Weaviate's insert is check-then-write, so several may
+    each write the record (the last write stays): none of them may fail or be told the project could not be registered,
+    and one record is left."""
+    racers, rounds = 6, 5
+    clients = [connect_url(own_server.settings(settings), own_server.url) for _ in range(racers)]
+    try:
+        for _ in range(rounds):
+            drop_collection_set(own_client)
+            project = f"race-{uuid.uuid4().hex[:8]}"
+            tenants = race_to_open(clients, project, embedder)
+            assert tenants == [tenant_name(project)] * racers
+            registry = own_client.collections.use(REGISTRY)
+            (record,) = registry.query.fetch_objects(filters=Filter.by_property("project").equal(project)).objects
+            assert (record.properties["embedder"], record.properties["dimension"]) == (embedder.id, embedder.dimension)
+    finally:
+        for client in clients:
+            client.close()

@@ -39,7 +39,7 @@ import re
 import time
 import unicodedata
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -76,6 +76,7 @@ from hindsight_insights.store.schema import (
 log = logging.getLogger(__name__)
 
 REGISTRY = f"{COLLECTION_PREFIX}Project"
+REGISTRY_READ_PAUSES_S = (0.1, 0.2, 0.4, 0.8, 1.6)  # reading a new project's record until it shows: about 3 s
 REGISTRY_FIELDS = (
     StoredField("project", TEXT, Index.KEYWORD),
     StoredField("tenant", TEXT, Index.KEYWORD),
@@ -235,18 +236,12 @@ def ensure_collections(
     ensure_shared_collections(client, replication)
     registry = with_levels(client.collections.use(REGISTRY), replication)
     record_id = registry_id(tenant)
-    record = registry.query.fetch_object_by_id(record_id)
+    record = _fetch_record(registry, record_id)
     now = datetime.now(UTC)
-    if record is None:
-        try:
-            registry.data.insert(_record(name, tenant, embedder, vectors, now), uuid=record_id)
-        except weaviate.exceptions.UnexpectedStatusCodeError as error:
-            if "already exists" not in str(error):  # another process registered it first
-                raise
-        record = registry.query.fetch_object_by_id(record_id)
-        if record is None:
-            raise HindsightError(f"project {name!r} could not be registered in {REGISTRY}; try again")
-    found = record.properties
+    registered_now = record is None
+    found = (
+        record if record is not None else _register(registry, record_id, _record(name, tenant, embedder, vectors, now))
+    )
     if found.get("project") != name:
         raise HindsightError(
             f"projects {name!r} and {found.get('project')!r} map to the same tenant {tenant!r}; rename one of them"
@@ -262,10 +257,47 @@ def ensure_collections(
         collection = client.collections.use(spec.name)
         collection.tenants.create([Tenant(name=tenant)])  # no change when it exists (active or not)
         handles[spec.role] = with_levels(collection.with_tenant(tenant), replication)
-    registry.data.update(record_id, properties={"last_used": now})
+    if not registered_now:  # a record just written says `now` already
+        registry.data.update(record_id, properties={"last_used": now})
     return ProjectCollections(
         project=name, tenant=tenant, handles=handles, vector_text_version=_int(found.get("vectors"), 1)
     )
+
+
+def _register(registry: WeaviateCollection, record_id: uuid.UUID, record: dict[str, Any]) -> Mapping[str, Any]:
+    """Write a new project's record and return the properties stored, read back.
+
+    Read back because Weaviate's insert checks for the id and then writes: processes opening a new project at the same
+    instant may all write, and the last write stays. Their records differ only in times, unless the processes were
+    configured with different embedders: whichever then reads the other's record is stopped by the embedder check.
+
+    Read again for a few seconds because on a replicated set just created, a QUORUM read can miss a write acknowledged
+    at QUORUM for a fraction of a second (seen on a fresh 3-node cluster, about one creation in ten)."""
+    try:
+        registry.data.insert(record, uuid=record_id)
+    except weaviate.exceptions.UnexpectedStatusCodeError as error:
+        if "already exists" not in str(error):  # another process registered it first
+            raise
+    for pause_s in REGISTRY_READ_PAUSES_S:
+        found = _fetch_record(registry, record_id)
+        if found is not None:
+            return found
+        time.sleep(pause_s)
+    raise HindsightError(f"project {record['project']!r} could not be registered in {REGISTRY}; try again")
+
+
+def _fetch_record(registry: WeaviateCollection, record_id: uuid.UUID) -> Mapping[str, Any] | None:
+    """A project's record's properties, or None. A registry another process has just created is in the schema a moment
+    before its index opens ("tried to browse non-existing index"): that read is tried again for a few seconds."""
+    for pause_s in (*REGISTRY_READ_PAUSES_S, None):
+        try:
+            record = registry.query.fetch_object_by_id(record_id)
+            return None if record is None else record.properties
+        except weaviate.exceptions.WeaviateQueryError as error:
+            if pause_s is None or "non-existing index" not in str(error):
+                raise
+            time.sleep(pause_s)
+    raise AssertionError("unreachable")
 
 
 def _record(name: str, tenant: str, embedder: Embedder, vectors: int, now: datetime) -> dict[str, Any]:
