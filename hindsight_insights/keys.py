@@ -57,6 +57,13 @@ def normalize_key(text: str) -> str:
     return kept or "".join(folded.split())
 
 
+def names_a_subject(topic: str, corrected: str | None) -> bool:
+    """Whether a correction's topic names what it is about, apart from the corrected words: a detector that finds no
+    subject ("不对，都说了是开不了机") makes the corrected words the topic, and a rule or a report that showed them as
+    the topic would only say them twice."""
+    return bool(topic.strip()) and normalize_key(topic) != normalize_key(corrected or "")
+
+
 def meaning_marks(text: str) -> list[str]:
     """The numbers of a text with their sign, decimal point and unit sign ("-1", "1.5", "20%"), and its meaning
     symbols: what a word-level comparison would drop but a reader would not."""

@@ -69,7 +69,7 @@ def test_the_report_groups_the_days_corrections_into_patterns(
     assert top == [
         ("手机故障", "售后服务", "factual", 3, 2, 3),
         ("称呼", "闲聊", "preference", 2, 1, 2),
-        ("(no topic)", "售后服务", "negative", 1, 1, 1),
+        ("", "售后服务", "negative", 1, 1, 1),
     ]
     assert report.patterns[0].corrected == "是根本开不了机"
     assert [(s.name, s.count) for s in report.scenes] == [("售后服务", 4), ("闲聊", 2)]
@@ -101,6 +101,54 @@ def test_the_report_groups_the_days_corrections_into_patterns(
 
     chinese = render_report(report, "markdown", prompts_dir, "zh")
     assert "## 最常见的错误模式" in chinese and "| 1 | 手机故障 | 售后服务 | 事实 | 3 | 2 |" in chinese
+
+
+def test_corrections_whose_topic_is_only_their_corrected_words_are_counted_as_naming_no_subject(
+    prompts_dir: Path,
+) -> None:
+    """The detector makes the corrected words the topic when it finds no subject ("不对，都说了是开不了机"): a row
+    titled with them would say them twice, so such corrections count with those that named no topic, per scene and
+    type."""
+    day = date(2026, 11, 20)
+
+    def fact(topic: str, corrected: str, kind: str = "factual", scene: str = "售后服务") -> CorrectionFact:
+        return CorrectionFact(
+            at=datetime(2026, 11, 20, 9, tzinfo=UTC),
+            type=kind,
+            topic=topic,
+            scene=scene,
+            user_id="u",
+            session_id="s",
+            corrected=corrected,
+        )
+
+    facts = [
+        fact("都说了是开不了机", "都说了是开不了机"),
+        fact("這是新規定", "这是新规定。"),  # the same words in another script and with a full stop
+        fact("", "是根本开不了机"),
+        fact("手机", "开不了机"),
+        fact("都说了是开不了机", "都说了是开不了机", kind="negative"),
+    ]
+    given = ReportInput(
+        day=day,
+        timezone="UTC",
+        corrections=facts,
+        tally=TurnTally(turns=5, errors=5, corrected=5, corrected_uninformed=0),
+        suspects=[],
+        trail=[],
+        review_queue=0,
+    )
+    report = build_report(given)
+    assert [(p.topic, p.type, p.count) for p in report.patterns] == [
+        ("", "factual", 3),
+        ("", "negative", 1),
+        ("手机", "factual", 1),
+    ]
+    chinese = render_report(report, "markdown", prompts_dir, "zh")
+    assert "| 1 | （未指明） | 售后服务 | 事实 | 3 | 1 |" in chinese
+    assert "| 3 | 手机 | 售后服务 | 事实 | 1 | 1 |" in chinese
+    assert "| 1 | (none named) | 售后服务 | factual | 3 | 1 |" in render_report(report, "markdown", prompts_dir)
+    assert "<td>（未指明）</td>" in render_report(report, "html", prompts_dir, "zh")
 
 
 def test_the_html_page_draws_its_chart_inline_and_escapes_what_users_wrote(prompts_dir: Path) -> None:

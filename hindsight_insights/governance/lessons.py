@@ -23,7 +23,7 @@ from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.periods import period_end
 from hindsight_insights.detection.text import fold, has_han
-from hindsight_insights.keys import normalize_key
+from hindsight_insights.keys import names_a_subject
 from hindsight_insights.models import Condition, InsightContent, InsightKind, Scope, Turn
 from hindsight_insights.prompts import render_prompt
 from hindsight_insights.scope import decide_scope
@@ -72,7 +72,7 @@ def wording(
         corrected = every_wish(corrected, message, learned)
     # When the detector found no subject apart from the corrected words themselves, "when X comes up" would only
     # repeat them; the rule then says the correction alone.
-    names_a_subject = normalize_key(topic) != normalize_key(corrected)
+    has_subject = names_a_subject(topic, corrected)
     action = render_prompt(
         settings.prompts_dir,
         f"corrections/action.{language}.md.j2",
@@ -80,7 +80,7 @@ def wording(
         topic=topic,
         corrected=corrected,
         original=(correction.original or "").strip(),
-        names_a_subject=names_a_subject,
+        names_a_subject=has_subject,
     ).strip()
     observation = f"用户说：「{message}」" if language == "zh" else f'The user said: "{message}"'
     detail = (correction.condition_detail or "").strip() or None
@@ -91,7 +91,7 @@ def wording(
         observation=observation[:2000],
         condition=condition,
         condition_detail=detail if condition is not Condition.UNIVERSAL else None,
-        names_a_subject=names_a_subject,
+        names_a_subject=has_subject,
     )
 
 

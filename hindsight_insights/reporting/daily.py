@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict
 
-from hindsight_insights.keys import normalize_key, scene_key
+from hindsight_insights.keys import names_a_subject, normalize_key, scene_key
 from hindsight_insights.reporting.inputs import CorrectionFact, ReportInput
 from hindsight_insights.reporting.rates import rates_of
 
@@ -17,7 +17,6 @@ TOP_PATTERNS = 5
 CHART_DAYS = 30
 TOP_TALLIES = 10
 CORRECTION_TYPES = ("factual", "preference", "process", "negative")  # the chart's order; others follow by name
-NO_TOPIC = "(no topic)"
 
 
 class Pattern(BaseModel):
@@ -25,7 +24,7 @@ class Pattern(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    topic: str
+    topic: str  # "" when the corrections named no subject apart from their corrected words (keys.names_a_subject)
     scene: str
     type: str
     count: int
@@ -124,14 +123,15 @@ def _local_day(moment: datetime, zone: ZoneInfo) -> date:
 def _patterns(facts: list[CorrectionFact]) -> list[Pattern]:
     groups: dict[tuple[str, str, str], list[CorrectionFact]] = {}
     for fact in facts:
-        key = (normalize_key(fact.topic) if fact.topic else "", scene_key(fact.scene), fact.type)
+        topic = fact.topic if names_a_subject(fact.topic, fact.corrected) else ""
+        key = (normalize_key(topic) if topic else "", scene_key(fact.scene), fact.type)
         groups.setdefault(key, []).append(fact)
     patterns = []
-    for members in groups.values():
+    for (topic_key, _, _), members in groups.items():
         latest = max(members, key=lambda f: f.at)
         patterns.append(
             Pattern(
-                topic=members[0].topic or NO_TOPIC,
+                topic=members[0].topic if topic_key else "",
                 scene=members[0].scene,
                 type=latest.type,
                 count=len(members),
