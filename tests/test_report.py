@@ -51,6 +51,14 @@ class Suggestions:
         return [s for s in self.items if status is None or s.status == status]
 
 
+def day_of(day: date, facts: list[CorrectionFact], timezone: str, **more: Any) -> ReportInput:
+    """A report input of corrections alone: no answers tallied, no suspects, trail or queue."""
+    nothing = TurnTally(turns=0, errors=0, corrected=0, corrected_uninformed=0)
+    return ReportInput(
+        day=day, timezone=timezone, corrections=facts, tally=nothing, suspects=[], trail=[], review_queue=0, **more
+    )
+
+
 @pytest.fixture
 def seeded(store: InsightStore) -> SeededDay:
     return seed_day(store, datetime.now(UTC).date())
@@ -129,16 +137,7 @@ def test_corrections_whose_topic_is_only_their_corrected_words_are_counted_as_na
         fact("手机", "开不了机"),
         fact("都说了是开不了机", "都说了是开不了机", kind="negative"),
     ]
-    given = ReportInput(
-        day=day,
-        timezone="UTC",
-        corrections=facts,
-        tally=TurnTally(turns=5, errors=5, corrected=5, corrected_uninformed=0),
-        suspects=[],
-        trail=[],
-        review_queue=0,
-    )
-    report = build_report(given)
+    report = build_report(day_of(day, facts, "UTC"))
     assert [(p.topic, p.type, p.count) for p in report.patterns] == [
         ("", "factual", 3),
         ("", "negative", 1),
@@ -164,14 +163,10 @@ def test_the_html_page_draws_its_chart_inline_and_escapes_what_users_wrote(promp
         )
         for d, kind in ((20, "factual"), (20, "factual"), (20, "process"), (18, "preference"), (1, "factual"))
     ]
-    given = ReportInput(
-        day=day,
-        timezone="Asia/Shanghai",
-        corrections=facts,
-        tally=TurnTally(turns=0, errors=0, corrected=0, corrected_uninformed=0),
-        suspects=[],
-        trail=[],
-        review_queue=0,
+    given = day_of(
+        day,
+        facts,
+        "Asia/Shanghai",
         suggestions=Suggestions(
             [PromptSuggestion(uuid.uuid4(), "Ask for the order id first", "Add: ask for the order id", 4, "open")]
         ).list_suggestions(),
