@@ -236,12 +236,11 @@ def ensure_collections(
     ensure_shared_collections(client, replication)
     registry = with_levels(client.collections.use(REGISTRY), replication)
     record_id = registry_id(tenant)
-    record = _fetch_record(registry, record_id)
     now = datetime.now(UTC)
-    registered_now = record is None
-    found = (
-        record if record is not None else _register(registry, record_id, _record(name, tenant, embedder, vectors, now))
-    )
+    found = _fetch_record(registry, record_id)
+    registered_now = found is None
+    if found is None:
+        found = _register(registry, record_id, _record(name, tenant, embedder, vectors, now))
     if found.get("project") != name:
         raise HindsightError(
             f"projects {name!r} and {found.get('project')!r} map to the same tenant {tenant!r}; rename one of them"
@@ -278,25 +277,30 @@ def _register(registry: WeaviateCollection, record_id: uuid.UUID, record: dict[s
     except weaviate.exceptions.UnexpectedStatusCodeError as error:
         if "already exists" not in str(error):  # another process registered it first
             raise
-    for pause_s in REGISTRY_READ_PAUSES_S:
-        found = _fetch_record(registry, record_id)
-        if found is not None:
-            return found
-        time.sleep(pause_s)
+    found = _fetch_record(registry, record_id, written=True)
+    if found is not None:
+        return found
     raise HindsightError(f"project {record['project']!r} could not be registered in {REGISTRY}; try again")
 
 
-def _fetch_record(registry: WeaviateCollection, record_id: uuid.UUID) -> Mapping[str, Any] | None:
-    """A project's record's properties, or None. A registry another process has just created is in the schema a moment
-    before its index opens ("tried to browse non-existing index"): that read is tried again for a few seconds."""
+def _fetch_record(
+    registry: WeaviateCollection, record_id: uuid.UUID, *, written: bool = False
+) -> Mapping[str, Any] | None:
+    """A project's record's properties, or None, tried again for a few seconds (REGISTRY_READ_PAUSES_S) while a
+    registry another process has just created is in the schema before its index opens ("tried to browse
+    non-existing index"), and, when the record was just `written`, while it does not show yet (_register)."""
     for pause_s in (*REGISTRY_READ_PAUSES_S, None):
         try:
             record = registry.query.fetch_object_by_id(record_id)
-            return None if record is None else record.properties
         except weaviate.exceptions.WeaviateQueryError as error:
             if pause_s is None or "non-existing index" not in str(error):
                 raise
-            time.sleep(pause_s)
+        else:
+            if record is not None:
+                return record.properties
+            if not written or pause_s is None:
+                return None
+        time.sleep(pause_s)
     raise AssertionError("unreachable")
 
 
