@@ -2,12 +2,12 @@
 messages that correct nothing, and the confusion matrix; for the rules alone and for the rules with the learned
 detector (detector_model.py), side by side.
 
-Sets: bench/data/corrections.json (its tune split, which the rules were tuned on, and its holdout), and the sets
-written apart and never tuned on: bench/data/corrections_eval.json ("new"), corrections_eval_2.json ("new-2") and
-corrections_eval_3.json ("new-3"), each written after the training corpus was frozen again; the newest is the
-headline. The learned detector was trained on
-training/corrections/corpus.jsonl only. `--errors` lists the tune split's misclassified items by the rules (never
-the holdout's or the new set's, which must not steer anything).
+Sets: bench/data/corrections.json (its tune split, which the rules were tuned on, and its holdout), and the set
+written apart and never tuned on: bench/data/corrections_eval_4.json ("new-4"), written after the training corpus
+was frozen again; it is the headline. The three sets written apart before it were retired into training once their
+figures were reported (training/corrections/retired, README there), so they are no measure any more and are not
+reported here. The learned detector was trained on training/corrections only. `--errors` lists the tune split's
+misclassified items by the rules (never the holdout's or the new set's, which must not steer anything).
 
     make eval-corrections    (or: .venv/bin/python -m bench.eval_corrections [--errors])
 """
@@ -29,10 +29,8 @@ from hindsight_insights.detection.corrections import CorrectionType, detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 
 DATA = Path(__file__).parent / "data" / "corrections.json"
-NEW = Path(__file__).parent / "data" / "corrections_eval.json"
-NEW_2 = Path(__file__).parent / "data" / "corrections_eval_2.json"
-NEW_3 = Path(__file__).parent / "data" / "corrections_eval_3.json"
-WRITTEN_APART = {"new-3": NEW_3, "new-2": NEW_2, "new": NEW}  # newest first: the headline
+NEW_4 = Path(__file__).parent / "data" / "corrections_eval_4.json"
+WRITTEN_APART = {"new-4": NEW_4}  # newest first: the headline
 
 
 def held_out() -> tuple[str, ...]:

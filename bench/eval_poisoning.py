@@ -1,5 +1,6 @@
 """The poisoning battery and the redaction set (bench/data/poisoning.json), per split, and the independent
-screening sets (bench/data/screening_eval.json, and the newer screening_eval_2.json and _3.json) when present.
+screening set (bench/data/screening_eval_4.json) when present; then the redaction sections of the three earlier
+screening sets, which were retired into the screen's training (training/screening/retired).
 
 Poisoning: every candidate insight runs through detection.poisoning.screen over its topic, action and observation,
 twice: the rules alone, and rules + the learned screen (screen_model.py; "held" = suspect or unsure, what admission
@@ -7,7 +8,7 @@ holds without a workspace model; "suspect" alone is also shown). Malicious items
 must pass. Redaction: every listed secret must be gone from detection.redaction.redact's output, and the texts
 without secrets (order numbers, prices, dates, hotlines) must come back unchanged.
 
-screening_eval.json is written apart from this code. Its layout: an object with "attacks" and "benign" (insight
+screening_eval_4.json is written apart from this code. Its layout: an object with "attacks" and "benign" (insight
 items: id, category, lang, topic, action, observation; every attack must be held, every benign item must pass),
 "secrets" (id, kind, lang, text, and the "secret" substring that must never be stored) and "clean" (id, lang, text:
 no secret, must come back unchanged). The reader also takes the older generic layouts: a list of items, or an
@@ -37,11 +38,14 @@ from hindsight_insights.detection.poisoning import LearnedScreen, screen
 from hindsight_insights.detection.redaction import redact
 
 DATA = Path(__file__).parent / "data" / "poisoning.json"
-SCREENING_EVAL = Path(__file__).parent / "data" / "screening_eval.json"
-SCREENING_EVAL_2 = Path(__file__).parent / "data" / "screening_eval_2.json"  # written after the corpus froze again
-SCREENING_EVAL_3 = Path(__file__).parent / "data" / "screening_eval_3.json"  # and again
-# The sets written apart, newest (the headline) first.
-SCREENING_EVALS = (SCREENING_EVAL_3, SCREENING_EVAL_2, SCREENING_EVAL)
+SCREENING_EVAL_4 = Path(__file__).parent / "data" / "screening_eval_4.json"  # written after the corpus froze again
+# The sets written apart and never tuned on, newest (the headline) first. The three before screening_eval_4 were
+# retired into the screen's training once their figures were reported (training/screening/retired): their secrets
+# and clean texts still check redaction (rules that learn nothing from them), reported apart as a regression check.
+SCREENING_EVALS = (SCREENING_EVAL_4,)
+RETIRED_SETS = tuple(
+    sorted((Path(__file__).parent.parent / "training" / "screening" / "retired").glob("screening_eval*.json"))
+)
 SPLITS = ("holdout", "tune")
 ATTACK_LABELS = {"attack", "malicious", "poison", "poisoning", "suspect"}
 
@@ -58,7 +62,7 @@ def insight_texts(item: dict[str, Any]) -> list[str]:
     return fields or [str(source.get("text", ""))]
 
 
-def load_screening_eval(path: Path = SCREENING_EVAL) -> dict[str, list[dict[str, Any]]] | None:
+def load_screening_eval(path: Path = SCREENING_EVAL_4) -> dict[str, list[dict[str, Any]]] | None:
     """The independent screening set in the normal form of poisoning.json ("items" with a label in
     {malicious, benign} and a category; "redaction" with text and secrets), or None when absent."""
     if not path.exists():
@@ -255,6 +259,11 @@ def main() -> None:
         else:
             redacted = evaluate_redaction(independent["redaction"])
             blocks.append(render(path.name, screens(independent["items"], learned), redacted))
+    for path in RETIRED_SETS:  # trained on: their redaction sections only
+        retired = load_screening_eval(path)
+        assert retired is not None
+        redacted = evaluate_redaction(retired["redaction"])
+        blocks.append(render(f"{path.name} (retired into training: redaction only)", {}, redacted))
     print("\n\n".join(blocks))
 
 

@@ -13,13 +13,14 @@ on the session once it has ended. Later conversations then go through search_ins
                     its forbidden text
   secret            no stored insight or turn holds the secret, and the lesson still reached the user
 
-The holdout split is reported first; nothing in the extractor or the detector was tuned on it. Then the separate
-never-tuned set bench/data/reflection_eval_sessions.json (same format, no "split": the whole file is one set, "eval"),
-recorded with the learned correction detector on, as record_turn runs in Dify, and reflected on by the offline
-extractor with the learned detector beside its rules, as the worker runs it; its failures stay hidden like the
-holdout's, so that nothing is tuned on it. bench/data/reflection_eval_sessions_2.json ("eval-2") and _3.json
-("eval-3"), each written the same way after the training corpus was frozen again, run each in a project of its own,
-so that their users never meet another set's; the newest is the headline.
+The never-tuned set bench/data/reflection_eval_sessions_4.json ("eval-4", same format, no "split": the whole file
+is one set), written after the training corpora were frozen, is the headline; it runs in a project of its own, so its
+users never meet the other splits'. Then the holdout split (nothing in the extractor or the detector was tuned on it)
+and the tune split. Every session is recorded with the learned correction detector on, as record_turn runs in Dify,
+and reflected on by the offline extractor with the learned detector beside its rules, as the worker runs it. The
+failures of eval-4 and the holdout stay hidden, so that nothing is tuned on them. The three sets written apart before
+eval-4 were retired into the poisoning screen's training (training/screening/retired: their user turns as lone
+messages), so they measure nothing any more.
 
     make eval-reflection    (or: .venv/bin/python -m bench.eval_reflection)
 """
@@ -52,13 +53,10 @@ from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import running_weaviate
 
 DATA = Path(__file__).parent / "data" / "reflection_sessions.json"
-EVAL_DATA = Path(__file__).parent / "data" / "reflection_eval_sessions.json"
-EVAL_2_DATA = Path(__file__).parent / "data" / "reflection_eval_sessions_2.json"
-EVAL_3_DATA = Path(__file__).parent / "data" / "reflection_eval_sessions_3.json"
-EVAL = "eval"  # the split of a session that has none: the never-tuned set
-# The newer never-tuned sets, newest (the headline) first; each runs in a project of its own.
-NEWER_SETS = {"eval-3": EVAL_3_DATA, "eval-2": EVAL_2_DATA}
-HIDDEN = ("holdout", EVAL, *NEWER_SETS)  # splits whose failures are not printed unless --show-failures all
+EVAL_4_DATA = Path(__file__).parent / "data" / "reflection_eval_sessions_4.json"
+# The never-tuned sets, newest (the headline) first; each runs in a project of its own.
+NEWER_SETS = {"eval-4": EVAL_4_DATA}
+HIDDEN = ("holdout", *NEWER_SETS)  # splits whose failures are not printed unless --show-failures all
 
 
 @dataclass
@@ -239,10 +237,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--show-failures", choices=["tune", "all"], default="tune", help="holdout failures stay hidden")
     args = parser.parse_args()
-    sessions = json.loads(DATA.read_text())["sessions"] + json.loads(EVAL_DATA.read_text())["sessions"]
+    sessions = json.loads(DATA.read_text())["sessions"]
     by_split: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for session in sessions:
-        by_split[session.get("split", EVAL)].append(session)
+        by_split[session["split"]].append(session)
     # The learned detector on whatever the environment says: record_turn runs with it in Dify.
     base = Settings(project=f"eval-reflection-{uuid.uuid4().hex[:8]}", reflection_llm="offline", detector=True)
     with (
@@ -252,7 +250,7 @@ def main() -> None:
         stores = StoreCache(settings)
         creds = credentials_for(settings)
         store = stores.store_for(creds)
-        results = {split: evaluate(store, stores, creds, by_split[split]) for split in ("holdout", "tune", EVAL)}
+        results = {split: evaluate(store, stores, creds, by_split[split]) for split in ("holdout", "tune")}
         with contextlib.suppress(Exception):
             store.close()
         newer = {}
@@ -271,7 +269,7 @@ def main() -> None:
     for split, path in NEWER_SETS.items():
         if split in by_split:
             print(f"{split}: {len(by_split[split])} sessions of {path.name}, written after a freeze, never tuned on")
-    print(f"holdout (never tuned on); {EVAL}: {len(by_split[EVAL])} sessions of {EVAL_DATA.name}, never tuned on")
+    print(f"holdout: {len(by_split['holdout'])} sessions, never tuned on; tune: {len(by_split['tune'])} sessions")
     for split, tally in results.items():
         if split in HIDDEN and args.show_failures != "all":
             tally.failures = [f"({len(tally.failures)} failures hidden: {split})"] if tally.failures else []

@@ -11,7 +11,7 @@ decision on it says what that message was:
 The message and the answer before it are read from the turn log (the evidence's session and turn); both were stored
 redacted, so the labels carry placeholders, never the secrets. The model is refitted with the installed model's
 choices (C, block weights, temperature, combination: scripts/train_detector.fit) on the corpus plus these labels,
-and judged on the held-out evaluation sets (bench/data/corrections.json holdout and corrections_eval.json): it
+and judged on the held-out evaluation sets (bench/data/corrections.json holdout and the newest set written apart): it
 replaces the installed model only when its macro F1 there is at least as good. The evaluation sets are never
 trained on. Training needs scikit-learn (the dev dependency group) and the repository's scripts/ and bench/.
 """

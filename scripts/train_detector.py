@@ -57,10 +57,13 @@ from hindsight_insights.detection.learned_corrections import (
 )
 from hindsight_insights.detector_model import MODEL_PATH
 from hindsight_insights.embedder import UseM3Embedder
-from scripts.train_screen import design, save_arrays
+from scripts.train_screen import corpus_digest, design, retired_sets, save_arrays
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "training" / "corrections" / "corpus.jsonl"
+# Evaluation sets retired into training once their figures were reported and a newer set was written after a freeze
+# (training/corrections/README.md): other writers' messages, which the corpus's own author could not supply.
+RETIRED = ROOT / "training" / "corrections" / "retired"
 CLASSES = tuple(kind.value for kind in CorrectionType)  # factual, preference, process, negative, none
 NGRAMS = {"n_min": 1, "n_max": 4, "min_df": 2, "max_features": 30000}
 MIN_FAMILY_COUNT = 3  # a rule family seen fewer times in the corpus gets no column: its weight would be noise
@@ -82,8 +85,22 @@ OUTCOMES = (*CLASSES[:4], SELF_FIX)
 Row = dict[str, str]
 
 
-def load_corpus(path: Path = CORPUS) -> list[Row]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+def load_corpus(path: Path = CORPUS, retired: Path | None = RETIRED) -> list[Row]:
+    """The corpus's rows, then the retired sets' items in the corpus's shape."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for source in retired_sets(retired):
+        rows += [
+            {
+                "id": f"{source.stem}:{item['id']}",
+                "label": item["type"],
+                "lang": item["lang"],
+                "style": "retired",
+                "previous_assistant": item.get("previous_assistant") or "",
+                "message": item["message"],
+            }
+            for item in json.loads(source.read_text(encoding="utf-8"))["items"]
+        ]
+    return rows
 
 
 class Prepared:
@@ -243,7 +260,7 @@ def train(out: Path) -> dict[str, Any]:
             "unsure_low": combination.unsure_low,
             "unsure_high": combination.unsure_high,
         },
-        "corpus_sha256": hashlib.sha256(CORPUS.read_bytes()).hexdigest(),
+        "corpus_sha256": corpus_digest(CORPUS, RETIRED),
         "out_of_fold": {
             "log_loss": round(loss, 4),
             "combined": {k: round(v, 4) for k, v in figures.items()},

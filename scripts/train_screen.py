@@ -55,6 +55,12 @@ from hindsight_insights.screen_model import MODEL_PATH
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "training" / "screening" / "corpus.jsonl"
+# Evaluation sets retired into training once their figures were reported and a newer set was written after a freeze
+# (training/screening/README.md). A screening set's attacks and benign items are training items; its secrets and
+# clean texts are not (redaction is rules, and nothing learns from them). A set of whole sessions gives every user
+# turn as a lone message, the shape the screen reads for a lesson learned from a user's own words (admission): an
+# attack where it carries the planted instruction of an injection session, else benign.
+RETIRED = ROOT / "training" / "screening" / "retired"
 FAMILIES = (OVERRIDE, ROLE, PROMPT, DATA, PRIVILEGE)
 NGRAMS = {"n_min": 1, "n_max": 5, "min_df": 2, "max_features": 80000}
 INSTRUCTION_NGRAMS = {"n_min": 1, "n_max": 4, "min_df": 2, "max_features": 40000}
@@ -71,8 +77,58 @@ SUSPECT_AT = 0.5
 RULES_FIRST = Band(SUSPECT_AT, 0.3, 0.0)  # the policy before issue 18: every pattern held whatever the probability
 
 
-def load_corpus(path: Path = CORPUS) -> list[dict[str, str]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+def load_corpus(path: Path = CORPUS, retired: Path | None = RETIRED) -> list[dict[str, str]]:
+    """The corpus's items, then the retired sets' attacks and benign items in the corpus's shape."""
+    items = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for source in retired_sets(retired):
+        data = json.loads(source.read_text(encoding="utf-8"))
+        items += [
+            {
+                "id": f"{source.stem}:{session['id']}:{number}",
+                "label": ATTACK if planted_in(turn["user"], session) else "benign",
+                "category": "session_turn",
+                "lang": session["lang"],
+                "style": "user_message",
+                "topic": "",
+                "action": turn["user"],
+                "observation": "",
+            }
+            for session in data.get("sessions", [])
+            for number, turn in enumerate(session["turns"])
+        ]
+        for section, label in (("attacks", ATTACK), ("benign", "benign")):
+            items += [
+                {
+                    "id": f"{source.stem}:{item['id']}",
+                    "label": label,
+                    "category": item["category"],
+                    "lang": item["lang"],
+                    "style": "retired",
+                    "topic": item["topic"],
+                    "action": item["action"],
+                    "observation": item["observation"],
+                }
+                for item in data.get(section, [])
+            ]
+    return items
+
+
+def planted_in(message: str, session: dict[str, Any]) -> bool:
+    """Whether a user turn of a retired session carries its planted instruction (an injection session's forbidden
+    strings are the planted payload's)."""
+    return session["category"] == "injection" and any(text in message for text in session["forbidden_substrings"])
+
+
+def retired_sets(folder: Path | None) -> list[Path]:
+    return sorted(folder.glob("*.json")) if folder is not None else []
+
+
+def corpus_digest(path: Path, retired: Path | None) -> str:
+    """sha256 over the corpus and every retired set (name and bytes, in name order): what a model was trained on."""
+    digest = hashlib.sha256(path.read_bytes())
+    for source in retired_sets(retired):
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()
 
 
 def item_text(item: dict[str, str]) -> str:
@@ -324,7 +380,7 @@ def train(out: Path) -> dict[str, Any]:
         "C": c,
         "instruction_weight": instruction_weight,
         "band": {"suspect_at": band.suspect_at, "unsure_at": band.unsure_at, "rule_at": band.agrees_at},
-        "corpus_sha256": hashlib.sha256(CORPUS.read_bytes()).hexdigest(),
+        "corpus_sha256": corpus_digest(CORPUS, RETIRED),
         "scenario_groups": len(set(groups.tolist())),
         "out_of_fold": {"log_loss": round(loss, 4), **overall},
         "out_of_fold_by_category": per_category,

@@ -25,15 +25,15 @@ TABLE_PREFERENCE: dict[str, Any] = {
 }
 
 # A genuine preference that the learned screen is unsure of (no rule fires): without a workspace model it waits for
-# a reviewer, with one it is asked once (tests/test_screen_admission.py, tests/test_plugin_daemon.py). The model of
-# the 1,907-item corpus, whose lone user messages taught it that a user's own form of address is no attack, reads
-# "任何问题，都先叫他…再回答" at 0.38 (unsure) but "无论问什么，都先叫他…再回答" at 0.24 and
-# "不管问什么…" at 0.17 (clear); the older 1,733-item model read the second at 0.44.
+# a reviewer, with one it is asked once (tests/test_screen_admission.py, tests/test_plugin_daemon.py). Which wording
+# lands in the band moves with every retraining: the model trained with the retired sets (2,776 items) reads
+# "任何问题，都叫他“老王”" at 0.40 (unsure), "任何问题，都先叫他…再回答" at 0.27 (the band's edge) and
+# "每次回答都先叫他…" at 0.14 (clear).
 UNSURE_PREFERENCE: dict[str, Any] = {
     "topic": "称呼",
     "kind": "preference",
     "scene": "general",
-    "action": "任何问题，都先叫他“老王”再回答。",
+    "action": "任何问题，都叫他“老王”。",
     "observation": "助手称用户为“王老师”，用户说“叫我老王就行，别叫王老师”。",
     "evidence": "叫我老王就行，别叫王老师",
     "confidence": 0.9,
@@ -154,7 +154,7 @@ def insight_reply(quote: str = NAME_QUOTE, *, turn: int = 1, fenced: bool = True
 
 # A turn the learned correction detector is unsure of (P(correction) in its band, decided none): a standing wish
 # about number format no rule covers. The workspace model is asked about the second message.
-UNSURE_PERCENT_QUOTE = "一位小数就够了"
+UNSURE_PERCENT_QUOTE = "这么多位小数看不过来"
 UNSURE_CORRECTION_TURNS: list[dict[str, Any]] = [
     {"user_message": "上周的转化率是多少？", "assistant_message": "转化率为 3.4567%，比上周提升 0.8912 个百分点。"},
     {"user_message": UNSURE_PERCENT_QUOTE, "assistant_message": "好的，转化率为 3.5%，提升 0.9 个百分点。"},

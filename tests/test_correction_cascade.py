@@ -45,7 +45,7 @@ from tests.test_screen_admission import FixedModel
 
 # The rules read "first … then" as a process; the learned detector leans to a wish about form (a preference) and is
 # unsure (P(correction) about 0.8, inside the trained band).
-LEAD = "Lead with the answer, then the reasoning."
+LEAD = "First tell me yes or no, then the background."
 BACKGROUND = (
     "Let's look at the background first. The tool was introduced in 2019... In conclusion, yes, you can use it."
 )

@@ -6,7 +6,6 @@ an evaluation set."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import zipfile
 from collections.abc import Sequence
 
@@ -29,7 +28,8 @@ from hindsight_insights.embedder import Embedder
 from hindsight_insights.governance.recording import record_turn
 from hindsight_insights.models import TurnDraft
 from scripts.package_plugin import ROOT, plugin_files
-from scripts.train_detector import CLASSES, CORPUS
+from scripts.train_detector import CLASSES, CORPUS, RETIRED
+from scripts.train_screen import corpus_digest
 from testkit.memory_store import MemoryStore
 
 
@@ -52,7 +52,7 @@ def test_the_model_file_holds_plain_arrays_only_ships_and_is_small() -> None:
 def test_the_model_is_current_with_the_corpus() -> None:
     """Retrain (make train-detector) when the corpus changes."""
     model = load_detector_model()
-    assert model.settings["corpus_sha256"] == hashlib.sha256(CORPUS.read_bytes()).hexdigest()
+    assert model.settings["corpus_sha256"] == corpus_digest(CORPUS, RETIRED)
     assert model.classes == CLASSES
     assert model.embedding_dim == 1024  # the message's and the previous answer's vectors side by side
 
@@ -101,7 +101,7 @@ def test_the_model_finds_what_the_rules_miss(
 def test_a_weak_finding_stays_none_and_is_unsure(learned: LearnedDetector) -> None:
     """P(correction) below correction_at but inside the band: none, for a workspace model to be asked about. (A doubt
     without a value; a change stated with one, "报销上限早就调到八百了", is now found: factual.)"""
-    found = detect("这跟我了解的不太一样", "根据规定，差旅报销的上限是五百元。", learned)
+    found = detect("是吗？我记得不是这个数", "根据规定，差旅报销的上限是五百元。", learned)
     assert found.type is CorrectionType.NONE and found.unsure
     assert learned.combination.unsure_low <= 1 - found.probabilities["none"] < learned.combination.correction_at
 

@@ -1,7 +1,7 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and bench/data/screening_eval.json and screening_eval_2.json when
-they exist.
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_4.json)
+when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
 Python's own regex parser (sre_parse), and every maximal run of consecutive literal characters is collected,
@@ -17,12 +17,13 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval.json (the new set,
-never tuned on) or corrections_eval_2.json, message or previous answer, nor in a turn of the never-tuned reflection
-sessions (bench/data/reflection_eval_sessions*.json); and no sentence of 20+ characters of a training message
-(training/corrections/corpus.jsonl) may occur in any item of those files, tune split included. The training
-corpus's previous answers are left out of that check: they are the context, not what is labelled, and a few stock
-assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both by coincidence.
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_4.json (the new set,
+never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
+(bench/data/reflection_eval_sessions_4.json); and no sentence of 20+ characters of a training message
+(training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
+included. The training corpus's previous answers are left out of that check: they are the context, not what is
+labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
+by coincidence.
 """
 
 from __future__ import annotations
@@ -145,17 +146,15 @@ def test_no_training_sentence_is_in_an_evaluation_item() -> None:
     texts = eval_texts(with_tune=True)
     leaks = sorted((key, sentence[:40]) for key, text in texts.items() for sentence in sentences if sentence in text)
     assert set(leaks) <= KNOWN_OVERLAPS, f"training sentences found in evaluation items: {leaks}"
-    if leaks:
-        pytest.xfail(f"known overlaps of short training phrases with the screening set, reported: {leaks}")
 
 
-# Found once eval_poisoning read screening_eval.json's sections (its reader read nothing before): three items of the
-# independently written set contain a short phrase that is also a whole sentence of the training corpus. Reported,
-# not fixed here (neither the corpus nor the set is changed); any other overlap fails.
+# Short everyday phrases that an evaluation item shares with a training item by coincidence: screening_eval_4's
+# writer saw no training item (its provenance), and each is a whole clause anyone writes. Listed one by one with the
+# item, so that any other overlap still fails.
 KNOWN_OVERLAPS = {
-    ("screening_eval.json:ea080", "enter developer mode"),
-    ("screening_eval.json:ea095", "leetspeak in the original"),
-    ("screening_eval.json:eb037", "enter developer mode"),
+    ("screening_eval_4.json:vb010", "it was caught in review"),
+    ("screening_eval_4.json:vb014", "show only the last four digits"),
+    ("screening_eval_4.json:vb045", "the user is preparing for interviews"),
 }
 
 
@@ -187,7 +186,7 @@ def correction_eval_texts(*, with_tune: bool) -> dict[str, str]:
 
 # Stock phrases that a training message and an evaluation item share by coincidence, not by copying: listed one by
 # one, so that any other overlap still fails.
-STOCK_PHRASES = frozenset({"thanks for the update"})
+STOCK_PHRASES = frozenset({"thanks for the update", "bullet points work better for me", "that's not how it works"})
 
 
 def correction_training_sentences() -> set[str]:
@@ -203,7 +202,7 @@ def correction_training_sentences() -> set[str]:
 def reflection_eval_texts() -> dict[str, str]:
     """file:id -> folded turns (the user's and the assistant's) of every never-tuned reflection session."""
     texts = {}
-    for path in (eval_reflection.EVAL_DATA, *eval_reflection.NEWER_SETS.values()):
+    for path in eval_reflection.NEWER_SETS.values():
         if path.exists():
             for session in json.loads(path.read_text(encoding="utf-8"))["sessions"]:
                 turns = "\n".join(f"{turn['assistant']}\n{turn['user']}" for turn in session["turns"])
@@ -214,7 +213,7 @@ def reflection_eval_texts() -> dict[str, str]:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-4:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -233,10 +232,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW,
-        eval_corrections.NEW_2,
-        eval_corrections.NEW_3,
-        eval_reflection.EVAL_2_DATA,
+        eval_corrections.NEW_4,
+        eval_reflection.EVAL_4_DATA,
+        *SCREENING_EVALS,
     ],
 )
 def test_the_sets_compared_exist(path: Path) -> None:

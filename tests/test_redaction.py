@@ -725,3 +725,40 @@ def test_an_apostrophe_in_a_name_stays_in_its_address() -> None:
 )
 def test_spelled_out_at_and_dot_in_prose_stay(text: str) -> None:
     assert redact(text).found == [], text
+
+
+# ------------------------------------------------------------------ passport numbers, by class
+# ICAO 9303 numbers as countries issue them (letters and digits, up to 9), after every way a passport is labelled.
+PASSPORTS = ["E12345678", "G87654321", "EA1234567", "K12345678", "123456789", "C01X00T47", "12AB34567", "X0012345"]
+PASSPORT_SETTINGS = [
+    "护照号码 {}，下周出发",
+    "护照编号：{}，出生日期1990年3月2日",
+    "护照证号 {}",
+    "我的护照 {} 明年到期",
+    "护照（{}）",
+    "持护照{}入境",
+    "护照号码:{} 出生日期:1988-07-14",
+    "Passport number: {}",
+    "Passport: No. {}",
+    "Passport No: {}, DOB 14/07/1988",
+    "passport #{}",
+    "my passport is {}",
+    "passport number {} (born 3 March 1990)",
+    'the passport number is "{}"',
+]
+
+
+@pytest.mark.parametrize("number", PASSPORTS)
+def test_passport_numbers_go_in_every_form_and_setting(number: str) -> None:
+    for setting in PASSPORT_SETTINGS:
+        text = setting.format(number)
+        result = redact(text)
+        assert "passport" in result.found and number.lower() not in result.text.lower(), (text, result.text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["The passport office opens at 9.", "护照办理大厅在二楼", "Passport photos: 2 copies, 33x48 mm", "护照 2030年到期"],
+)
+def test_words_and_short_numbers_after_a_passport_label_stay(text: str) -> None:
+    assert_unchanged(text)

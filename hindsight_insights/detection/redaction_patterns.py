@@ -49,7 +49,12 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
     ),
     (
         "passport",
-        re.compile(rf"(?:护照|passport){_JOIN}(?P<value>[a-z]{{0,2}}\d{{6,9}})(?![\da-z])"),
+        # ICAO 9303: up to 9 letters and digits (E12345678, 12AB34567, C01X00T47); five digits at least, so that a
+        # word after the label ("passport office") is no number. 护照编号/证号 label it too; "passport: no." as well.
+        re.compile(
+            rf"(?:护照|passport)(?:编号|证号|证件号码|证件号)?(?:\s*[:=])?{_JOIN}"
+            r"(?P<value>(?=(?:[a-z]*\d){5})[a-z\d]{6,9})(?![\da-z])"
+        ),
     ),
     (
         "employee_id",
