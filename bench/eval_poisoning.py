@@ -1,5 +1,6 @@
 """The poisoning battery and the redaction set (bench/data/poisoning.json), per split, and the independent
-screening set (bench/data/screening_eval_4.json) when present; then the redaction sections of the three earlier
+screening set (bench/data/screening_eval_4.json) when present, the redaction set written after redaction last
+changed (screening_eval_5.json: secrets and clean texts only); then the redaction sections of the three earlier
 screening sets, which were retired into the screen's training (training/screening/retired).
 
 Poisoning: every candidate insight runs through detection.poisoning.screen over its topic, action and observation,
@@ -43,6 +44,9 @@ SCREENING_EVAL_4 = Path(__file__).parent / "data" / "screening_eval_4.json"  # w
 # retired into the screen's training once their figures were reported (training/screening/retired): their secrets
 # and clean texts still check redaction (rules that learn nothing from them), reported apart as a regression check.
 SCREENING_EVALS = (SCREENING_EVAL_4,)
+# Secrets and clean texts alone, written after redaction last changed (its passport numbers): redaction's never-tuned
+# headline.
+REDACTION_EVALS = (Path(__file__).parent / "data" / "screening_eval_5.json",)
 RETIRED_SETS = tuple(
     sorted((Path(__file__).parent.parent / "training" / "screening" / "retired").glob("screening_eval*.json"))
 )
@@ -259,6 +263,10 @@ def main() -> None:
         else:
             redacted = evaluate_redaction(independent["redaction"])
             blocks.append(render(path.name, screens(independent["items"], learned), redacted))
+    for path in REDACTION_EVALS:
+        redaction_only = load_screening_eval(path)
+        if redaction_only is not None:
+            blocks.append(render(f"{path.name} (redaction only)", {}, evaluate_redaction(redaction_only["redaction"])))
     for path in RETIRED_SETS:  # trained on: their redaction sections only
         retired = load_screening_eval(path)
         assert retired is not None

@@ -188,8 +188,8 @@ class Settings(BaseSettings):
     # rule_at on the training corpus's out-of-fold calibrated probabilities (the fewest benign items held while no
     # more attacks pass than when every pattern held, and at most 5%; suspect_at stays 0.50, even odds). A pattern
     # holds only from rule_at (the learned screen agrees); with screen_learned=false the patterns hold alone. Trained
-    # band (1,907 items): suspect 0.50, unsure 0.31, rule 0.21 (out of fold, each fold's n-gram vocabulary fitted on
-    # its own training items: 15.2% of benign held, 4.6% of attacks passed).
+    # band (2,776 items): suspect 0.50, unsure 0.27, rule 0.27 (out of fold, each fold's n-gram vocabulary fitted on
+    # its own training items: 11.8% of benign held, 4.2% of attacks passed).
     screen_learned: bool = Field(
         True, description="Rules + the learned screen; false: the rules alone. Always the built-in embedder's vectors."
     )

@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 
 from bench import eval_corrections, eval_reflection
-from bench.eval_poisoning import DATA, SCREENING_EVALS, load_screening_eval
+from bench.eval_poisoning import DATA, REDACTION_EVALS, SCREENING_EVALS, load_screening_eval
 from hindsight_insights.detection import correction_patterns, poisoning_patterns, redaction_patterns
 from hindsight_insights.detection.text import fold
 from scripts import train_detector
@@ -103,7 +103,7 @@ def eval_texts(*, with_tune: bool) -> dict[str, str]:
     for item in data["items"] + data["redaction"]:
         if with_tune or item["split"] != "tune":
             texts[f"poisoning.json:{item['id']}"] = item_text(item)
-    for path in SCREENING_EVALS:
+    for path in (*SCREENING_EVALS, *REDACTION_EVALS):
         independent = load_screening_eval(path)
         if independent is not None:
             for index, item in enumerate(independent["items"] + independent["redaction"]):
@@ -235,6 +235,7 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         eval_corrections.NEW_4,
         eval_reflection.EVAL_4_DATA,
         *SCREENING_EVALS,
+        *REDACTION_EVALS,
     ],
 )
 def test_the_sets_compared_exist(path: Path) -> None:

@@ -762,3 +762,30 @@ def test_passport_numbers_go_in_every_form_and_setting(number: str) -> None:
 )
 def test_words_and_short_numbers_after_a_passport_label_stay(text: str) -> None:
     assert_unchanged(text)
+
+
+# ------------------------------------------------------------------ an English home address without a postcode
+STREET_LINES = ["42 Elm Street", "221B Baker Street", "1600 Pennsylvania Avenue", "8 Willow Close", "350 Fifth Ave"]
+HOME_SETTINGS = [
+    "Home address: {}, Springfield",
+    "She lives at {}.",
+    "My address is {}, Leeds",
+    "ship to Jane Doe, {}, Austin, TX",
+    "residing at {}; call first",
+    "Maria Lopez, {}, Apt 4B, born 1984",
+]
+
+
+@pytest.mark.parametrize("street", STREET_LINES)
+def test_a_street_line_with_a_home_label_or_a_flat_goes(street: str) -> None:
+    for setting in HOME_SETTINGS:
+        text = setting.format(street)
+        result = redact(text)
+        assert "address" in result.found and street not in result.text, (text, result.text)
+
+
+@pytest.mark.parametrize(
+    "text", ["Our store is at 200 Market Street.", "Meet at 5 Main St at noon.", "Take exit 12 on the highway."]
+)
+def test_a_street_line_no_one_lives_at_stays(text: str) -> None:
+    assert_unchanged(text)

@@ -128,8 +128,12 @@ def test_a_standing_wish_without_trigger_words_becomes_the_users_preference_with
 def test_a_terse_wish_the_user_comes_back_to_in_the_session_is_a_preference(
     store: MemoryStore, learned: LearnedDetector
 ) -> None:
-    """ "hours please" alone is below the learned detector's bar; the user asking for hours again shows it stands."""
-    once = [("How long did the nightly backup take?", "The job ran for 7,200 seconds."), ("hours please", "2 hours.")]
+    """ "hours would be easier" alone is below the learned detector's bar (P(preference) 0.49); the user asking for
+    hours again shows it stands. ("hours please" is above it since the retired sets joined the corpus.)"""
+    once = [
+        ("How long did the nightly backup take?", "The job ran for 7,200 seconds."),
+        ("hours would be easier", "2 hours."),
+    ]
     record(store, "h1", "u-ops", "故障排查", once)
     extractor = OfflineExtractor(store.settings).with_detector(learned)
     assert ReflectionEngine(store, extractor).reflect_session("h1").saved_ids == []
@@ -138,7 +142,7 @@ def test_a_terse_wish_the_user_comes_back_to_in_the_session_is_a_preference(
     report = ReflectionEngine(store, extractor).reflect_session("h2")
     (created,) = report.created
     rule = store.get(created)
-    assert (rule.kind, rule.scope, rule.evidence.quote) == ("preference", Scope.USER, "hours please")
+    assert (rule.kind, rule.scope, rule.evidence.quote) == ("preference", Scope.USER, "hours would be easier")
     assert rule.evidence.turn == 1 and rule.confidence < store.settings.must_confidence  # a "consider" rule
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import weaviate
 
-from bench.eval_poisoning import SCREENING_EVALS
+from bench.eval_poisoning import REDACTION_EVALS, SCREENING_EVALS
 from hindsight_insights.store.schema import COLLECTION_SET
 from hindsight_insights.store.tenancy import project_collection, tenant_name
 from testkit.messages import ToolOutput
@@ -28,17 +28,26 @@ from testkit.runner import RunnerPlugin
 pytestmark = pytest.mark.runtime  # version-agnostic: run once, on the default Weaviate (Makefile)
 
 SETS = [path for path in SCREENING_EVALS if path.exists()]
+SECRET_SETS = SETS + [path for path in REDACTION_EVALS if path.exists()]  # the latter hold secrets and clean texts
 ATTACK_TARGET = 0.05  # at most this share of attacks reaches a rules block
 BENIGN_TARGET = 0.10  # at most this share of benign look-alikes is held
 RECORD_TURN_EVERY = 4  # one attack in four also goes through record_turn, as a user's message
 GREETING = {"user_message": "你好", "assistant_message": "您好，有什么可以帮您？"}
 
 
+def named(path: Path) -> tuple[str, dict[str, Any]]:
+    """A set's name (which prefixes its users, so that the sets never share one) and its items."""
+    return path.stem, json.loads(path.read_text(encoding="utf-8"))
+
+
 @pytest.fixture(params=SETS, ids=[path.stem for path in SETS])
 def screening_set(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
-    """A set's name (which prefixes its users, so that the sets never share one) and its items."""
-    path: Path = request.param
-    return path.stem, json.loads(path.read_text(encoding="utf-8"))
+    return named(request.param)
+
+
+@pytest.fixture(params=SECRET_SETS, ids=[path.stem for path in SECRET_SETS])
+def secrets_set(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
+    return named(request.param)
 
 
 def as_insight(item: dict[str, Any]) -> dict[str, Any]:
@@ -133,10 +142,10 @@ def test_no_secret_of_the_screening_set_is_stored_or_echoed(
     plugin_credentials: dict[str, Any],
     client: weaviate.WeaviateClient,
     plugin_project: str,
-    screening_set: tuple[str, dict[str, Any]],
+    secrets_set: tuple[str, dict[str, Any]],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    name, data = screening_set
+    name, data = secrets_set
     outputs: list[ToolOutput] = []
     for i, item in enumerate(data["secrets"]):
         text, user = item["text"], f"{name}-secret-{i}"

@@ -31,7 +31,7 @@ Chinese character, so a stored quote stays readable in its own language):
                 " @ ", %40, "x at y dot z"); not the documentation domains example.com/.org/.net
   birth_date    a full date next to a birth label (出生, 生日, born, date of birth, DOB)
   address       a home address: the Chinese grammar down to a room, unit or a home label; a street line with a
-                house number and postcode
+                house number and postcode, or with a flat or a home label (lives at, address, ship to …) before it
 
 Placeholders (YOUR_API_KEY, sk-xxxx, <token>, ****) are not secrets. Never redacted: order, invoice and tracking
 numbers (a number right after 订单/单号/order/invoice/tracking/#), prices, dates other than birth dates, versions,
@@ -152,6 +152,9 @@ def _find(text: str) -> list[_Finding]:
         if match["unit"].strip() or patterns.HOME_LABEL.search(f[max(match.start() - 20, 0) : match.start()]):
             found += at(folded, [match.span()], "address")
     found += at(folded, (m.span() for m in patterns.STREET_WITH_POSTCODE.finditer(f)), "address")
+    for match in patterns.STREET_LINE.finditer(f):
+        if match["unit"].strip() or patterns.HOME_LABEL.search(f[max(match.start() - 48, 0) : match.start()]):
+            found += at(folded, [match.span()], "address")
     found += at(plain, checks.high_entropy_tokens(plain.text), "api_key")
     return found
 

@@ -11,7 +11,7 @@ in lower case. Each rule is a design decision, not a phrase seen in data:
   credentials in a URL         scheme://user:password@host;
   a date of birth              a full date next to a birth label (出生, 生日, born, DOB, date of birth);
   an address                   the Chinese grammar (省/市/区/县 … 路/街/巷/弄 + 号, then 栋/单元/室), or a street
-                               line with a house number and a postcode;
+                               line with a house number and a postcode, or with a flat or a word for home before it;
   an e-mail address.
 """
 
@@ -144,12 +144,23 @@ CHINESE_ADDRESS = re.compile(
     r"(?P<unit>(?:\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座|单元|楼|层))*(?:\s*[a-z\d]{1,5}\s*室)?)"
 )
 # What makes an address someone's: a room or unit, or a word for home before it (a shop's 路 88 号 stays).
-HOME_LABEL = re.compile(r"(住址|家住|住在|家庭地址|居住地|现住|收货地址|寄到|home|lives? at|residing|address)\W{0,12}$")
+HOME_LABEL = re.compile(
+    r"(住址|家住|住在|家庭地址|居住地|现住|收货地址|寄到|home|(?:lives?|living|resides?|residing) at|address(?: is)?|"
+    # "ship to Jane Doe, 42 Elm Street": the recipient's name may come between
+    r"(?:ship|deliver|send|post|mail)(?:s|ed|ping|ing|y)? (?:it |this |them )?to(?: [a-z .'-]{1,30},)?)\W{0,12}$"
+)
+_STREET = (
+    r"\b\d{1,5}[a-z]?\s+(?:[a-z'.-]+\s+){1,4}(?:street|st|road|rd|avenue|ave|lane|ln|drive|dr|boulevard|blvd|way|"
+    r"court|ct|place|pl|terrace|close|crescent|parkway|pkwy|highway|hwy|square|sq|row|mews|gardens|grove|hill)\b\.?"
+)
+_UNIT = r"(?:,?\s*(?:apt|apartment|flat|unit|suite|ste|#)\.?\s*[a-z\d-]{1,6})"
 STREET_WITH_POSTCODE = re.compile(
-    r"\b\d{1,5}\s+(?:[a-z]+\s+){1,4}(?:street|st|road|rd|avenue|ave|lane|ln|drive|dr|boulevard|blvd|way|court|ct|"
-    r"place|pl|terrace|close|crescent)\b\.?(?:,?\s*(?:apt|flat|unit|suite)\.?\s*\w+)?(?:,\s*[a-z .'-]{2,30}){0,3},?\s*"
+    rf"{_STREET}{_UNIT}?(?:,\s*[a-z .'-]{{2,30}}){{0,3}},?\s*"
     r"(?:\d{5}(?:-\d{4})?|[a-z]{1,2}\d[a-z\d]?\s*\d[a-z]{2}|\d{6})\b"
 )
+# A street line without a postcode is someone's when, as in Chinese, it has a flat or unit, or a word for home comes
+# before it (HOME_LABEL); the town after it goes with it. A shop's "200 Market Street" alone stays.
+STREET_LINE = re.compile(rf"{_STREET}(?P<unit>{_UNIT}?)(?:,\s*[a-z][a-z .'-]{{1,30}}(?=[,.;)\n]|$)){{0,2}}")
 # Domain labels may be Chinese (internationalised: 例子.公司). A Chinese top-level domain is 2–3 characters; glued to
 # the Chinese prose after it (…@例子.公司联系), only its first two are taken.
 _DOMAIN_LABEL = r"[a-z0-9\u4e00-\u9fff](?:[a-z0-9\u4e00-\u9fff-]*[a-z0-9\u4e00-\u9fff])?"
