@@ -1,5 +1,5 @@
-"""Train the learned correction detector on training/corrections/corpus.jsonl, deterministically
-(`make train-detector`).
+"""Train the learned correction detector on training/corrections (corpus.jsonl and the evaluation sets retired beside
+it, load_corpus), deterministically (`make train-detector`).
 
 Features (detection/classifier.py, detection/learned_corrections.py): the built-in USE-multilingual embeddings of the
 user's message and of the previous assistant answer side by side (out-of-fold log loss 0.36 with the message's alone,

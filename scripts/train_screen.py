@@ -1,4 +1,5 @@
-"""Train the learned poisoning screen on training/screening/corpus.jsonl, deterministically (`make train-screen`).
+"""Train the learned poisoning screen on training/screening (corpus.jsonl and the evaluation sets retired beside it,
+load_corpus), deterministically (`make train-screen`).
 
 Features (detection/classifier.py): the built-in USE-multilingual embedding of topic, action and observation (one a
 line), char 1-5-gram TF-IDF of the same text, the rule families that fire on it (detection/poisoning.py), and char
@@ -78,7 +79,8 @@ RULES_FIRST = Band(SUSPECT_AT, 0.3, 0.0)  # the policy before issue 18: every pa
 
 
 def load_corpus(path: Path = CORPUS, retired: Path | None = RETIRED) -> list[dict[str, str]]:
-    """The corpus's items, then the retired sets' attacks and benign items in the corpus's shape."""
+    """The corpus's items, then the retired sets' items in the corpus's shape: a session set's user turns, a screening
+    set's attacks and benign items."""
     items = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     for source in retired_sets(retired):
         data = json.loads(source.read_text(encoding="utf-8"))
