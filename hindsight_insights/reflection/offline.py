@@ -18,7 +18,9 @@ bar was chosen on the tune split of bench/data/reflection_sessions.json.
 
 A correction with no subject of its own that only repeats an earlier one of the session
 ("都说了是开不了机" after "我的手机是开不了机", `restates`) is not proposed again: the earlier one names what it is
-about, and the repetition would be a second rule in a slot named after its own words.
+about, and the repetition would be a second rule in a slot named after its own words. Nor is one whose every word is
+in an earlier one of the same type ("hours please" after "From now on, always give me durations in hours.",
+`echoes`): the user points back at the lesson already learned.
 
 It is the demo's default and the floor the LLM paths must beat: it finds what users say outright and, with the
 learned detector, wishes they repeat within a session; never what they only show across sessions (a request
@@ -102,8 +104,9 @@ class OfflineExtractor:
                     continue
                 words = wording(correction, message, self._settings, self._detector)
                 said = (correction.corrected or message).strip()
-                if not words.names_a_subject and any(
-                    (kind, scene) == (correction.type, turn.scene) and restates(said, earlier)
+                if any(
+                    (kind, scene) == (correction.type, turn.scene)
+                    and (echoes(said, earlier) or (not words.names_a_subject and restates(said, earlier)))
                     for kind, scene, earlier in taught
                 ):
                     log.debug("turn %d of %s restates an earlier correction: not learned again", index, session.label)
@@ -133,6 +136,14 @@ def restates(later: str, earlier: str) -> bool:
     units, before = _units(later), _units(earlier)
     news = {unit for unit in units - before if unit[0].isdigit()}  # a number is a unit of its own (_units)
     return bool(units) and not news and len(units & before) * 2 >= len(units)
+
+
+def echoes(later: str, earlier: str) -> bool:
+    """Whether a correction brings no word of its own beyond courtesy: every unit of it is in an earlier one of the
+    session ("hours please" after "From now on, always give me durations in hours."): the user pointing back at a
+    lesson already learned, not a second one. "Use Celsius" after "use metric units" has a word of its own."""
+    units = _units(later) - _COURTESY
+    return bool(units) and units <= _units(earlier)
 
 
 def _units(text: str) -> frozenset[str]:
