@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from hindsight_insights.detection import redaction_checks as checks
@@ -148,15 +148,20 @@ def _find(text: str) -> list[_Finding]:
     found += at(plain, phones, "phone")
     for match in patterns.BIRTH_DATE.finditer(f):
         found += at(folded, [match.span("value") if match["value"] else match.span("before")], "birth_date")
-    for match in patterns.CHINESE_ADDRESS.finditer(f):
-        if match["unit"].strip() or patterns.HOME_LABEL.search(f[max(match.start() - 20, 0) : match.start()]):
-            found += at(folded, [match.span()], "address")
+    found += at(folded, _homes(patterns.CHINESE_ADDRESS, f, reach=20), "address")
     found += at(folded, (m.span() for m in patterns.STREET_WITH_POSTCODE.finditer(f)), "address")
-    for match in patterns.STREET_LINE.finditer(f):
-        if match["unit"].strip() or patterns.HOME_LABEL.search(f[max(match.start() - 48, 0) : match.start()]):
-            found += at(folded, [match.span()], "address")
+    # An English line reaches further back for its label: "ship to Jane Doe, 42 Elm Street".
+    found += at(folded, _homes(patterns.STREET_LINE, f, reach=48), "address")
     found += at(plain, checks.high_entropy_tokens(plain.text), "api_key")
     return found
+
+
+def _homes(pattern: re.Pattern[str], text: str, reach: int) -> Iterator[tuple[int, int]]:
+    """The spans of `pattern`'s addresses that are someone's: with a room or unit (its `unit` group), or a word for
+    home (HOME_LABEL) in the `reach` characters before it. A shop's address alone stays."""
+    for match in pattern.finditer(text):
+        if match["unit"].strip() or patterns.HOME_LABEL.search(text[max(match.start() - reach, 0) : match.start()]):
+            yield match.span()
 
 
 def _resolve(findings: list[_Finding]) -> list[_Finding]:
