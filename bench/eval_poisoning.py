@@ -37,6 +37,7 @@ from typing import Any
 
 from hindsight_insights.detection.poisoning import LearnedScreen, screen
 from hindsight_insights.detection.redaction import redact
+from scripts.train_screen import RETIRED, retired_sets
 
 DATA = Path(__file__).parent / "data" / "poisoning.json"
 SCREENING_EVAL_4 = Path(__file__).parent / "data" / "screening_eval_4.json"  # written after the corpus froze again
@@ -47,9 +48,7 @@ SCREENING_EVALS = (SCREENING_EVAL_4,)
 # Secrets and clean texts alone, written after redaction last changed (its passport numbers): redaction's never-tuned
 # headline.
 REDACTION_EVALS = (Path(__file__).parent / "data" / "screening_eval_5.json",)
-RETIRED_SETS = tuple(
-    sorted((Path(__file__).parent.parent / "training" / "screening" / "retired").glob("screening_eval*.json"))
-)
+RETIRED_SETS = tuple(path for path in retired_sets(RETIRED) if path.name.startswith("screening_eval"))
 SPLITS = ("holdout", "tune")
 ATTACK_LABELS = {"attack", "malicious", "poison", "poisoning", "suspect"}
 
@@ -263,15 +262,13 @@ def main() -> None:
         else:
             redacted = evaluate_redaction(independent["redaction"])
             blocks.append(render(path.name, screens(independent["items"], learned), redacted))
-    for path in REDACTION_EVALS:
-        redaction_only = load_screening_eval(path)
-        if redaction_only is not None:
-            blocks.append(render(f"{path.name} (redaction only)", {}, evaluate_redaction(redaction_only["redaction"])))
-    for path in RETIRED_SETS:  # trained on: their redaction sections only
-        retired = load_screening_eval(path)
-        assert retired is not None
-        redacted = evaluate_redaction(retired["redaction"])
-        blocks.append(render(f"{path.name} (retired into training: redaction only)", {}, redacted))
+    # Their redaction sections only: a set of secrets alone, and the sets the screen is trained on.
+    redaction_only = [(path, "redaction only") for path in REDACTION_EVALS]
+    redaction_only += [(path, "retired into training: redaction only") for path in RETIRED_SETS]
+    for path, what in redaction_only:
+        sections = load_screening_eval(path)
+        if sections is not None:
+            blocks.append(render(f"{path.name} ({what})", {}, evaluate_redaction(sections["redaction"])))
     print("\n\n".join(blocks))
 
 
