@@ -29,8 +29,8 @@ from hindsight_insights.detection.corrections import CorrectionType, detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 
 DATA = Path(__file__).parent / "data" / "corrections.json"
-NEW_4 = Path(__file__).parent / "data" / "corrections_eval_4.json"
-WRITTEN_APART = {"new-4": NEW_4}  # newest first: the headline
+NEW_5 = Path(__file__).parent / "data" / "corrections_eval_5.json"
+WRITTEN_APART = {"new-5": NEW_5}  # newest first: the headline
 
 
 def held_out() -> tuple[str, ...]:
