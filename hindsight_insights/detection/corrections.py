@@ -57,12 +57,20 @@ from hindsight_insights.detection.correction_implicit import implicit
 from hindsight_insights.detection.correction_turn import ReadMessage, quote, read
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.correction_wishes import preference, process, standing_wish
-from hindsight_insights.detection.learned_corrections import LearnedDetector, combine, families, settle
+from hindsight_insights.detection.learned_corrections import (
+    SELF_FIX,
+    LearnedDetector,
+    combine,
+    families,
+    rule_outcome,
+    settle,
+)
 from hindsight_insights.detection.text import fold
 from hindsight_insights.models import Condition
 
 __all__ = ["Condition", "Correction", "CorrectionType", "SecondOpinion", "detect"]
 
+_SHORTEST_READING = 4  # characters: a sentence shorter than this ("ok.", "好的。") says nothing alone
 # (message, previous assistant turn, the unsure decision) -> the type to settle on, or None to keep the decision.
 SecondOpinion = Callable[[str, str | None, Correction], CorrectionType | None]
 
@@ -77,11 +85,30 @@ def detect(
     turn = read(message, previous_assistant)
     found = _rules(turn)
     if learned is not None and message.strip():
-        probabilities = learned.probabilities(message, previous_assistant, families(found, previous_assistant, message))
+        probabilities = learned.likeliest_reading(
+            _readings(turn, found, message, previous_assistant), previous_assistant
+        )
         combined = combine(found, message, probabilities, learned.combination)
         settled = second_opinion(message, previous_assistant, combined) if combined.unsure and second_opinion else None
         found = combined if settled is None else settle(found, combined, message, settled)
     return _with_condition(found, turn) if found.is_correction else found
+
+
+def _readings(
+    turn: ReadMessage, found: Correction, message: str, previous_assistant: str | None
+) -> list[tuple[str, frozenset[str]]]:
+    """What the learned model reads: the whole message, and each of its sentences when it has several, with the rule
+    families that fired on each. A standing wish followed by a question ("里程按万说吧。那旺季差多少？") reads as a
+    question whole; alone, its sentence reads as the wish it is. A user fixing their own typo is read whole only: the
+    sentence with the fixed value would read as a correction of the assistant."""
+    readings = [(message, families(found, previous_assistant, message))]
+    if len(turn.sentences) < 2 or rule_outcome(found) == SELF_FIX:
+        return readings
+    for sentence in turn.sentences:
+        text = sentence.text.strip()
+        if len(text) >= _SHORTEST_READING:
+            readings.append((text, families(_rules(read(text, previous_assistant)), previous_assistant, text)))
+    return readings
 
 
 def _rules(turn: ReadMessage) -> Correction:

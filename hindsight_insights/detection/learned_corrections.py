@@ -25,14 +25,17 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from hindsight_insights.detection.classifier import EmbedFn, LinearTextModel
 from hindsight_insights.detection.correction_types import GENERAL, Correction, CorrectionType
 from hindsight_insights.detection.text import fold
 
 NONE = CorrectionType.NONE.value
+NEGATIVE = CorrectionType.NEGATIVE.value
 # The classes that say an answer was wrong: a message with no answer before it is none of them.
 _NEEDS_AN_ANSWER = frozenset({CorrectionType.FACTUAL.value, CorrectionType.NEGATIVE.value})
 SELF_FIX = "self_fix"  # the rules' none because the user fixed their own typo: an outcome of its own
@@ -60,10 +63,32 @@ class LearnedDetector:
     combination: Combination
 
     def probabilities(self, message: str, previous_assistant: str | None, families: frozenset[str]) -> dict[str, float]:
-        # The embedding block is the message's vector and the previous answer's side by side, embedded in one call.
-        pair = self.embed([message, previous_assistant or ""])
-        row = self.model.predict([message], lambda _: pair.reshape(1, -1), [families])[0]
-        found = {kind: float(p) for kind, p in zip(self.model.classes, row, strict=True)}
+        return self.likeliest_reading([(message, families)], previous_assistant)
+
+    def likeliest_reading(
+        self, readings: Sequence[tuple[str, frozenset[str]]], previous_assistant: str | None
+    ) -> dict[str, float]:
+        """The probabilities of the reading most likely to be a correction (the lowest P(none)). The first reading is
+        the whole message, any others its sentences, each with the rule families that fired on it. A sentence alone
+        may state a fact, a wish or a rule, but a rejection is judged on the whole message: "that's not a problem,
+        skip it" rejects nothing, and alone its sentence reads as a rejection."""
+        # The embedding block is a reading's vector and the previous answer's side by side; all in one call.
+        vectors = np.asarray(self.embed([*(text for text, _ in readings), previous_assistant or ""]), dtype=np.float32)
+        pairs = np.hstack([vectors[:-1], np.repeat(vectors[-1:], len(readings), axis=0)])
+        rows = self.model.predict([text for text, _ in readings], lambda _: pairs, [found for _, found in readings])
+        candidates = [
+            self._answered(
+                {kind: float(p) for kind, p in zip(self.model.classes, row, strict=True)}, found, previous_assistant
+            )
+            for row, (_, found) in zip(rows, readings, strict=True)
+        ]
+        candidates[1:] = [_no_rejection(probabilities) for probabilities in candidates[1:]]
+        return min(candidates, key=lambda probabilities: probabilities.get(NONE, 0.0))
+
+    @staticmethod
+    def _answered(
+        found: dict[str, float], families: frozenset[str], previous_assistant: str | None
+    ) -> dict[str, float]:
         if (previous_assistant or "").strip() or any(family.startswith("verdict:") for family in families):
             return found  # an answer came before, or the message says outright that something was wrong
         return nothing_to_correct(found)
@@ -78,6 +103,13 @@ def nothing_to_correct(probabilities: Mapping[str, float]) -> dict[str, float]:
     fact."""
     moved = {kind: 0.0 if kind in _NEEDS_AN_ANSWER else p for kind, p in probabilities.items()}
     moved[NONE] = probabilities.get(NONE, 0.0) + sum(probabilities.get(kind, 0.0) for kind in _NEEDS_AN_ANSWER)
+    return moved
+
+
+def _no_rejection(probabilities: Mapping[str, float]) -> dict[str, float]:
+    """A sentence's probabilities with the negative class's share moved to none (LearnedDetector.likeliest_reading)."""
+    moved = {kind: 0.0 if kind == NEGATIVE else p for kind, p in probabilities.items()}
+    moved[NONE] = probabilities.get(NONE, 0.0) + probabilities.get(NEGATIVE, 0.0)
     return moved
 
 
