@@ -139,8 +139,9 @@ def judge(
         if any(any(k in rules for k in keywords) for rules in probes):
             tally.reached += 1
         else:
-            tally.failures.append(f"{session['id']}: lesson {lesson['topic']!r} did not reach {user}")
-            tally.missed[(category, why_missed(store, conversation, keywords))] += 1
+            why = why_missed(store, conversation, keywords)
+            tally.failures.append(f"{session['id']}: lesson {lesson['topic']!r} did not reach {user}: {why}")
+            tally.missed[(category, why)] += 1
         other = session.get("other_user_probe")
         if other and lesson["scope"] == "user" and not other.get("lesson_should_apply", False):
             tally.user_lessons_probed += 1

@@ -163,7 +163,17 @@ def combine(
     rounded = {name: round(p, 4) for name, p in probabilities.items()}
     signals = (*found.signals, f"learned:{chosen}:{probabilities.get(chosen, 0.0):.2f}")
     if kind is found.type:
-        return dataclasses.replace(found, signals=signals, probabilities=rounded, unsure=unsure)
+        confidence = found.confidence
+        if (
+            kind is CorrectionType.FACTUAL
+            and confidence < GENERAL
+            and probabilities[chosen] >= combination.correction_at
+        ):
+            # The rules' implicit value (0.6: a different value, no trigger word) may be about another thing; a model
+            # that would have called the correction on its own says it is not, so it holds like a general one: for
+            # the user beyond the session (scope.py), never for the project.
+            confidence = GENERAL
+        return dataclasses.replace(found, confidence=confidence, signals=signals, probabilities=rounded, unsure=unsure)
     if kind is CorrectionType.NONE:
         return Correction(CorrectionType.NONE, 0.0, signals=signals, probabilities=rounded, unsure=unsure)
     # The model found a correction the rules typed otherwise or not at all: the confidence is never above a general

@@ -22,7 +22,12 @@ from dataclasses import dataclass
 from hindsight_insights.keys import to_simplified
 
 # Sentence ends in both languages, after NFKC (。 stays, ！？； become !?;). An ellipsis ends a sentence too.
-_SENTENCE_END = re.compile(r"[。!?;\n]+|\.{3,}|…+|(?<=[a-z0-9)\"'])\.(?=\s|$)")
+# A title or a Latin abbreviation before its period ends nothing ("please call me Dr. Osei", "e.g. 14:00"): the
+# lookbehinds name each one, a whole word (lower case: the text is folded).
+_NOT_AN_END = "".join(
+    rf"(?<!\b{re.escape(word)})" for word in ("dr", "mr", "mrs", "ms", "mx", "prof", "vs", "e.g", "i.e", "approx")
+)
+_SENTENCE_END = re.compile(rf"[。!?;\n]+|\.{{3,}}|…+|(?<=[a-z0-9)\"']){_NOT_AN_END}\.(?=\s|$)")
 # Clause breaks inside a sentence: commas (not a thousands separator: 3,482), the enumeration comma, colons (not in
 # 14:00) and dashes.
 _CLAUSE_BREAK = re.compile(r"、|,(?!(?<=\d,)\d{3}(?!\d))|(?<!\d):(?!\d)|\s[-–—]+\s|[–—]+")
