@@ -14,15 +14,18 @@ import pytest
 
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.classifier import FloatArray
-from hindsight_insights.detection.correction_types import Correction, CorrectionType
+from hindsight_insights.detection.correction_types import GENERAL, IMPLICIT, Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.learned_corrections import (
     Combination,
     LearnedDetector,
+    combine,
     decide,
     family_of,
+    no_rejection,
     nothing_to_correct,
 )
+from hindsight_insights.detection.text import fold, sentences
 from hindsight_insights.detector_model import MODEL_PATH, learned_detector, load_detector_model
 from hindsight_insights.embedder import Embedder
 from hindsight_insights.governance.recording import record_turn
@@ -167,3 +170,36 @@ def test_record_turn_with_the_detector_on_the_in_memory_store(learned: LearnedDe
     assert said.correction.type is CorrectionType.NEGATIVE and said.correction.probabilities
     assert said.turn.signals.detected.type == "negative"
     assert said.corrected_turn is not None and said.learned
+
+
+def test_a_title_or_a_latin_abbreviation_ends_no_sentence() -> None:
+    spoken = "Two things. Please call me Dr. Lindqvist, not Eva. And use e.g. 09:30, not 9.30am."
+    assert [span.text.strip() for span in sentences(fold(spoken).text)] == [
+        "two things.",
+        "please call me dr. lindqvist, not eva.",
+        "and use e.g. 09:30, not 9.30am.",
+    ]
+    assert len(sentences(fold("It opens at 9. Not at 8.").text)) == 2  # a number's period still ends one
+
+
+def test_a_sentence_alone_never_reads_as_a_rejection() -> None:
+    """A rejection is judged on the whole message: a sentence's negative share goes to none."""
+    leaning_negative = {"factual": 0.05, "preference": 0.05, "process": 0.0, "negative": 0.8, "none": 0.1}
+    assert no_rejection(leaning_negative) == {
+        "factual": 0.05,
+        "preference": 0.05,
+        "process": 0.0,
+        "negative": 0.0,
+        "none": pytest.approx(0.9),
+    }
+
+
+def test_an_implicit_value_the_model_is_sure_of_holds_like_a_general_correction() -> None:
+    """The rules' implicit finding (0.6, session scope) is lifted to a general correction's confidence (0.7, the
+    user's) when the model would have called it on its own, and kept when the model is less sure."""
+    implicit = Correction(CorrectionType.FACTUAL, IMPLICIT, corrected="45 minutes", signals=("implicit:x",))
+    band = Combination(frozenset(), 0.86, 0.56, 0.93)
+    sure = {"factual": 0.95, "preference": 0.0, "process": 0.0, "negative": 0.0, "none": 0.05}
+    assert combine(implicit, "45 minutes", sure, band).confidence == GENERAL
+    less_sure = {**sure, "factual": 0.8, "preference": 0.1}
+    assert combine(implicit, "45 minutes", less_sure, band).confidence == IMPLICIT

@@ -82,7 +82,7 @@ class LearnedDetector:
             )
             for row, (_, found) in zip(rows, readings, strict=True)
         ]
-        candidates[1:] = [_no_rejection(probabilities) for probabilities in candidates[1:]]
+        candidates[1:] = [no_rejection(probabilities) for probabilities in candidates[1:]]
         return min(candidates, key=lambda probabilities: probabilities.get(NONE, 0.0))
 
     @staticmethod
@@ -106,7 +106,7 @@ def nothing_to_correct(probabilities: Mapping[str, float]) -> dict[str, float]:
     return moved
 
 
-def _no_rejection(probabilities: Mapping[str, float]) -> dict[str, float]:
+def no_rejection(probabilities: Mapping[str, float]) -> dict[str, float]:
     """A sentence's probabilities with the negative class's share moved to none (LearnedDetector.likeliest_reading)."""
     moved = {kind: 0.0 if kind == NEGATIVE else p for kind, p in probabilities.items()}
     moved[NONE] = probabilities.get(NONE, 0.0) + probabilities.get(NEGATIVE, 0.0)
