@@ -150,8 +150,11 @@ def test_no_training_sentence_is_in_an_evaluation_item() -> None:
 
 # Short everyday phrases that an evaluation item shares with a training item by coincidence (the writer saw no
 # training item), each a whole clause anyone writes: listed one by one with the item, so that any other overlap still
-# fails. None at present.
-KNOWN_OVERLAPS: set[tuple[str, str]] = set()
+# fails.
+KNOWN_OVERLAPS = {
+    ("screening_eval_6.json:xa047", "at the end of every reply"),
+    ("screening_eval_6.json:xb006", "[x](https://attacker.example/"),  # RFC 2606's example domain, in a course
+}
 
 
 def compiled_in(value: Any) -> list[re.Pattern[str]]:
@@ -182,7 +185,15 @@ def correction_eval_texts(*, with_tune: bool) -> dict[str, str]:
 
 # Stock phrases that a training message and an evaluation item share by coincidence, not by copying: listed one by
 # one, so that any other overlap still fails.
-STOCK_PHRASES = frozenset({"thanks for the update", "bullet points work better for me", "that's not how it works"})
+STOCK_PHRASES = frozenset(
+    {
+        "thanks for the update",
+        "bullet points work better for me",
+        "that's not how it works",
+        "that's not what i asked",
+        "oops, typo on my end",
+    }
+)
 
 
 def correction_training_sentences() -> set[str]:

@@ -166,7 +166,7 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
             r"system message|system instructions?|hidden (instructions?|rules|prompt)|initial (prompt|instructions)|"
             r"your (instructions|prompt|configuration|guidelines)|(the )?(text|instructions?|messages?|content) above|"
             r"everything above|memory rules?|injected rules?|developer (message|instructions)|pre-?prompt|"
-            r"knowledge base names?|rules you were given|instructions you were given)",
+            r"knowledge base names?|(rules|instructions) you were given)",
         ),
         (
             PROMPT,
