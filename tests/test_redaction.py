@@ -791,3 +791,64 @@ def test_a_street_line_with_a_home_label_or_a_flat_goes(street: str) -> None:
 )
 def test_a_street_line_no_one_lives_at_stays(text: str) -> None:
     assert_unchanged(text)
+
+
+# ------------------------------------------------------- street lines in other countries' orders, and their postcodes
+# Written from the address formats themselves (Universal Postal Union conventions), not from an evaluation item.
+ABROAD = [
+    ("Hauptstraße 5, 10115 Berlin", "hauptstraße 5"),
+    ("Mariahilfer Straße 12, 1060 Wien", "mariahilfer straße 12"),
+    ("12 rue de la Paix, 75002 Paris", "rue de la paix"),
+    ("Via Roma 12, 00184 Roma", "via roma 12"),
+    ("Calle Mayor 10, 28013 Madrid", "calle mayor 10"),
+    ("Keizersgracht 123, 1015 CJ Amsterdam", "keizersgracht 123"),
+    ("455 rue Saint-Denis, Montréal QC H2X 3K4", "455 rue saint-denis"),
+    ("Storgatan 7, 114 55 Stockholm", "storgatan 7"),
+    ("2-3-1 Marunouchi, Chiyoda-ku, Tokyo 100-0005", "2-3-1 marunouchi"),
+]
+
+
+@pytest.mark.parametrize(("address", "street"), ABROAD)
+def test_a_street_with_a_postcode_goes_in_every_countrys_order(address: str, street: str) -> None:
+    for setting in ("{}", "Anna Weber, {}", "ship to {}.", "地址：{}"):
+        result = redact(setting.format(address))
+        assert "address" in result.found and street not in result.text.lower(), result.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Our store is at 200 Market Street, since 2019 we sell shoes.",
+        "I worked from home during 2024.",
+        "Release 1-2-3 ships in 2025, with 1200 users.",
+        "Gate 12, terminal 2, boarding 2015 local time.",
+    ],
+)
+def test_years_versions_and_english_words_are_no_street_or_postcode(text: str) -> None:
+    assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "Passeport n° {}",
+        "Reisepass-Nr. {}",
+        "pasaporte número {}",
+        "passaporto n. {}",
+        "旅券番号 {}",
+        "passport (Japan) {}",
+    ],
+)
+def test_passport_labels_in_other_languages_and_grouped_numbers_go(setting: str) -> None:
+    assert_gone_in_every([setting], "TK1234567", "passport")
+    assert_gone_in_every(["passport no. {} (grouped as printed)"], "E1234 5678", "passport")
+
+
+def test_a_passport_number_with_its_label_after_it_or_in_the_machine_readable_zone_goes() -> None:
+    assert_gone_in_every(
+        ["{} (passport), born 1990-01-01", "{} is my passport number", "{}为我的护照号"], "K70219384", "passport"
+    )
+    zone = "P<GBRSMITH<<ANNA<<<<<<<<<<<<<<<<<<<<<<<<<<<<\n5290813640GBR8804127F3107195<<<<<<<<<<<<<<02"
+    result = redact(zone)
+    assert "passport" in result.found and "529081364" not in result.text and "880412" not in result.text
+    assert_unchanged("order 12345678 for a passport photo")

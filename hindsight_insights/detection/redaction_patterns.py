@@ -22,9 +22,16 @@ import re
 # ------------------------------------------------------------------------------------------ numbers by label
 # Between a label and its value: 号/号码/number/no./#, then 是/为/:/is.
 # The value may sit in quotes or brackets: 身份证号「…」, card no. (…), "…".
-_JOIN = r"(?:\s*(?:号码|号|码|number|no\.?|num|#|id))?\s*(?:[:=]|是|为|is|:)?\s*[\"'“‘「『(\[【<]?\s*"
+_JOIN = (
+    r"(?:[\s-]*(?:号码|号|码|number|no\.?|num|#|id|nr\.?|n°|nº|n\.|numéro|número|numero|nummer))?\s*(?:[:=]|是|为|is|:)?\s*"
+    r"[\"'“‘「『(\[【<]?\s*"
+)
 # A resident ID as people write it: 18 characters (or the old 15 digits), whole or in groups (6-8-4, 6-4-4-4).
 _RESIDENT_ID = r"\d{6}[\s-]?(?:\d{8}|\d{4}[\s-]?\d{4})[\s-]?\d{3}[\dx]|\d{6}[\s-]?\d{4,8}[\s-]?\d{3,4}[\dx]?"
+# ICAO 9303: up to 9 letters and digits (E12345678, 12AB34567, C01X00T47); five digits at least, so that a word
+# after the label ("passport office") is no number; printed in groups too (E1234 5678): one space or dash at most
+# between two characters.
+_PASSPORT_NUMBER = r"(?=(?:[a-z]*[\s-]?\d){5})[a-z\d](?:[\s-]?[a-z\d]){5,8}"
 NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
     (
         "id_card",
@@ -49,12 +56,27 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
     ),
     (
         "passport",
-        # ICAO 9303: up to 9 letters and digits (E12345678, 12AB34567, C01X00T47); five digits at least, so that a
-        # word after the label ("passport office") is no number. 护照编号/证号 label it too; "passport: no." as well.
+        # 护照编号/证号 label it too; "passport: no." as well; and the languages people travel with.
         re.compile(
-            rf"(?:护照|passport)(?:编号|证号|证件号码|证件号)?(?:\s*[:=])?{_JOIN}"
-            r"(?P<value>(?=(?:[a-z]*\d){5})[a-z\d]{6,9})(?![\da-z])"
+            rf"(?:护照|passport|passeport|reisepass|pasaporte|passaporto|passaporte|paspoort|旅券|パスポート|여권)"
+            rf"(?:编号|证号|证件号码|证件号|番号|번호)?(?:\s*\([^()]{{1,20}}\))?(?:\s*[:=])?{_JOIN}"
+            rf"(?P<value>{_PASSPORT_NUMBER})(?![\da-z])"
         ),
+    ),
+    (
+        "passport",
+        # the label after the number: "E12345678 (passport)", "12AB34567 is my passport number", "…为我的护照号"
+        re.compile(
+            rf"(?<![\da-z])(?P<value>{_PASSPORT_NUMBER})\s*(?:[(（]\s*|(?:is|was|为|是)\s*(?:my|his|her|their|我的|他的|她的)?\s*)"
+            r"(?:护照|passport)"
+        ),
+    ),
+    (
+        "passport",
+        # the second line of a passport's machine-readable zone (ICAO 9303 TD3): the number, its check digit, the
+        # nationality, the date of birth and its check digit, the sex, the expiry
+        # (the whole line goes: it holds the date of birth too)
+        re.compile(r"(?<![\da-z<])(?P<value>[a-z\d<]{9}\d[a-z<]{3}\d{6}\d[mfx<]\d{6}\d[a-z\d<]{0,16})"),
     ),
     (
         "employee_id",
@@ -146,21 +168,55 @@ CHINESE_ADDRESS = re.compile(
 # What makes an address someone's: a room or unit, or a word for home before it (a shop's 路 88 号 stays).
 HOME_LABEL = re.compile(
     r"(住址|家住|住在|家庭地址|居住地|现住|收货地址|寄到|home|(?:lives?|living|resides?|residing) at|address(?: is)?|"
+    r"adresse|anschrift|wohnhaft(?: in)?|dirección|domicilio|indirizzo|endereço|住所|"
     # "ship to Jane Doe, 42 Elm Street": the recipient's name may come between
     r"(?:ship|deliver|send|post|mail)(?:s|ed|ping|ing|y)? (?:it |this |them )?to(?: [a-z .'-]{1,30},)?)\W{0,12}$"
 )
+# A street line in the three orders Latin-script countries write it: the number, the name and the kind of street
+# (42 Elm Street); the number, then the kind before the name (12 rue de la Paix); the name with the kind in it, then
+# the number (Hauptstraße 5, Via Roma 12, Calle Mayor 10, Keizersgracht 123).
+_LETTERS = r"[a-z\u00c0-\u024f'.-]"
+_STREET_KIND_AFTER = (
+    r"street|st|road|rd|avenue|ave|lane|ln|drive|dr|boulevard|blvd|way|court|ct|place|pl|terrace|close|crescent|"
+    r"parkway|pkwy|highway|hwy|square|sq|row|mews|gardens|grove|hill"
+)
+_STREET_KIND_BEFORE = (
+    r"rue|avenue|av\.|boulevard|bd|place|chemin|allée|impasse|quai|cours|via|viale|piazza|corso|vicolo|calle|avenida|"
+    r"carrer|rua|praça|travessa|plaza|paseo|ulica|ul\."
+)
+_STREET_KIND_IN_NAME = (
+    # (not "ring" or "gate", which end English words: "during 2024", "investigate 5")
+    r"straße|strasse|str\.|weg|gasse|allee|platz|damm|ufer|gracht|straat|laan|plein|kade|vej|gade|gatan|vägen|gata|"
+    r"veien|katu|utca"
+)
 _STREET = (
-    r"\b\d{1,5}[a-z]?\s+(?:[a-z'.-]+\s+){1,4}(?:street|st|road|rd|avenue|ave|lane|ln|drive|dr|boulevard|blvd|way|"
-    r"court|ct|place|pl|terrace|close|crescent|parkway|pkwy|highway|hwy|square|sq|row|mews|gardens|grove|hill)\b\.?"
+    rf"(?:\b\d{{1,5}}[a-z]?\s+(?:{_LETTERS}+\s+){{1,4}}(?:{_STREET_KIND_AFTER})\b\.?|"
+    rf"\b\d{{1,5}}(?:\s?(?:bis|ter))?,?\s+(?:{_STREET_KIND_BEFORE})\s+(?:{_LETTERS}+\s+){{0,4}}{_LETTERS}*[a-z\u00c0-\u024f]|"
+    rf"\b(?:(?:{_STREET_KIND_BEFORE})\s+(?:{_LETTERS}+\s+){{0,4}}|{_LETTERS}+\s?(?:{_STREET_KIND_IN_NAME})\s+)"
+    r"\d{1,5}[a-z]?\b|"
+    # a Japanese block address written in Latin letters: chome-ban-go, then the district (2-3-1 Marunouchi)
+    rf"\b\d{{1,2}}-\d{{1,3}}-\d{{1,3}},?\s+{_LETTERS}+)"
 )
 _UNIT = r"(?:,?\s*(?:apt|apartment|flat|unit|suite|ste|#)\.?\s*[a-z\d-]{1,6})"
+# Postcodes: US ZIP and 5-digit European, UK, 6-digit (China, India), Dutch 1234 AB, Canadian A1A 1A1, Japanese
+# 123-4567, Swedish 114 55. Four digits alone (Austria, Switzerland, Belgium, Denmark) only right after the street and
+# before a town, and never a year: "Hauptstraße 5, 1010 Wien", not "200 Market Street, since 2019". The town after a
+# postcode goes with it.
+_POSTCODE = (
+    r"(?:\d{5}(?:-\d{4})?|[a-z]{1,2}\d[a-z\d]?\s*\d[a-z]{2}|\d{6}|(?!(?:19|20)\d\d)\d{4}\s?[a-z]{2}|[a-z]\d[a-z]\s?\d[a-z]\d|"
+    r"〒?\d{3}-\d{4}|\d{3}\s\d{2})\b"
+)
+_TOWN = r"[a-z\u00c0-\u024f][a-z\u00c0-\u024f'-]{1,20}"
 STREET_WITH_POSTCODE = re.compile(
-    rf"{_STREET}{_UNIT}?(?:,\s*[a-z .'-]{{2,30}}){{0,3}},?\s*"
-    r"(?:\d{5}(?:-\d{4})?|[a-z]{1,2}\d[a-z\d]?\s*\d[a-z]{2}|\d{6})\b"
+    rf"{_STREET}{_UNIT}?(?:(?:,\s*[a-z\u00c0-\u024f .'-]{{2,30}}){{0,3}},?\s*(?:[a-z]{{1,2}}-)?{_POSTCODE}|"
+    rf",\s*(?:[a-z]{{1,2}}-)?(?!(?:19|20)\d\d\b)\d{{4}}(?=\s+{_TOWN}))"
+    rf"(?:\s+{_TOWN}(?:\s+{_TOWN})?(?=[,.;)\n]|$))?"
 )
 # A street line without a postcode is someone's when, as in Chinese, it has a flat or unit, or a word for home comes
 # before it (HOME_LABEL); the town after it goes with it. A shop's "200 Market Street" alone stays.
-STREET_LINE = re.compile(rf"{_STREET}(?P<unit>{_UNIT}?)(?:,\s*[a-z][a-z .'-]{{1,30}}(?=[,.;)\n]|$)){{0,2}}")
+STREET_LINE = re.compile(
+    rf"{_STREET}(?P<unit>{_UNIT}?)(?:,\s*[a-z\u00c0-\u024f][a-z\u00c0-\u024f .'-]{{1,30}}(?=[,.;)\n]|$)){{0,2}}"
+)
 # Domain labels may be Chinese (internationalised: 例子.公司). A Chinese top-level domain is 2–3 characters; glued to
 # the Chinese prose after it (…@例子.公司联系), only its first two are taken.
 _DOMAIN_LABEL = r"[a-z0-9\u4e00-\u9fff](?:[a-z0-9\u4e00-\u9fff-]*[a-z0-9\u4e00-\u9fff])?"
