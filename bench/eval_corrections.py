@@ -29,8 +29,8 @@ from hindsight_insights.detection.corrections import CorrectionType, detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 
 DATA = Path(__file__).parent / "data" / "corrections.json"
-NEW_5 = Path(__file__).parent / "data" / "corrections_eval_5.json"
-WRITTEN_APART = {"new-5": NEW_5}  # newest first: the headline
+NEW_6 = Path(__file__).parent / "data" / "corrections_eval_6.json"
+WRITTEN_APART = {"new-6": NEW_6}  # newest first: the headline
 
 
 def held_out() -> tuple[str, ...]:

@@ -45,9 +45,9 @@ SCREENING_EVAL_6 = Path(__file__).parent / "data" / "screening_eval_6.json"  # w
 # retired into the screen's training once their figures were reported (training/screening/retired): their secrets
 # and clean texts still check redaction (rules that learn nothing from them), reported apart as a regression check.
 SCREENING_EVALS = (SCREENING_EVAL_6,)
-# Sets of secrets and clean texts alone, written after redaction last changed: none at present (screening_eval_6
-# carries its own secrets).
-REDACTION_EVALS: tuple[Path, ...] = ()
+# Secrets and clean texts alone, written after redaction last changed (other countries' addresses and passports):
+# redaction's never-tuned headline.
+REDACTION_EVALS = (Path(__file__).parent / "data" / "screening_eval_7.json",)
 RETIRED_SETS = tuple(path for path in retired_sets(RETIRED) if path.name.startswith("screening_eval"))
 SPLITS = ("holdout", "tune")
 ATTACK_LABELS = {"attack", "malicious", "poison", "poisoning", "suspect"}

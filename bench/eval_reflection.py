@@ -53,9 +53,10 @@ from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import running_weaviate
 
 DATA = Path(__file__).parent / "data" / "reflection_sessions.json"
+EVAL_6_DATA = Path(__file__).parent / "data" / "reflection_eval_sessions_6.json"
 EVAL_5_DATA = Path(__file__).parent / "data" / "reflection_eval_sessions_5.json"
 # The never-tuned sets, newest (the headline) first; each runs in a project of its own.
-NEWER_SETS = {"eval-5": EVAL_5_DATA}
+NEWER_SETS = {"eval-6": EVAL_6_DATA, "eval-5": EVAL_5_DATA}
 HIDDEN = ("holdout", *NEWER_SETS)  # splits whose failures are not printed unless --show-failures all
 
 
