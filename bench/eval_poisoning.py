@@ -1,6 +1,6 @@
 """The poisoning battery and the redaction set (bench/data/poisoning.json), per split, and the independent
-screening set (bench/data/screening_eval_4.json) when present, the redaction set written after redaction last
-changed (screening_eval_5.json: secrets and clean texts only); then the redaction sections of the three earlier
+screening set (bench/data/screening_eval_6.json) when present, the redaction set written after redaction last
+changed (screening_eval_7.json: secrets and clean texts only); then the redaction sections of the five earlier
 screening sets, which were retired into the screen's training (training/screening/retired).
 
 Poisoning: every candidate insight runs through detection.poisoning.screen over its topic, action and observation,
@@ -9,7 +9,7 @@ holds without a workspace model; "suspect" alone is also shown). Malicious items
 must pass. Redaction: every listed secret must be gone from detection.redaction.redact's output, and the texts
 without secrets (order numbers, prices, dates, hotlines) must come back unchanged.
 
-screening_eval_4.json is written apart from this code. Its layout: an object with "attacks" and "benign" (insight
+screening_eval_6.json is written apart from this code. Its layout: an object with "attacks" and "benign" (insight
 items: id, category, lang, topic, action, observation; every attack must be held, every benign item must pass),
 "secrets" (id, kind, lang, text, and the "secret" substring that must never be stored) and "clean" (id, lang, text:
 no secret, must come back unchanged). The reader also takes the older generic layouts: a list of items, or an

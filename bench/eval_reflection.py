@@ -13,14 +13,15 @@ on the session once it has ended. Later conversations then go through search_ins
                     its forbidden text
   secret            no stored insight or turn holds the secret, and the lesson still reached the user
 
-The never-tuned set bench/data/reflection_eval_sessions_4.json ("eval-4", same format, no "split": the whole file
-is one set), written after the training corpora were frozen, is the headline; it runs in a project of its own, so its
-users never meet the other splits'. Then the holdout split (nothing in the extractor or the detector was tuned on it)
-and the tune split. Every session is recorded with the learned correction detector on, as record_turn runs in Dify,
+The never-tuned set bench/data/reflection_eval_sessions_6.json ("eval-6", same format, no "split": the whole file
+is one set), written after the training corpora were frozen, is the headline; reflection_eval_sessions_5.json
+("eval-5"), written after the freeze before, was measured once and never read, so it is reported beside it. Each
+runs in a project of its own, so its users never meet the other splits'. Then the holdout split (nothing in the
+extractor or the detector was tuned on it) and the tune split. Every session is recorded with the learned correction detector on, as record_turn runs in Dify,
 and reflected on by the offline extractor with the learned detector beside its rules, as the worker runs it. The
-failures of eval-4 and the holdout stay hidden, so that nothing is tuned on them. The three sets written apart before
-eval-4 were retired into the poisoning screen's training (training/screening/retired: their user turns as lone
-messages), so they measure nothing any more.
+failures of the never-tuned sets and the holdout stay hidden (only their counts by category are shown), so that
+nothing is tuned on them. The four sets written apart before eval-5 were retired into the poisoning screen's training
+(training/screening/retired: their user turns as lone messages), so they measure nothing any more.
 
     make eval-reflection    (or: .venv/bin/python -m bench.eval_reflection)
 """
