@@ -852,3 +852,60 @@ def test_a_passport_number_with_its_label_after_it_or_in_the_machine_readable_zo
     result = redact(zone)
     assert "passport" in result.found and "529081364" not in result.text and "880412" not in result.text
     assert_unchanged("order 12345678 for a passport photo")
+
+
+# ------------------------------------- homes without a street number, numbered streets, dates of birth in other words
+@pytest.mark.parametrize(
+    ("text", "home"),
+    [
+        ("王芳，住北京市朝阳区望京花园3号楼2单元501室", "望京花园3号楼"),
+        ("收件人李强，湖南省长沙县黄花镇幸福村3组15号", "幸福村3组"),
+        ("Unit 5/23 Smith St, Sydney NSW 2000", "23 smith st"),
+        ("Flat 2, Rosewood Court, London", "rosewood court"),
+        ("ship to Aoife Byrne, 14 Main Street, Dublin D02 X285", "14 main street"),
+        ("Apt 4B, 221 West 57th St, New York, NY 10019", "57th st"),
+    ],
+)
+def test_a_home_in_an_estate_a_village_a_flat_or_a_numbered_street_goes(text: str, home: str) -> None:
+    result = redact(text)
+    assert "address" in result.found and home not in result.text.lower(), result.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "公司在国贸大厦12层",
+        "万达广场开业了",
+        "Our office: 350 5th Avenue, New York, NY 10118",
+        "门店地址：上海市黄浦区南京东路100号",
+        "Visit us at Hauptstraße 5, 10115 Berlin",
+        "suite 100, Empire State Building",
+        "the 3rd street fair",
+    ],
+)
+def test_an_organisations_address_and_an_office_floor_stay(text: str) -> None:
+    assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "date"),
+    [
+        ("Anna Weber, geboren am 14.03.1988", "14.03.1988"),
+        ("Jean Dupont, né le 3 mars 1990", "3 mars 1990"),
+        ("出生年月：1990.03，张伟", "1990.03"),
+        ("Li Na, DOB 19880412", "19880412"),
+        ("Lucía Pérez, fecha de nacimiento: 02/11/1979", "02/11/1979"),
+    ],
+)
+def test_a_date_of_birth_after_its_label_in_other_languages_and_forms_goes(text: str, date: str) -> None:
+    result = redact(text)
+    assert "birth_date" in result.found and date not in result.text, result.text
+
+
+def test_a_compact_date_without_a_birth_label_stays() -> None:
+    assert_unchanged("Order 20240315 shipped on time.")
+
+
+def test_a_passport_number_a_few_words_after_its_label_goes() -> None:
+    assert_gone_in_every(["passport for Zhang Wei is {}", "Passport (Germany): {}"], "C01X00T47", "passport")
+    assert_unchanged("The passport office is open 8-17.")

@@ -149,9 +149,11 @@ def _find(text: str) -> list[_Finding]:
     for match in patterns.BIRTH_DATE.finditer(f):
         found += at(folded, [match.span("value") if match["value"] else match.span("before")], "birth_date")
     found += at(folded, _homes(patterns.CHINESE_ADDRESS, f, reach=20), "address")
-    found += at(folded, (m.span() for m in patterns.STREET_WITH_POSTCODE.finditer(f)), "address")
+    found += at(folded, _homes(patterns.CHINESE_ESTATE, f, reach=20), "address")
+    found += at(folded, _not_an_organisations(patterns.STREET_WITH_POSTCODE, f, reach=24), "address")
     # An English line reaches further back for its label: "ship to Jane Doe, 42 Elm Street".
     found += at(folded, _homes(patterns.STREET_LINE, f, reach=48), "address")
+    found += at(folded, (m.span() for m in patterns.FLAT_LINE.finditer(f)), "address")
     found += at(plain, checks.high_entropy_tokens(plain.text), "api_key")
     return found
 
@@ -161,6 +163,14 @@ def _homes(pattern: re.Pattern[str], text: str, reach: int) -> Iterator[tuple[in
     home (HOME_LABEL) in the `reach` characters before it. A shop's address alone stays."""
     for match in pattern.finditer(text):
         if match["unit"].strip() or patterns.HOME_LABEL.search(text[max(match.start() - reach, 0) : match.start()]):
+            yield match.span()
+
+
+def _not_an_organisations(pattern: re.Pattern[str], text: str, reach: int) -> Iterator[tuple[int, int]]:
+    """The spans of `pattern`'s addresses without a word for a business place (BUSINESS_LABEL) in the `reach`
+    characters before them: a street with a postcode is someone's unless it is said to be an office's or a shop's."""
+    for match in pattern.finditer(text):
+        if not patterns.BUSINESS_LABEL.search(text[max(match.start() - reach, 0) : match.start()]):
             yield match.span()
 
 

@@ -59,7 +59,10 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
         # 护照编号/证号 label it too; "passport: no." as well; and the languages people travel with.
         re.compile(
             rf"(?:护照|passport|passeport|reisepass|pasaporte|passaporto|passaporte|paspoort|旅券|パスポート|여권)"
-            rf"(?:编号|证号|证件号码|证件号|番号|번호)?(?:\s*\([^()]{{1,20}}\))?(?:\s*[:=])?{_JOIN}"
+            rf"(?:编号|证号|证件号码|证件号|番号|번호)?(?:\s*\([^()]{{1,20}}\))?"
+            # a few words between the label and the number: "passport (Germany):", "passport for Zhang Wei is"
+            r"(?:[^\d\n:：=]{1,30}?(?:[:：=]|\bis\b|为|是))?(?:\s*[:=])?"
+            rf"{_JOIN}"
             rf"(?P<value>{_PASSPORT_NUMBER})(?![\da-z])"
         ),
     ),
@@ -155,15 +158,31 @@ _DATE = (
     r"\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+(?:19|20)\d{2}|"
     r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+(?:19|20)\d{2})"
 )
+# After a birth label a month and year is a date of birth too (出生年月：1990.03), and so is a compact 19900315.
+_BIRTH_VALUE = (
+    rf"{_DATE}|(?:19|20)\d{{2}}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])|"
+    r"(?:19|20)\d{2}\s*(?:年|[-/.])\s*\d{1,2}\s*月?"
+)
 BIRTH_DATE = re.compile(
-    rf"(?:出生日期|出生于|出生|生日|生于|date of birth|birth ?date|birthday|born(?: on)?|d\.?o\.?b\.?)"
-    rf"\s*(?:是|为|:|is|on)?\s*(?P<value>{_DATE})|(?P<before>{_DATE})\s*(?:出生|生)"
+    r"(?:出生日期|出生年月日|出生年月|出生于|出生|生日|生于|生年月日|생년월일|date of birth|birth ?date|birthday|"
+    r"born(?: on)?|d\.?o\.?b\.?|né(?:e)? le|date de naissance|geboren(?: am)?|geb\.|geburtsdatum|"
+    r"fecha de nacimiento|nacid[oa] el|data di nascita|nat[oa] il|data de nascimento)"
+    rf"\s*(?:是|为|:|is|on|am|el|il|le)?\s*(?P<value>{_BIRTH_VALUE})|(?P<before>{_DATE})\s*(?:出生|生)"
 )
 _HAN = r"[\u4e00-\u9fff]"
 CHINESE_ADDRESS = re.compile(
     rf"(?:{_HAN}{{2,8}}(?:省|自治区))?(?:{_HAN}{{2,8}}市)?(?:{_HAN}{{1,8}}(?:区|县|镇|乡))?"
     rf"(?:{_HAN}|\d){{1,12}}(?:路|街|大道|大街|巷|胡同|弄|里)\s*\d{{1,5}}\s*(?:弄\s*\d{{1,5}}\s*)?号"
     r"(?P<unit>(?:\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座|单元|楼|层))*(?:\s*[a-z\d]{1,5}\s*室)?)"
+)
+# A home in a residential estate or a village, with no street and house number: the estate (小区, 花园, 苑, 公寓,
+# 新村, 村 …) and the building, entrance, group or room (3号楼2单元501室, 12栋, 3组15号). A floor alone (大厦12层)
+# is an office's and stays.
+CHINESE_ESTATE = re.compile(
+    rf"(?:{_HAN}{{2,8}}(?:省|自治区))?(?:{_HAN}{{2,8}}市)?(?:{_HAN}{{1,8}}(?:区|县|镇|乡))?"
+    rf"{_HAN}{{1,12}}(?:小区|花园|家园|公寓|苑|新村|村|社区|里|庭|府|湾|城)"
+    r"(?:\s*[a-z\d一二三四五六七八九十]{1,4}\s*(?:期|区))?"
+    r"(?P<unit>(?:\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座|单元|组))+(?:\s*[a-z\d]{1,5}\s*(?:室|号|户)?)?)"
 )
 # What makes an address someone's: a room or unit, or a word for home before it (a shop's 路 88 号 stays).
 HOME_LABEL = re.compile(
@@ -190,7 +209,7 @@ _STREET_KIND_IN_NAME = (
     r"veien|katu|utca"
 )
 _STREET = (
-    rf"(?:\b\d{{1,5}}[a-z]?\s+(?:{_LETTERS}+\s+){{1,4}}(?:{_STREET_KIND_AFTER})\b\.?|"
+    rf"(?:\b(?:\d{{1,5}}/)?\d{{1,5}}[a-z]?\s+(?:(?:\d{{1,3}}(?:st|nd|rd|th)|{_LETTERS}+)\s+){{1,4}}(?:{_STREET_KIND_AFTER})\b\.?|"
     rf"\b\d{{1,5}}(?:\s?(?:bis|ter))?,?\s+(?:{_STREET_KIND_BEFORE})\s+(?:{_LETTERS}+\s+){{0,4}}{_LETTERS}*[a-z\u00c0-\u024f]|"
     rf"\b(?:(?:{_STREET_KIND_BEFORE})\s+(?:{_LETTERS}+\s+){{0,4}}|{_LETTERS}+\s?(?:{_STREET_KIND_IN_NAME})\s+)"
     r"\d{1,5}[a-z]?\b|"
@@ -204,9 +223,15 @@ _UNIT = r"(?:,?\s*(?:apt|apartment|flat|unit|suite|ste|#)\.?\s*[a-z\d-]{1,6})"
 # postcode goes with it.
 _POSTCODE = (
     r"(?:\d{5}(?:-\d{4})?|[a-z]{1,2}\d[a-z\d]?\s*\d[a-z]{2}|\d{6}|(?!(?:19|20)\d\d)\d{4}\s?[a-z]{2}|[a-z]\d[a-z]\s?\d[a-z]\d|"
-    r"〒?\d{3}-\d{4}|\d{3}\s\d{2})\b"
+    r"〒?\d{3}-\d{4}|\d{3}\s\d{2}|(?:nsw|vic|qld|wa|sa|tas|act|nt)\s+\d{4}|[ac-fhknprtv-y]\d{2}\s?[ac-fhknprtv-y\d]{4})\b"
 )
 _TOWN = r"[a-z\u00c0-\u024f][a-z\u00c0-\u024f'-]{1,20}"
+# An organisation's address stays even with a postcode: a word for a business place right before it ("Our office:
+# 350 5th Avenue, New York, NY 10118", "门店地址：…").
+BUSINESS_LABEL = re.compile(
+    r"(office|offices|store|shop|headquarters|hq|branch|clinic|showroom|warehouse|restaurant|hotel|campus|factory|"
+    r"venue|visit us|门店|公司|总部|办公室|分店|营业厅|营业部|仓库|诊所|酒店|餐厅)(?: address)?(?: is| at)?\W{0,12}$"
+)
 STREET_WITH_POSTCODE = re.compile(
     rf"{_STREET}{_UNIT}?(?:(?:,\s*[a-z\u00c0-\u024f .'-]{{2,30}}){{0,3}},?\s*(?:[a-z]{{1,2}}-)?{_POSTCODE}|"
     rf",\s*(?:[a-z]{{1,2}}-)?(?!(?:19|20)\d\d\b)\d{{4}}(?=\s+{_TOWN}))"
@@ -216,6 +241,13 @@ STREET_WITH_POSTCODE = re.compile(
 # before it (HOME_LABEL); the town after it goes with it. A shop's "200 Market Street" alone stays.
 STREET_LINE = re.compile(
     rf"{_STREET}(?P<unit>{_UNIT}?)(?:,\s*[a-z\u00c0-\u024f][a-z\u00c0-\u024f .'-]{{1,30}}(?=[,.;)\n]|$)){{0,2}}"
+)
+# A flat first, then a named building or street with no house number (Flat 2, Rosewood Court, London): a home by
+# its flat (a suite or a unit may be an office's, so they do not count).
+FLAT_LINE = re.compile(
+    rf"\b(?:flat|apt|apartment)\.?\s*[a-z\d-]{{1,6}},?\s+(?:{_LETTERS}+\s+){{1,4}}"
+    rf"(?:{_STREET_KIND_AFTER}|house|mansions|tower|building)\b\.?"
+    r"(?:,\s*[a-z\u00c0-\u024f][a-z\u00c0-\u024f .'-]{1,30}(?=[,.;)\n]|$)){0,2}"
 )
 # Domain labels may be Chinese (internationalised: 例子.公司). A Chinese top-level domain is 2–3 characters; glued to
 # the Chinese prose after it (…@例子.公司联系), only its first two are taken.
