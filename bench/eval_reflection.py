@@ -13,15 +13,17 @@ on the session once it has ended. Later conversations then go through search_ins
                     its forbidden text
   secret            no stored insight or turn holds the secret, and the lesson still reached the user
 
-The never-tuned set bench/data/reflection_eval_sessions_6.json ("eval-6", same format, no "split": the whole file
-is one set), written after the training corpora were frozen, is the headline; reflection_eval_sessions_5.json
-("eval-5"), written after the freeze before, was measured once and never read, so it is reported beside it. Each
-runs in a project of its own, so its users never meet the other splits'. Then the holdout split (nothing in the
-extractor or the detector was tuned on it) and the tune split. Every session is recorded with the learned correction detector on, as record_turn runs in Dify,
-and reflected on by the offline extractor with the learned detector beside its rules, as the worker runs it. The
-failures of the never-tuned sets and the holdout stay hidden (only their counts by category are shown), so that
-nothing is tuned on them. The four sets written apart before eval-5 were retired into the poisoning screen's training
-(training/screening/retired: their user turns as lone messages), so they measure nothing any more.
+The never-tuned sets, each written after the training corpora were frozen, by writers who saw none of them:
+bench/data/reflection_eval_sessions_7.json ("eval-7", same format, no "split": the whole file is one set), the
+headline, and reflection_eval_sessions_6.json ("eval-6"), measured before the last change to the loop. Then
+reflection_tune_sessions_5.json ("tune-5"): written the same way, measured blind once, then read to tune the loop, so
+its failures are shown. Each runs in a project of its own, so its users never meet the other splits'. Then the
+holdout split (nothing in the extractor or the detector was tuned on it) and the tune split. Every session is
+recorded with the learned correction detector on, as record_turn runs in Dify, and reflected on by the offline
+extractor with the learned detector beside its rules, as the worker runs it. The failures of the never-tuned sets and
+the holdout stay hidden (only their counts by category are shown), so that nothing is tuned on them. The four sets
+written apart before were retired into the poisoning screen's training (training/screening/retired: their user turns
+as lone messages), so they measure nothing any more.
 
     make eval-reflection    (or: .venv/bin/python -m bench.eval_reflection)
 """
@@ -54,11 +56,14 @@ from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import running_weaviate
 
 DATA = Path(__file__).parent / "data" / "reflection_sessions.json"
+EVAL_7_DATA = Path(__file__).parent / "data" / "reflection_eval_sessions_7.json"
 EVAL_6_DATA = Path(__file__).parent / "data" / "reflection_eval_sessions_6.json"
-EVAL_5_DATA = Path(__file__).parent / "data" / "reflection_eval_sessions_5.json"
-# The never-tuned sets, newest (the headline) first; each runs in a project of its own.
-NEWER_SETS = {"eval-6": EVAL_6_DATA, "eval-5": EVAL_5_DATA}
-HIDDEN = ("holdout", *NEWER_SETS)  # splits whose failures are not printed unless --show-failures all
+# A set written apart, measured blind once, then read to tune the loop: its failures are shown, like the tune split's.
+TUNE_5_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_5.json"
+# The never-tuned sets, newest (the headline) first, then the tuning set written apart; each in a project of its own.
+NEWER_SETS = {"eval-7": EVAL_7_DATA, "eval-6": EVAL_6_DATA, "tune-5": TUNE_5_DATA}
+NEVER_TUNED = ("eval-7", "eval-6")
+HIDDEN = ("holdout", *NEVER_TUNED)  # splits whose failures are not printed unless --show-failures all
 
 
 @dataclass

@@ -154,7 +154,7 @@ def insight_reply(quote: str = NAME_QUOTE, *, turn: int = 1, fenced: bool = True
 
 # A turn the learned correction detector is unsure of (P(correction) in its band, decided none): a standing wish
 # about number format no rule covers. The workspace model is asked about the second message.
-UNSURE_PERCENT_QUOTE = "这么多位小数看不过来"
+UNSURE_PERCENT_QUOTE = "这么长的小数看着累"
 UNSURE_CORRECTION_TURNS: list[dict[str, Any]] = [
     {"user_message": "上周的转化率是多少？", "assistant_message": "转化率为 3.4567%，比上周提升 0.8912 个百分点。"},
     {"user_message": UNSURE_PERCENT_QUOTE, "assistant_message": "好的，转化率为 3.5%，提升 0.9 个百分点。"},

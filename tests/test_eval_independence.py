@@ -19,7 +19,7 @@ corpus (split at sentence ends, folded) must not occur in any item of any evalua
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
 not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_6.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_6.json and _5); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_7.json and _6); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -240,8 +240,8 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         CORPUS,
         train_detector.CORPUS,
         eval_corrections.NEW_6,
+        eval_reflection.EVAL_7_DATA,
         eval_reflection.EVAL_6_DATA,
-        eval_reflection.EVAL_5_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],

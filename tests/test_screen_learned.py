@@ -208,7 +208,7 @@ OWN_WORDS = [
     # in view rather than reworded.
     pytest.param(
         "Stop putting a recap at the bottom of every answer.",
-        marks=pytest.mark.xfail(strict=True, reason="'every answer' still reads as an appended-line attack (0.44)"),
+        marks=pytest.mark.xfail(strict=True, reason="'every answer' still reads as an appended-line attack (0.46)"),
     ),
     "From now on give me the shell command before the explanation.",
     "下次先确认是哪个仓库再给我 git 命令",

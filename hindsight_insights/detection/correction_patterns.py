@@ -362,7 +362,7 @@ _ANSWER_PART_EN = (
 ANSWER_SHAPE = re.compile(
     rf"^\W*{_ANSWER_PART_EN}s? (first|up front|at the top)\b|"
     rf"\b(give|show|tell|put|say|need|want|lead with|start with|list)\b( me| us)?( an?)?\s{_ANSWER_PART_EN}s?\b"
-    r"[^,.;]{0,20}\b(first|up front|at the top|in the first line)\b|"
+    r"[^,.;]{0,20}\b(first|up front|at the top|in the first\s+line)\b|"
     r"先(说|讲|给我?|写|放|列出?)(结论|答案|结果|命令|代码|要点|重点|总结|推荐)|"
     r"(结论|答案|命令|代码|要点)(要|请)?(放|写)(在)?(最)?前面"
 )
