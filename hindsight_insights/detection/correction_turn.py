@@ -21,6 +21,7 @@ class Sentence:
     reported_at: int  # offset in the sentence where reported speech starts; len(text) when none
     guards: list[str] = field(default_factory=list)
     tail_at: int = -1  # offset of a last clause that asks (…，能周四送吗), when the rest states; -1 when none
+    asks: bool = False  # the sentence or its last clause asks (a question read whole, or a statement ending in one)
 
     @property
     def stated_end(self) -> int:
@@ -77,12 +78,13 @@ def analyse(span: Span) -> Sentence:
     question = question or (
         not text.rstrip().endswith(("。", "!")) and bool(patterns.QUESTION_WORD_ZH.search(parts[-1]))
     )
+    asks = question
     tail_only = len(parts) > 1 and has_han(parts[-1]) and not patterns.QUESTION_EN.search(text)
     if question and tail_only and not any(patterns.QUESTION_WORD_ZH.search(part) for part in parts[:-1]):
         # 我是铂金会员啊，上个月就升级了，你们系统没更新吗: only the last clause asks; the others state.
         question = False
     reported = patterns.first(patterns.REPORTED, text)
-    sentence = Sentence(span, question, bool(patterns.CONDITIONAL.search(text)), len(text))
+    sentence = Sentence(span, question, bool(patterns.CONDITIONAL.search(text)), len(text), asks=asks)
     if reported:
         sentence.reported_at = reported[1].start()
         sentence.guards.append(reported[0])

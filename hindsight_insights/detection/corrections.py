@@ -99,14 +99,15 @@ def _readings(
 ) -> list[tuple[str, frozenset[str]]]:
     """What the learned model reads: the whole message, and each of its sentences when it has several, with the rule
     families that fired on each. A standing wish followed by a question ("里程按万说吧。那旺季差多少？") reads as a
-    question whole; alone, its sentence reads as the wish it is. A user fixing their own typo is read whole only: the
-    sentence with the fixed value would read as a correction of the assistant."""
+    question whole; alone, its sentence reads as the wish it is. A question is not read alone, and a user fixing their
+    own typo is read whole only: the sentence with the fixed value would read as a correction of the assistant."""
     readings = [(message, families(found, previous_assistant, message))]
     if len(turn.sentences) < 2 or rule_outcome(found) == SELF_FIX:
         return readings
     for sentence in turn.sentences:
         text = sentence.text.strip()
-        if len(text) >= _SHORTEST_READING:
+        # A question is no correction (the rules' guard): alone, "按我们每月用高筋40袋，每月多花多少" read as one.
+        if len(text) >= _SHORTEST_READING and not sentence.asks:
             readings.append((text, families(_rules(read(text, previous_assistant)), previous_assistant, text)))
     return readings
 

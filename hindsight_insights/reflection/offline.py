@@ -36,6 +36,7 @@ from collections.abc import Sequence
 
 from hindsight_insights.commands import Provenance
 from hindsight_insights.config import Settings
+from hindsight_insights.detection.correction_turn import read
 from hindsight_insights.detection.correction_types import IMPLICIT, Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
@@ -165,7 +166,10 @@ def _repeated_wish(correction: Correction, message: str, answer: str, others: Se
     not do: "EUR please" after an answer in dollars; "like the Northwind one" after the Northwind email names the
     subject, not a wish); else `correction` unchanged."""
     probabilities = correction.probabilities
-    question = "guard:question" in correction.signals or message.rstrip().endswith(("?", "？"))
+    # A message that asks, in a question or in a last clause that asks ("按我们每月用40袋，每月多花多少"), is no wish.
+    question = "guard:question" in correction.signals or any(
+        sentence.asks for sentence in read(message, None).sentences[-1:]
+    )
     if correction.is_correction or not probabilities or question:
         return correction
     kinds = [kind for kind in probabilities if kind != CorrectionType.NONE.value]
