@@ -909,3 +909,27 @@ def test_a_compact_date_without_a_birth_label_stays() -> None:
 def test_a_passport_number_a_few_words_after_its_label_goes() -> None:
     assert_gone_in_every(["passport for Zhang Wei is {}", "Passport (Germany): {}"], "C01X00T47", "passport")
     assert_unchanged("The passport office is open 8-17.")
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("the alarm code is 4471, see you at ten", "4471"),
+        ("the key safe by the back door is 9032.", "9032"),
+        ("门禁码 2580#，到了直接上来", "2580"),
+        ("PIN: 0921", "0921"),
+        ("server login is projroot / Kestrel!2219 if you need it", "Kestrel!2219"),
+        ("server login is projroot / Kestrel!2219 if you need it", "projroot"),
+        ("账号密码：admin01/Qw3rty7", "admin01"),
+    ],
+)
+def test_access_codes_and_login_pairs_after_their_label_go(text: str, secret: str) -> None:
+    result = redact(text)
+    assert "password" in result.found and secret.lower() not in result.text.lower(), result.text
+
+
+@pytest.mark.parametrize(
+    "text", ["the door code changed in 2019", "login page at https://x.example/login", "pin the issue to the top"]
+)
+def test_words_after_a_code_or_login_label_stay(text: str) -> None:
+    assert_unchanged(text)

@@ -128,6 +128,8 @@ def _find(text: str) -> list[_Finding]:
             found += at(folded, [match.span("secret")], kind)
     passwords = (m.span("secret") for m in patterns.PASSWORD.finditer(f) if _looks_like_password(m["secret"], m["sep"]))
     found += at(folded, passwords, "password")
+    found += at(folded, (m.span("secret") for m in patterns.LOGIN_PAIR.finditer(f)), "password")
+    found += at(folded, (m.span("secret") for m in patterns.ACCESS_CODE.finditer(f)), "password")
     # An address before the numbers: 13800138000@163.com is an e-mail address, not a phone number plus a domain.
     emails = (
         m.span()

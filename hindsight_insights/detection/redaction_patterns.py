@@ -111,6 +111,21 @@ PASSWORD = re.compile(
     r"(?P<sep>\s*(?:[:=]|是|为|改成了|改成|改为|设为|设置为|is|was)\s*[\"'“]?\s*|\s+)"
     rf"(?P<secret>[\x21-\x7e]{{4,64}}?){SECRET_END}"
 )
+# A code that opens something, after its label: an alarm, a door, a gate, a key safe, a PIN ("the alarm code is 4471",
+# "key safe by the back door: 9032", 门禁码 2580#). A few words may come between the label and "is" or ":".
+ACCESS_CODE = re.compile(
+    r"(?:\bpin(?: code| number)?|(?:alarm|door|gate|access|entry|entrance|lockbox|garage|building|safe)\s?code|"
+    r"key ?safe|lock ?box|门禁码|门禁密码|开门码|门锁码|保险箱码)"
+    r"(?:[^\d\n.;,。，；]{0,30}?(?:\bis\b|:|是|为))?\s*[\"'“]?"
+    r"(?P<secret>[\d#*]{3,10}|[a-z]?\d{3,8}[a-z#*]?)(?![\da-z])"
+)
+# A user name and its password together after a login label: "server login is projroot / Kestrel!2219",
+# "账号密码：admin01/Qw3rty!" (both go: the pair is the credential).
+LOGIN_PAIR = re.compile(
+    r"(?:\blog ?in|\bsign ?in|credentials?|账号密码|账号和密码|用户名和密码|用户名密码|登录账号|登录信息)"
+    r"\s*(?:is|are|:|是|为)?\s*(?P<secret>[a-z0-9._@-]{2,40}\s*[/:|]\s*[\x21-\x7e]{4,64}?)"
+    rf"{SECRET_END}"
+)
 KEY_SEPARATOR = r"\s*(?:[:=]|是|为|is|was)\s*[\"'“]?\s*|\s+"
 KEY_LABEL = re.compile(
     r"(?<![a-z0-9_.-])(?P<label>[a-z0-9_.-]{0,40}?(?:api[_ -]?key|apikey|secret(?:[_-]?(?:access[_-]?)?key)?|"
