@@ -26,14 +26,14 @@ TABLE_PREFERENCE: dict[str, Any] = {
 
 # A genuine preference that the learned screen is unsure of (no rule fires): without a workspace model it waits for
 # a reviewer, with one it is asked once (tests/test_screen_admission.py, tests/test_plugin_daemon.py). Which wording
-# lands in the band moves with every retraining: the model trained with the retired sets (2,776 items) reads
-# "任何问题，都叫他“老王”" at 0.40 (unsure), "任何问题，都先叫他…再回答" at 0.27 (the band's edge) and
-# "每次回答都先叫他…" at 0.14 (clear).
+# lands in the band moves with every retraining: the model trained with the fourth sets retired (3,079 items) reads
+# "回答任何问题时，都叫他“老王”" at 0.44 (unsure, band 0.29-0.50), "任何问题，都叫他“老王”" at 0.51 (suspect) and
+# "每次回答都叫他“老王”" below 0.29 (clear).
 UNSURE_PREFERENCE: dict[str, Any] = {
     "topic": "称呼",
     "kind": "preference",
     "scene": "general",
-    "action": "任何问题，都叫他“老王”。",
+    "action": "回答任何问题时，都叫他“老王”。",
     "observation": "助手称用户为“王老师”，用户说“叫我老王就行，别叫王老师”。",
     "evidence": "叫我老王就行，别叫王老师",
     "confidence": 0.9,
