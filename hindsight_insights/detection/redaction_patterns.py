@@ -3,15 +3,21 @@
 Everything here runs on folded text (text.fold: NFKC, lower case, simplified Chinese), so each rule is written once,
 in lower case. Each rule is a design decision, not a phrase seen in data:
 
-  a value after its label      身份证 / 银行卡 / 护照 / passport / 工号 / employee number … then the number, whatever
-                               its checksum (the label says what it is); 密码 / password / secret / token /
-                               AccessKey … then the value;
+  a value after its label      身份证 / 银行卡 / 护照 / passport (and its name in the languages people travel with) /
+                               工号 / employee number … then the number, whatever its checksum (the label says what
+                               it is), or the label after the number; 密码 / password / secret / token / AccessKey …
+                               then the value; an alarm, door or key-safe code, a PIN; a user name and its password
+                               after a login label;
+  a passport's machine-readable zone, its second line (number, date of birth, expiry);
   vendor key prefixes          sk-, sk-proj-, AKIA, LTAI, ghp_, xoxb-, pcsk_, … (a prefix is a format);
   key blocks                   PEM and OpenSSH private keys, header to footer (or to the end of the base64 when cut);
   credentials in a URL         scheme://user:password@host;
-  a date of birth              a full date next to a birth label (出生, 生日, born, DOB, date of birth);
-  an address                   the Chinese grammar (省/市/区/县 … 路/街/巷/弄 + 号, then 栋/单元/室), or a street
-                               line with a house number and a postcode, or with a flat or a word for home before it;
+  a date of birth              a date next to a birth label (出生, 生日, born, DOB, né le, geboren am …), a month and
+                               year or a compact date after one too;
+  an address                   the Chinese grammar (省/市/区/县 … 路/街/巷/弄 + 号, then 栋/单元/室), a home in an
+                               estate or a village (小区/花园/村 … 号楼/单元/组/室); a street line in any of the
+                               Latin-script orders (42 Elm Street, 12 rue de la Paix, Hauptstraße 5) with a postcode
+                               (unless a business place is named before it), or with a flat or a word for home;
   an e-mail address.
 """
 
