@@ -14,6 +14,7 @@ import pytest
 
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.classifier import FloatArray
+from hindsight_insights.detection.correction_turn import read
 from hindsight_insights.detection.correction_types import GENERAL, IMPLICIT, Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.learned_corrections import (
@@ -203,3 +204,30 @@ def test_an_implicit_value_the_model_is_sure_of_holds_like_a_general_correction(
     assert combine(implicit, "45 minutes", sure, band).confidence == GENERAL
     less_sure = {**sure, "factual": 0.8, "preference": 0.1}
     assert combine(implicit, "45 minutes", less_sure, band).confidence == IMPLICIT
+
+
+@pytest.mark.parametrize(
+    ("message", "before"),
+    [
+        ("金额按万元说吧，一长串数字我眼花。那下个月的额度是多少？", "本月预算剩余 1,234,567 元，已使用 765,433 元。"),
+        ("24-hour times please, like 16:45. And when is the last shuttle back?", "The shuttle leaves at 4:45 PM."),
+    ],
+)
+def test_a_wish_followed_by_a_question_is_read_by_its_sentence(
+    learned: LearnedDetector, message: str, before: str
+) -> None:
+    """Read whole, the question weighs the message under the bar; its first sentence alone is the wish it states."""
+    whole = learned.probabilities(message, before, frozenset())
+    assert 1 - whole["none"] < learned.combination.correction_at
+    found = detect(message, before, learned)
+    assert (
+        found.type is CorrectionType.PREFERENCE and 1 - found.probabilities["none"] >= learned.combination.correction_at
+    )
+
+
+def test_a_sentence_that_asks_is_not_read_alone(learned: LearnedDetector) -> None:
+    """A statement whose last clause asks ("按每天用20箱算，一个月要多少钱") is read with the message only."""
+    message = "吓我一跳。按每天用20箱算，一个月要多少钱"
+    turn = read(message, "矿泉水每箱 36 元，满 50 箱包邮。")
+    assert [sentence.asks for sentence in turn.sentences] == [False, True]
+    assert detect(message, "矿泉水每箱 36 元，满 50 箱包邮。", learned).type is CorrectionType.NONE

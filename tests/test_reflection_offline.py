@@ -7,12 +7,13 @@ from __future__ import annotations
 import pytest
 
 from hindsight_insights.config import Settings
+from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detector_model import learned_detector
 from hindsight_insights.embedder import Embedder
 from hindsight_insights.models import InsightStatus, Scope, TurnDraft
 from hindsight_insights.reflection import ReflectionEngine
-from hindsight_insights.reflection.offline import OfflineExtractor, restates
+from hindsight_insights.reflection.offline import OfflineExtractor, repeated_wish, restates
 from testkit.memory_store import MemoryStore
 
 
@@ -243,3 +244,20 @@ def test_a_correction_with_no_subject_that_repeats_an_earlier_one_is_not_a_secon
 )
 def test_what_restates_an_earlier_correction(later: str, earlier: str, repeats: bool) -> None:
     assert restates(later, earlier) is repeats
+
+
+def test_a_message_that_asks_is_no_returning_wish() -> None:
+    """A message the detector leans to as a preference, whose words come back in another message of the session, is a
+    wish the user repeats, unless it asks: a question about a pasted supplier e-mail's prices is no wish, even when
+    its last clause asks without a question mark."""
+    leaning = Correction(
+        CorrectionType.NONE,
+        0.0,
+        probabilities={"factual": 0.1, "preference": 0.5, "process": 0.0, "negative": 0.0, "none": 0.4},
+    )
+    others = ["供应商邮件：高筋粉每袋由158元调整为172元。"]
+    answer = "好的，我帮您算一下。"
+    asking = repeated_wish(leaning, "吓一跳。按每月用高筋粉40袋算，每月多花多少", answer, others)
+    assert asking.type is CorrectionType.NONE
+    stating = repeated_wish(leaning, "高筋粉的价格按每袋算给我", answer, others)
+    assert stating.type is CorrectionType.PREFERENCE and "offline:repeated_wish" in stating.signals

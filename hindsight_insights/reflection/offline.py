@@ -97,7 +97,7 @@ class OfflineExtractor:
                 message, correction, previous_answer = messages[index], findings[index], before[index]
                 if correction is not None and previous_answer is not None:
                     others = [messages[other] for other in plain if other != index]
-                    correction = _repeated_wish(correction, message, previous_answer, others)
+                    correction = repeated_wish(correction, message, previous_answer, others)
                 if correction is None or correction.type in (CorrectionType.NONE, CorrectionType.NEGATIVE):
                     continue
                 asks = Provenance(self.name, session.user_id, session.session_id, correction=correction)
@@ -160,7 +160,7 @@ def _teaches(finding: Correction | None) -> bool:
     return finding is not None and finding.is_correction and finding.type is not CorrectionType.NEGATIVE
 
 
-def _repeated_wish(correction: Correction, message: str, answer: str, others: Sequence[str]) -> Correction:
+def repeated_wish(correction: Correction, message: str, answer: str, others: Sequence[str]) -> Correction:
     """`correction` as a preference when the learned detector leans to one (module docstring) and another message of
     the session comes back to the wish's words, words the answer before it lacked (a wish asks for what the answer did
     not do: "EUR please" after an answer in dollars; "like the Northwind one" after the Northwind email names the
