@@ -164,7 +164,7 @@ def _homes(pattern: re.Pattern[str], text: str, reach: int) -> Iterator[tuple[in
     """The spans of `pattern`'s addresses that are someone's: with a room or unit (its `unit` group), or a word for
     home (HOME_LABEL) in the `reach` characters before it. A shop's address alone stays."""
     for match in pattern.finditer(text):
-        if match["unit"].strip() or patterns.HOME_LABEL.search(text[max(match.start() - reach, 0) : match.start()]):
+        if match["unit"].strip() or _said_before(patterns.HOME_LABEL, text, match.start(), reach):
             yield match.span()
 
 
@@ -172,8 +172,13 @@ def _not_an_organisations(pattern: re.Pattern[str], text: str, reach: int) -> It
     """The spans of `pattern`'s addresses without a word for a business place (BUSINESS_LABEL) in the `reach`
     characters before them: a street with a postcode is someone's unless it is said to be an office's or a shop's."""
     for match in pattern.finditer(text):
-        if not patterns.BUSINESS_LABEL.search(text[max(match.start() - reach, 0) : match.start()]):
+        if not _said_before(patterns.BUSINESS_LABEL, text, match.start(), reach):
             yield match.span()
+
+
+def _said_before(label: re.Pattern[str], text: str, at: int, reach: int) -> bool:
+    """Whether `label` ends within the `reach` characters before `at`."""
+    return bool(label.search(text[max(at - reach, 0) : at]))
 
 
 def _resolve(findings: list[_Finding]) -> list[_Finding]:

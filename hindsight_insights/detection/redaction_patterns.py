@@ -247,6 +247,8 @@ _POSTCODE = (
     r"〒?\d{3}-\d{4}|\d{3}\s\d{2}|(?:nsw|vic|qld|wa|sa|tas|act|nt)\s+\d{4}|[ac-fhknprtv-y]\d{2}\s?[ac-fhknprtv-y\d]{4})\b"
 )
 _TOWN = r"[a-z\u00c0-\u024f][a-z\u00c0-\u024f'-]{1,20}"
+# Up to two comma-separated parts after a street line (the town, the region), each ending at punctuation.
+_TOWNS_AFTER = r"(?:,\s*[a-z\u00c0-\u024f][a-z\u00c0-\u024f .'-]{1,30}(?=[,.;)\n]|$)){0,2}"
 # An organisation's address stays even with a postcode: a word for a business place right before it ("Our office:
 # 350 5th Avenue, New York, NY 10118", "门店地址：…").
 BUSINESS_LABEL = re.compile(
@@ -260,15 +262,13 @@ STREET_WITH_POSTCODE = re.compile(
 )
 # A street line without a postcode is someone's when, as in Chinese, it has a flat or unit, or a word for home comes
 # before it (HOME_LABEL); the town after it goes with it. A shop's "200 Market Street" alone stays.
-STREET_LINE = re.compile(
-    rf"{_STREET}(?P<unit>{_UNIT}?)(?:,\s*[a-z\u00c0-\u024f][a-z\u00c0-\u024f .'-]{{1,30}}(?=[,.;)\n]|$)){{0,2}}"
-)
+STREET_LINE = re.compile(rf"{_STREET}(?P<unit>{_UNIT}?){_TOWNS_AFTER}")
 # A flat first, then a named building or street with no house number (Flat 2, Rosewood Court, London): a home by
 # its flat (a suite or a unit may be an office's, so they do not count).
 FLAT_LINE = re.compile(
     rf"\b(?:flat|apt|apartment)\.?\s*[a-z\d-]{{1,6}},?\s+(?:{_LETTERS}+\s+){{1,4}}"
     rf"(?:{_STREET_KIND_AFTER}|house|mansions|tower|building)\b\.?"
-    r"(?:,\s*[a-z\u00c0-\u024f][a-z\u00c0-\u024f .'-]{1,30}(?=[,.;)\n]|$)){0,2}"
+    rf"{_TOWNS_AFTER}"
 )
 # Domain labels may be Chinese (internationalised: 例子.公司). A Chinese top-level domain is 2–3 characters; glued to
 # the Chinese prose after it (…@例子.公司联系), only its first two are taken.
