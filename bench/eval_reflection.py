@@ -17,8 +17,8 @@ The never-tuned sets, each written after the training corpora were frozen, by wr
 bench/data/reflection_eval_sessions_8.json ("eval-8", same format, no "split": the whole file is one set), the
 headline, and reflection_eval_sessions_7.json ("eval-7"), measured once before the last change to the loop. Then
 reflection_tune_sessions_6.json and _5 ("tune-6", "tune-5"): written the same way, measured blind, then read to tune
-the loop, so their failures are shown. Each runs in a project of its own, so its users never meet the other splits'. Then the
-holdout split (nothing in the extractor or the detector was tuned on it) and the tune split. Every session is
+the loop, so their failures are shown. Each runs in a project of its own, so its users never meet the other splits'.
+Then the holdout split (nothing in the extractor or the detector was tuned on it) and the tune split. Every session is
 recorded with the learned correction detector on, as record_turn runs in Dify, and reflected on by the offline
 extractor with the learned detector beside its rules, as the worker runs it. The failures of the never-tuned sets and
 the holdout stay hidden (only their counts by category are shown), so that nothing is tuned on them. The four sets

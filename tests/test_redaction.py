@@ -936,3 +936,107 @@ def test_access_codes_and_login_pairs_after_their_label_go(text: str, secret: st
 )
 def test_words_after_a_code_or_login_label_stay(text: str) -> None:
     assert_unchanged(text)
+
+
+# ------------------------------------- passport numbers near the word, Chinese regions and villages, more street lines
+@pytest.mark.parametrize(
+    "text",
+    [
+        "| 姓名 | 护照号 | 出生日期 |\n| 陈一鸣 | {} | 2011-04-02 |",  # under its column
+        "{} - my Irish passport, born 1970",  # the label a sentence away
+        "她的香港特区护照，号码{}，下月到期",
+        "german passport no. {}, issued in Köln",
+    ],
+)
+@pytest.mark.parametrize("number", ["PB7026315", "EJ4407182", "KX902214", "483920175", "CL7X2V9R4", "19FK02234"])
+def test_a_passport_number_near_the_word_passport_goes(text: str, number: str) -> None:
+    assert_redacted(text.format(number), number, "passport")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The passport office queue ticket was A1234, flight CA981 at 14:05.",
+        "passport photos ordered, order #AB1234567",
+        "护照办好了，订单号 DD20250301 已付款",
+        "Renew my passport? My library membership is 21130042 and ends in 2027.",
+    ],
+)
+def test_numbers_near_the_word_passport_that_are_no_passport_number_stay(text: str) -> None:
+    assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "home"),
+    [
+        ("寄到我家：贵州省黔东南州凯里市三棵树镇南花村二组21号，王秀英收", "南花村二组21号"),
+        ("我家地址是江苏省苏州市吴中区木渎镇金山路15号", "金山路15号"),
+        ("他住甘肃省定西市安定区凤翔镇中华路8号院2栋3单元402室", "中华路8号院"),
+        ("快递放门口：重庆市渝北区龙溪街道新牌坊三路6号院5栋9楼3号", "9楼3号"),
+        ("搬家前的地址：昆明市五华区小菜园路9号302房", "小菜园路9号302房"),
+    ],
+)
+def test_chinese_homes_with_regions_courtyards_rooms_and_villages_go(text: str, home: str) -> None:
+    assert_redacted(text, home, "address")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "请把退货寄到杭州市西湖区文三路 1 号。",
+        "我们门店地址是成都市锦江区春熙路10号",
+        "入住上海市静安区南京西路1000号的酒店",
+    ],
+)
+def test_a_return_warehouse_a_shop_and_a_hotel_stay(text: str) -> None:
+    assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "street"),
+    [
+        ("send it to my flat: Lindenallee 14, 2. OG rechts, 50968 Köln", "lindenallee 14"),
+        ("home: Calle del Olmo 7, 3º dcha., 46001 Valencia", "calle del olmo 7"),
+        ("I live at 27 Rimu Road, Kelburn, Wellington 6012", "27 rimu road"),
+        ("Lange Nieuwstraat 40-3, 3512 PJ Utrecht", "lange nieuwstraat 40-3"),
+        ("4120 avenue du Parc, app. 3, Montréal (Québec) H2W 1Y8", "avenue du parc"),
+        ("Unit 3/17 Marine Parade, Coolangatta QLD 4225", "marine parade"),
+        ("6 Bóthar na Trá, Salthill, Co. Galway H91 X2C4", "6 bóthar na trá"),
+        ("Tom Reyes, 18 Old Mill Run, Boulder, CO 80302", "18 old mill run"),
+    ],
+)
+def test_street_lines_with_a_floor_a_door_a_region_or_a_postcode_after_the_town_go(text: str, street: str) -> None:
+    assert_redacted(text, street, "address")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Our showroom is at 88 Harbour Drive, Suite 12, Cairns QLD 4870 - open daily.",
+        "We shipped 3 boxes, 2 crates, and 1200 bottles in 2024.",
+        "I bought 3 bottles, ok, 1500 in total",
+    ],
+)
+def test_a_showroom_and_counts_with_commas_stay(text: str) -> None:
+    assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("pwd for the label printer in bay 4 is Heron-Slate-42, keep it handy", "Heron-Slate-42"),
+        ("the password of the guest wifi: 8xTq!kpa2", "8xTq!kpa2"),
+        ("Mrs Alder's date of birth: the 9th of October, 1941.", "the 9th of october, 1941"),
+        ("born 2nd of May 1966 in Cork", "2nd of may 1966"),
+    ],
+)
+def test_a_password_a_few_words_after_its_label_and_a_date_of_birth_in_words_go(text: str, secret: str) -> None:
+    result = redact(text)
+    assert result.found and secret.lower() not in result.text.lower(), result.text
+
+
+@pytest.mark.parametrize(
+    "text", ["the password for the portal is on the fridge", "password reset for the shared scanner is done"]
+)
+def test_words_after_a_password_label_stay(text: str) -> None:
+    assert_unchanged(text)

@@ -18,7 +18,9 @@ Chinese character, so a stored quote stays readable in its own language):
   bank_card     a number after 银行卡/卡号/card number or a card network's name (Amex, 运通, Diners, Visa …); without a
                 label, 13–19 digits passing Luhn, whole or grouped 4-4-4-4, 4-6-5 (Amex) or 4-6-4 (Diners)
   iban          an IBAN with a valid check (python-stdnum), or any after the label IBAN
-  passport      a number after 护照/passport
+  passport      a number after 护照/passport (in the languages people travel with), before it, in the machine-readable
+                zone, or in a passport number's shape within 160 characters of the word (a table's column, a
+                sentence apart)
   employee_id   a number after 工号/员工编号/employee number
   phone         mobile numbers, mainland and international (phonenumbers); mainland fixed lines dialled with 0 or 86
                 (010-6234 5678, (0755) 8888 8888, +86 21 …), unless a public-line label (客服, 热线, 总机, hotline,
@@ -30,8 +32,11 @@ Chinese character, so a stored quote stays readable in its own language):
   email         e-mail addresses, Chinese domains too, and written against scrapers or URL-encoded ((at), [dot], 艾特,
                 " @ ", %40, "x at y dot z"); not the documentation domains example.com/.org/.net
   birth_date    a full date next to a birth label (出生, 生日, born, date of birth, DOB)
-  address       a home address: the Chinese grammar down to a room, unit or a home label; a street line with a
-                house number and postcode, or with a flat or a home label (lives at, address, ship to …) before it
+  address       a home address: the Chinese grammar (province to town, street or estate or village, down to a room,
+                a unit or a village house number) with a room or a home label (家住, 我家地址是, 她住 …); a street
+                line with a house number and postcode (floors, doors and regions between them), or with a flat or a
+                home label (lives at, address, ship to …) before it; a numbered line with a postcode only an address
+                has (UK, Ireland, Canada, a US state and ZIP); never one said to be an organisation's
 
 Placeholders (YOUR_API_KEY, sk-xxxx, <token>, ****) are not secrets. Never redacted: order, invoice and tracking
 numbers (a number right after 订单/单号/order/invoice/tracking/#), prices, dates other than birth dates, versions,
@@ -128,6 +133,8 @@ def _find(text: str) -> list[_Finding]:
             found += at(folded, [match.span("secret")], kind)
     passwords = (m.span("secret") for m in patterns.PASSWORD.finditer(f) if _looks_like_password(m["secret"], m["sep"]))
     found += at(folded, passwords, "password")
+    near_label = (m.span("secret") for m in patterns.PASSWORD_FOR.finditer(f) if _looks_like_password(m["secret"], " "))
+    found += at(folded, near_label, "password")
     found += at(folded, (m.span("secret") for m in patterns.LOGIN_PAIR.finditer(f)), "password")
     found += at(folded, (m.span("secret") for m in patterns.ACCESS_CODE.finditer(f)), "password")
     # An address before the numbers: 13800138000@163.com is an e-mail address, not a phone number plus a domain.
@@ -140,6 +147,7 @@ def _find(text: str) -> list[_Finding]:
     found += at(folded, emails, "email")
     for kind, pattern in patterns.NUMBER_LABELS:
         found += at(folded, (m.span("value") for m in pattern.finditer(f)), kind)
+    found += at(folded, _passports_nearby(f), "passport")
     found += at(
         folded, (m.span() for m in patterns.ID_NUMBER.finditer(f) if checks.valid_resident_id(m.group())), "id_card"
     )
@@ -152,7 +160,9 @@ def _find(text: str) -> list[_Finding]:
         found += at(folded, [match.span("value") if match["value"] else match.span("before")], "birth_date")
     found += at(folded, _homes(patterns.CHINESE_ADDRESS, f, reach=20), "address")
     found += at(folded, _homes(patterns.CHINESE_ESTATE, f, reach=20), "address")
+    found += at(folded, _homes(patterns.CHINESE_VILLAGE, f, reach=20), "address")
     found += at(folded, _not_an_organisations(patterns.STREET_WITH_POSTCODE, f, reach=24), "address")
+    found += at(folded, _not_an_organisations(patterns.NUMBERED_LINE_WITH_POSTCODE, f, reach=24), "address")
     # An English line reaches further back for its label: "ship to Jane Doe, 42 Elm Street".
     found += at(folded, _homes(patterns.STREET_LINE, f, reach=48), "address")
     found += at(folded, (m.span() for m in patterns.FLAT_LINE.finditer(f)), "address")
@@ -160,11 +170,27 @@ def _find(text: str) -> list[_Finding]:
     return found
 
 
+def _passports_nearby(text: str) -> Iterator[tuple[int, int]]:
+    """Numbers in a passport number's shape within PASSPORT_NEARBY characters of a word for a passport, unless
+    introduced as an order, invoice or ticket number."""
+    words = [match.span() for match in patterns.PASSPORT_WORD.finditer(text)]
+    for match in patterns.PASSPORT_SHAPE.finditer(text):
+        near = any(abs(match.start() - start) <= patterns.PASSPORT_NEARBY for start, _ in words)
+        # "passport no. …": the "no." is the passport's, not an order's
+        labelled = any(
+            end <= match.start() and patterns.PASSPORT_JOIN.fullmatch(text[end : match.start()]) for _, end in words
+        )
+        if near and (labelled or not _is_reference(text, match.start())):
+            yield match.span()
+
+
 def _homes(pattern: re.Pattern[str], text: str, reach: int) -> Iterator[tuple[int, int]]:
     """The spans of `pattern`'s addresses that are someone's: with a room or unit (its `unit` group), or a word for
-    home (HOME_LABEL) in the `reach` characters before it. A shop's address alone stays."""
+    home (HOME_LABEL) in the `reach` characters before it, and not said to be a business place's (BUSINESS_LABEL:
+    "our showroom is at …, Suite 140"). A shop's address alone stays."""
     for match in pattern.finditer(text):
-        if match["unit"].strip() or _said_before(patterns.HOME_LABEL, text, match.start(), reach):
+        home = match["unit"].strip() or _said_before(patterns.HOME_LABEL, text, match.start(), reach)
+        if home and not _said_before(patterns.BUSINESS_LABEL, text, match.start(), reach):
             yield match.span()
 
 

@@ -6,18 +6,20 @@ in lower case. Each rule is a design decision, not a phrase seen in data:
   a value after its label      身份证 / 银行卡 / 护照 / passport (and its name in the languages people travel with) /
                                工号 / employee number … then the number, whatever its checksum (the label says what
                                it is), or the label after the number; 密码 / password / secret / token / AccessKey …
-                               then the value; an alarm, door or key-safe code, a PIN; a user name and its password
-                               after a login label;
+                               then the value (or a few words later: "pwd for the scanner is …"); an alarm, door or
+                               key-safe code, a PIN; a user name and its password after a login label;
+  a passport number's shape    near a word for a passport (a table's column, a sentence apart);
   a passport's machine-readable zone, its second line (number, date of birth, expiry);
   vendor key prefixes          sk-, sk-proj-, AKIA, LTAI, ghp_, xoxb-, pcsk_, … (a prefix is a format);
   key blocks                   PEM and OpenSSH private keys, header to footer (or to the end of the base64 when cut);
   credentials in a URL         scheme://user:password@host;
   a date of birth              a date next to a birth label (出生, 生日, born, DOB, né le, geboren am …), a month and
                                year or a compact date after one too;
-  an address                   the Chinese grammar (省/市/区/县 … 路/街/巷/弄 + 号, then 栋/单元/室), a home in an
-                               estate or a village (小区/花园/村 … 号楼/单元/组/室); a street line in any of the
-                               Latin-script orders (42 Elm Street, 12 rue de la Paix, Hauptstraße 5) with a postcode
-                               (unless a business place is named before it), or with a flat or a word for home;
+  an address                   the Chinese grammar (省/市/州/区/县/镇 … 路/街/巷/弄 + 号, then 院/栋/单元/室/房), a
+                               home in an estate or a village (小区/花园/村 … 号楼/单元/组/室, 村 + 号); a street
+                               line in any of the Latin-script orders (42 Elm Street, 12 rue de la Paix, Hauptstraße
+                               5) with a postcode (unless a business place is named before it), or with a flat or a
+                               word for home; a numbered line and a postcode only an address has (H91 F2X7, TX 75093);
   an e-mail address.
 """
 
@@ -38,6 +40,21 @@ _RESIDENT_ID = r"\d{6}[\s-]?(?:\d{8}|\d{4}[\s-]?\d{4})[\s-]?\d{3}[\dx]|\d{6}[\s-
 # after the label ("passport office") is no number; printed in groups too (E1234 5678): one space or dash at most
 # between two characters.
 _PASSPORT_NUMBER = r"(?=(?:[a-z]*[\s-]?\d){5})[a-z\d](?:[\s-]?[a-z\d]){5,8}"
+# A passport in the languages people travel with.
+_PASSPORT_WORDS = r"护照|passport|passeport|reisepass|pasaporte|passaporto|passaporte|paspoort|旅券|パスポート|여권"
+PASSPORT_WORD = re.compile(_PASSPORT_WORDS)
+# What passport numbers look like when no label sits right before them (ICAO 9303 leaves the shape to each state):
+# one to three letters and six to eight digits (E12345678, EH1234567, PAC123456, MI123456), nine digits (US, UK),
+# two digits, two letters and five digits (France), or nine letters and digits from the German alphabet with at least
+# two digits (C01X00T47). Taken only near a word for a passport (PASSPORT_NEARBY characters either side): in a table
+# under its column, after the country's name, or a sentence apart.
+PASSPORT_SHAPE = re.compile(
+    r"(?<![\da-z-])(?:[a-z]{1,3}\d{6,8}|\d{9}|\d{2}[a-z]{2}\d{5}|"
+    r"(?=(?:[a-z]*\d){2})[cfghjklmnprtvwxyz][cfghjklmnprtvwxyz\d]{8})(?![\da-z-])"
+)
+PASSPORT_NEARBY = 160
+# What may stand between the word and its number for the number to be labelled by it: "passport no. ", "护照号码："
+PASSPORT_JOIN = re.compile(r"[^\w]*(?:号码|号|编号|证号|no\.?|number|num|nr\.?|n°|nº)?[^\w]*")
 NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
     (
         "id_card",
@@ -64,10 +81,11 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
         "passport",
         # 护照编号/证号 label it too; "passport: no." as well; and the languages people travel with.
         re.compile(
-            rf"(?:护照|passport|passeport|reisepass|pasaporte|passaporto|passaporte|paspoort|旅券|パスポート|여권)"
+            rf"(?:{_PASSPORT_WORDS})"
             rf"(?:编号|证号|证件号码|证件号|番号|번호)?(?:\s*\([^()]{{1,20}}\))?"
             # a few words between the label and the number: "passport (Germany):", "passport for Zhang Wei is"
-            r"(?:[^\d\n:：=]{1,30}?(?:[:：=]|\bis\b|为|是))?(?:\s*[:=])?"
+            # (within the sentence: "passport? my library membership is …" is another number)
+            r"(?:[^\d\n:：=?!。]{1,30}?(?:[:：=]|\bis\b|为|是))?(?:\s*[:=])?"
             rf"{_JOIN}"
             rf"(?P<value>{_PASSPORT_NUMBER})(?![\da-z])"
         ),
@@ -115,6 +133,13 @@ SECRET_END = r"(?=[\"'”]?(?:[\s,。，;；、)）]|[.!?](?:\s|$)|$|[\u4e00-\u9
 PASSWORD = re.compile(
     r"(?P<label>(?<![a-z0-9_])[a-z0-9_]{0,40}?(?:password|passwd|pwd)|pass(?:code|phrase)|密码|口令|暗码)"
     r"(?P<sep>\s*(?:[:=]|是|为|改成了|改成|改为|设为|设置为|is|was)\s*[\"'“]?\s*|\s+)"
+    rf"(?P<secret>[\x21-\x7e]{{4,64}}?){SECRET_END}"
+)
+# A password a few words after its label, before "is" or ":" ("the pwd for the scanner in room 3 is …",
+# "password of the guest wifi: …"); the caller takes it only when it looks like one (a digit or a symbol in it).
+PASSWORD_FOR = re.compile(
+    r"(?<![a-z0-9_])(?:password|passwd|pwd|passcode|passphrase|密码|口令)\s*(?:for|of|to|on)\s+[^\n:;。，；]{1,40}?"
+    r"(?:\s(?:is|was)\s|[:=]|是|为)\s*[\"'“]?"
     rf"(?P<secret>[\x21-\x7e]{{4,64}}?){SECRET_END}"
 )
 # A code that opens something, after its label: an alarm, a door, a gate, a key safe, a PIN ("the alarm code is 4471",
@@ -176,7 +201,8 @@ PLACEHOLDER = re.compile(
 # ---------------------------------------------------------------------------------------- personal details
 _DATE = (
     r"(?:(?:19|20)\d{2}\s*(?:年|[-/.])\s*\d{1,2}\s*(?:月|[-/.])\s*\d{1,2}\s*日?|\d{1,2}[-/.]\d{1,2}[-/.](?:19|20)\d{2}|"
-    r"\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+(?:19|20)\d{2}|"
+    r"(?:the\s+)?\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+"
+    r"(?:19|20)\d{2}|"
     r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+(?:19|20)\d{2})"
 )
 # After a birth label a month and year is a date of birth too (出生年月：1990.03), and so is a compact 19900315.
@@ -191,23 +217,46 @@ BIRTH_DATE = re.compile(
     rf"\s*(?:是|为|:|is|on|am|el|il|le)?\s*(?P<value>{_BIRTH_VALUE})|(?P<before>{_DATE})\s*(?:出生|生)"
 )
 _HAN = r"[\u4e00-\u9fff]"
+# A character of a place name: not one of the words that come before an address (是, 在, 住, 寄到, 地址, 我的 …), so a
+# region does not swallow its label ("我家地址是广东省…" starts at 广东省).
+_PLACE = r"(?:(?![是为在住的寄到址我你他她])[\u4e00-\u9fff])"
+# The administrative levels above a street: province, then city or prefecture (市, 州, 盟, 地区), then district or
+# county (区, 县, 旗, 市), then town (镇, 乡, 街道).
+_CHINESE_REGION = (
+    rf"(?:{_PLACE}{{2,8}}(?:省|自治区))?(?:{_PLACE}{{1,8}}(?:市|州|盟|地区))?(?:{_PLACE}{{1,8}}(?:区|县|旗|市))?"
+    rf"(?:{_PLACE}{{1,8}}(?:镇|乡|街道))?"
+)
+# Below the house number: a courtyard (2号院), building, entrance, floor, then the room (室, 房, 户, or 号 after a
+# floor: 6楼12号).
+_CHINESE_UNITS = (
+    r"(?P<unit>(?:\s*院)?(?:\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座|单元|楼|层))*(?:\s*[a-z\d]{1,5}\s*(?:室|房|户))?"
+    r"(?:(?<=[楼层])\s*\d{1,5}\s*号)?)"
+)
 CHINESE_ADDRESS = re.compile(
-    rf"(?:{_HAN}{{2,8}}(?:省|自治区))?(?:{_HAN}{{2,8}}市)?(?:{_HAN}{{1,8}}(?:区|县|镇|乡))?"
-    rf"(?:{_HAN}|\d){{1,12}}(?:路|街|大道|大街|巷|胡同|弄|里)\s*\d{{1,5}}\s*(?:弄\s*\d{{1,5}}\s*)?号"
-    r"(?P<unit>(?:\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座|单元|楼|层))*(?:\s*[a-z\d]{1,5}\s*室)?)"
+    rf"{_CHINESE_REGION}"
+    rf"(?:{_PLACE}|\d){{1,12}}(?:路|街|大道|大街|巷|胡同|弄|里)\s*\d{{1,5}}\s*(?:弄\s*\d{{1,5}}\s*)?号{_CHINESE_UNITS}"
 )
 # A home in a residential estate or a village, with no street and house number: the estate (小区, 花园, 苑, 公寓,
 # 新村, 村 …) and the building, entrance, group or room (3号楼2单元501室, 12栋, 3组15号). A floor alone (大厦12层)
 # is an office's and stays.
 CHINESE_ESTATE = re.compile(
-    rf"(?:{_HAN}{{2,8}}(?:省|自治区))?(?:{_HAN}{{2,8}}市)?(?:{_HAN}{{1,8}}(?:区|县|镇|乡))?"
-    rf"{_HAN}{{1,12}}(?:小区|花园|家园|公寓|苑|新村|村|社区|里|庭|府|湾|城)"
+    rf"{_CHINESE_REGION}"
+    rf"{_PLACE}{{1,12}}(?:小区|花园|家园|公寓|苑|新村|村|社区|里|庭|府|湾|城)"
     r"(?:\s*[a-z\d一二三四五六七八九十]{1,4}\s*(?:期|区))?"
-    r"(?P<unit>(?:\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座|单元|组))+(?:\s*[a-z\d]{1,5}\s*(?:室|号|户)?)?)"
+    r"(?P<unit>(?:\s*[a-z\d一二三四五六七八九十]{1,5}\s*(?:栋|幢|号楼|座|单元|组))+"
+    r"(?:\s*[a-z\d]{1,5}\s*(?:室|号|房|户)?)?)"
+)
+# A village house: the county or town above it, the village (村, 村委会 and the hamlet under it), perhaps its group
+# (三组), then the house number (下山口村46号). A village's house numbers are homes.
+CHINESE_VILLAGE = re.compile(
+    rf"{_CHINESE_REGION}(?<=[县旗镇乡道市])(?:{_PLACE}{{1,8}}村(?:委会)?){{1,2}}"
+    r"(?P<unit>(?:\s*[\d一二三四五六七八九十]{1,3}\s*(?:组|队|社))?\s*\d{1,5}\s*号(?!楼))"
 )
 # What makes an address someone's: a room or unit, or a word for home before it (a shop's 路 88 号 stays).
 HOME_LABEL = re.compile(
-    r"(住址|家住|住在|家庭地址|居住地|现住|收货地址|寄到|home|(?:lives?|living|resides?|residing) at|address(?: is)?|"
+    # (寄到 as a form's field, not in prose: "请把退货寄到…" names a warehouse; 寄到我家 is a home)
+    r"(住址|家住|住在|家庭地址|居住地|现住|收货地址|寄到\s*:|(?:我|我们|他|她|他们|自己)家(?:的)?(?:地址|住址)?(?:是|在)?|"
+    r"(?<![入居])住|home|(?:lives?|living|resides?|residing) at|address(?: is)?|"
     r"adresse|anschrift|wohnhaft(?: in)?|dirección|domicilio|indirizzo|endereço|住所|"
     # "ship to Jane Doe, 42 Elm Street": the recipient's name may come between
     r"(?:ship|deliver|send|post|mail)(?:s|ed|ping|ing|y)? (?:it |this |them )?to(?: [a-z .'-]{1,30},)?)\W{0,12}$"
@@ -218,7 +267,8 @@ HOME_LABEL = re.compile(
 _LETTERS = r"[a-z\u00c0-\u024f'.-]"
 _STREET_KIND_AFTER = (
     r"street|st|road|rd|avenue|ave|lane|ln|drive|dr|boulevard|blvd|way|court|ct|place|pl|terrace|close|crescent|"
-    r"parkway|pkwy|highway|hwy|square|sq|row|mews|gardens|grove|hill"
+    r"parkway|pkwy|highway|hwy|square|sq|row|mews|gardens|grove|hill|parade|esplanade|promenade|circuit|walk|rise|"
+    r"quay|wharf|alley|trail|loop"
 )
 _STREET_KIND_BEFORE = (
     r"rue|avenue|av\.|boulevard|bd|place|chemin|allée|impasse|quai|cours|via|viale|piazza|corso|vicolo|calle|avenida|"
@@ -233,11 +283,11 @@ _STREET = (
     rf"(?:\b(?:\d{{1,5}}/)?\d{{1,5}}[a-z]?\s+(?:(?:\d{{1,3}}(?:st|nd|rd|th)|{_LETTERS}+)\s+){{1,4}}(?:{_STREET_KIND_AFTER})\b\.?|"
     rf"\b\d{{1,5}}(?:\s?(?:bis|ter))?,?\s+(?:{_STREET_KIND_BEFORE})\s+(?:{_LETTERS}+\s+){{0,4}}{_LETTERS}*[a-z\u00c0-\u024f]|"
     rf"\b(?:(?:{_STREET_KIND_BEFORE})\s+(?:{_LETTERS}+\s+){{0,4}}|{_LETTERS}+\s?(?:{_STREET_KIND_IN_NAME})\s+)"
-    r"\d{1,5}[a-z]?\b|"
+    r"\d{1,5}[a-z]?(?:[-/]\d{1,4}[a-z]?)?\b|"
     # a Japanese block address written in Latin letters: chome-ban-go, then the district (2-3-1 Marunouchi)
     rf"\b\d{{1,2}}-\d{{1,3}}-\d{{1,3}},?\s+{_LETTERS}+)"
 )
-_UNIT = r"(?:,?\s*(?:apt|apartment|flat|unit|suite|ste|#)\.?\s*[a-z\d-]{1,6})"
+_UNIT = r"(?:,?\s*(?:apt|apartment|flat|unit|suite|ste|app|appt|apto|piso|wohnung|top|#)\.?\s*[a-z\d-]{1,6})"
 # Postcodes: US ZIP and 5-digit European, UK, 6-digit (China, India), Dutch 1234 AB, Canadian A1A 1A1, Japanese
 # 123-4567, Swedish 114 55. Four digits alone (Austria, Switzerland, Belgium, Denmark) only right after the street and
 # before a town, and never a year: "Hauptstraße 5, 1010 Wien", not "200 Market Street, since 2019". The town after a
@@ -253,12 +303,27 @@ _TOWNS_AFTER = r"(?:,\s*[a-z\u00c0-\u024f][a-z\u00c0-\u024f .'-]{1,30}(?=[,.;)\n
 # 350 5th Avenue, New York, NY 10118", "门店地址：…").
 BUSINESS_LABEL = re.compile(
     r"(office|offices|store|shop|headquarters|hq|branch|clinic|showroom|warehouse|restaurant|hotel|campus|factory|"
-    r"venue|visit us|门店|公司|总部|办公室|分店|营业厅|营业部|仓库|诊所|酒店|餐厅)(?: address)?(?: is| at)?\W{0,12}$"
+    r"venue|visit us|门店|公司|总部|办公室|分店|营业厅|营业部|仓库|诊所|酒店|餐厅)"
+    r"(?: address)?(?: is)?(?: at| in| on)?\W{0,12}$"
 )
+# A part between the street and the postcode: a floor or door (3. OG links, 4º izq.), a district, a town, a region
+# in brackets (Montréal (Québec)).
+_ADDRESS_PART = r"[a-z\u00c0-\u024f\d .'º°()/-]"
 STREET_WITH_POSTCODE = re.compile(
-    rf"{_STREET}{_UNIT}?(?:(?:,\s*[a-z\u00c0-\u024f .'-]{{2,30}}){{0,3}},?\s*(?:[a-z]{{1,2}}-)?{_POSTCODE}|"
-    rf",\s*(?:[a-z]{{1,2}}-)?(?!(?:19|20)\d\d\b)\d{{4}}(?=\s+{_TOWN}))"
+    rf"{_STREET}{_UNIT}?(?:(?:,\s*{_ADDRESS_PART}{{1,30}}){{0,3}},?\s*(?:[a-z]{{1,2}}-)?{_POSTCODE}|"
+    rf",\s*(?:[a-z]{{1,2}}-)?(?!(?:19|20)\d\d\b)\d{{4}}(?=\s+{_TOWN})|"
+    # four digits after the town, as New Zealand, Australia and South Africa write them (never a year)
+    rf"(?:,\s*{_TOWN}(?:\s+{_TOWN})?){{1,3}}\s+(?!(?:19|20)\d\d\b)\d{{4}}\b)"
     rf"(?:\s+{_TOWN}(?:\s+{_TOWN})?(?=[,.;)\n]|$))?"
+)
+# Where a street has no word for its kind (9 Cnoc na Gréine, 4 Bishop's Walk), a postcode that only an address has
+# still makes it one: the house number and the name, up to three parts, then a postcode with letters (UK, Ireland,
+# Canada) or a state and its ZIP (TX 75093).
+NUMBERED_LINE_WITH_POSTCODE = re.compile(
+    rf"\b\d{{1,5}}[a-z]?\s+(?:{_LETTERS}+\s+){{0,3}}{_LETTERS}+(?:,\s*{_ADDRESS_PART}{{2,30}}?){{1,3}},?\s+"
+    r"(?:[a-z]{1,2}\d[a-z\d]?\s*\d[a-z]{2}|[a-z]\d[a-z]\s?\d[a-z]\d|"
+    r"[ac-fhknprtv-y]\d{2}\s?[ac-fhknprtv-y\d]{4}|[a-z]{2}\s\d{5}(?:-\d{4})?)\b"
+    rf"(?:\s+{_TOWN}(?=[,.;)\n]|$))?"
 )
 # A street line without a postcode is someone's when, as in Chinese, it has a flat or unit, or a word for home comes
 # before it (HOME_LABEL); the town after it goes with it. A shop's "200 Market Street" alone stays.
