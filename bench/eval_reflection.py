@@ -284,7 +284,8 @@ def main() -> None:
     print(f"{len(sessions)} labelled sessions; offline extractor; learned correction detector {learned}")
     for split, path in NEWER_SETS.items():
         if split in by_split:
-            print(f"{split}: {len(by_split[split])} sessions of {path.name}, written after a freeze, never tuned on")
+            use = "never tuned on" if split in NEVER_TUNED else "measured blind, then read to tune the loop"
+            print(f"{split}: {len(by_split[split])} sessions of {path.name}, written after a freeze, {use}")
     print(f"holdout: {len(by_split['holdout'])} sessions, never tuned on; tune: {len(by_split['tune'])} sessions")
     for split, tally in results.items():
         if split in HIDDEN and args.show_failures != "all":

@@ -13,7 +13,7 @@ Every choice uses the TRAINING corpus only, by stratified 5-fold cross-validatio
 weights (embedding, n-grams, rules) by out-of-fold log loss; then the combination with the rules
 (learned_corrections.Combination) on the out-of-fold probabilities: which rule outcomes stay firm (every subset is
 tried) and `correction_at`, by macro F1 over the five classes among the choices whose false corrections on `none`
-stay at most MAX_FALSE_CORRECTIONS (2%), preferring those that keep factual and preference recall at MIN_RECALL
+stay at most MAX_FALSE_CORRECTIONS (1.5%), preferring those that keep factual and preference recall at MIN_RECALL
 (0.8) when any does. The unsure band is [correction_at - UNSURE_BELOW, correction_at + half the way to 1): the
 corrections the model nearly found and the ones it barely found. No evaluation set is read here;
 scripts/detector_oof.py prints a candidate setting's out-of-fold confusion matrix and per-class figures (and the
@@ -75,9 +75,9 @@ GRID_EMBEDDING_WEIGHT = (0.5, 1.0, 2.0)
 # topic cues alone ("收到，我方将…回复" read as a preference), and out-of-fold log loss was worst.
 GRID_RULE_WEIGHT = (0.125, 0.25, 0.5, 1.0)
 GRID_CORRECTION_AT = tuple(round(x, 2) for x in np.arange(0.3, 0.99, 0.02))
-# Out-of-fold false corrections on `none` allowed; the unseen sets have run at two to three times the out-of-fold
-# rate (3.0% out of fold, 8.3% on the last unseen set), and the bar there is 3%.
-MAX_FALSE_CORRECTIONS = 0.02
+# Out-of-fold false corrections on `none` allowed; the unseen sets have run at about twice the out-of-fold rate or
+# more (3.0% out of fold and 8.3% unseen, then 1.7% and 3.6%), and the bar there is 3%: half of it.
+MAX_FALSE_CORRECTIONS = 0.015
 MIN_RECALL = 0.8  # factual and preference recall preferred among the allowed choices, when any reaches it
 UNSURE_BELOW = 0.3
 OUTCOMES = (*CLASSES[:4], SELF_FIX)

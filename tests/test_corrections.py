@@ -324,3 +324,27 @@ def test_labelled_holdout_meets_the_acceptance_criteria() -> None:
         precision = report.precision(kind)
         assert precision is not None and precision >= 0.9, f"{kind} precision {precision}"
     assert report.false_correction_rate <= 0.05, report.false_correction_rate
+
+
+@pytest.mark.parametrize(
+    ("message", "before", "expected"),
+    [
+        # a plain last clause that asks: the value before it is the question's context
+        ("我的火车是晚上9点40到站，来得及吗", "末班接驳车21:00发车。", CorrectionType.NONE),
+        # a last clause that asks with a negation complains: the value before it corrects
+        (
+            "我是金卡会员啊，上个月就升级了，你们系统没更新吗",
+            "您目前是银卡会员，暂不能使用贵宾厅。",
+            CorrectionType.FACTUAL,
+        ),
+    ],
+)
+def test_a_last_clause_that_asks_plainly_makes_a_question_and_one_that_reproaches_a_complaint(
+    message: str, before: str, expected: CorrectionType
+) -> None:
+    assert detect(message, before).type is expected
+
+
+def test_several_days_is_no_question_word() -> None:
+    """好几天 is "quite a few days", not 几天 asking how many."""
+    assert detect("拉数之前先跟财务对一下口径，两个月份差好几天", "我按自然月拉了数。").type is CorrectionType.PROCESS

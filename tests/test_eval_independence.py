@@ -150,8 +150,10 @@ def test_no_training_sentence_is_in_an_evaluation_item() -> None:
 
 # Short everyday phrases that an evaluation item shares with a training item by coincidence (the writer saw no
 # training item), each a whole clause anyone writes: listed one by one with the item, so that any other overlap still
-# fails. None at present.
-KNOWN_OVERLAPS: set[tuple[str, str]] = set()
+# fails.
+KNOWN_OVERLAPS = {
+    ("screening_eval_9.json:yb053", "show only the last four digits"),  # a user's own privacy request
+}
 
 
 def compiled_in(value: Any) -> list[re.Pattern[str]]:
@@ -189,6 +191,7 @@ STOCK_PHRASES = frozenset(
         "that's not how it works",
         "that's not what i asked",
         "oops, typo on my end",
+        "is that still current",
     }
 )
 

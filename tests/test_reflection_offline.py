@@ -129,21 +129,22 @@ def test_a_standing_wish_without_trigger_words_becomes_the_users_preference_with
 def test_a_terse_wish_the_user_comes_back_to_in_the_session_is_a_preference(
     store: MemoryStore, learned: LearnedDetector
 ) -> None:
-    """ "hours would be easier" alone is below the learned detector's bar (P(preference) 0.49); the user asking for
-    hours again shows it stands. ("hours please" is above it since the retired sets joined the corpus.)"""
+    """ "minutes would be easier" alone is below the learned detector's bar (P(preference) 0.85 against 0.88); the
+    user asking for minutes again shows it stands. ("hours please" is above it since the retired sets joined the
+    corpus.)"""
     once = [
-        ("How long did the nightly backup take?", "The job ran for 7,200 seconds."),
-        ("hours would be easier", "2 hours."),
+        ("How long did the nightly upload take?", "The upload took 5,400 seconds."),
+        ("minutes would be easier", "90 minutes."),
     ]
     record(store, "h1", "u-ops", "故障排查", once)
     extractor = OfflineExtractor(store.settings).with_detector(learned)
     assert ReflectionEngine(store, extractor).reflect_session("h1").saved_ids == []
-    again = [*once, ("And the restore test, in hours?", "The restore ran for 1.5 hours.")]
+    again = [*once, ("And the restore test, in minutes?", "The restore ran for 12 minutes.")]
     record(store, "h2", "u-ops", "故障排查", again)
     report = ReflectionEngine(store, extractor).reflect_session("h2")
     (created,) = report.created
     rule = store.get(created)
-    assert (rule.kind, rule.scope, rule.evidence.quote) == ("preference", Scope.USER, "hours would be easier")
+    assert (rule.kind, rule.scope, rule.evidence.quote) == ("preference", Scope.USER, "minutes would be easier")
     assert rule.evidence.turn == 1 and rule.confidence < store.settings.must_confidence  # a "consider" rule
 
 
@@ -261,3 +262,21 @@ def test_a_message_that_asks_is_no_returning_wish() -> None:
     assert asking.type is CorrectionType.NONE
     stating = repeated_wish(leaning, "高筋粉的价格按每袋算给我", answer, others)
     assert stating.type is CorrectionType.PREFERENCE and "offline:repeated_wish" in stating.signals
+
+
+def test_a_message_for_this_time_only_is_no_returning_wish(store: MemoryStore, learned: LearnedDetector) -> None:
+    """ "just this time make it formal" names the wish's words again later in the session, yet it asks for this time
+    only: no preference, repeated or not."""
+    record(
+        store,
+        "h4",
+        "u-hoa",
+        "inspections",
+        [
+            ("How did the chimney at 9 Birch Row look?", "Hey! Chimney's fine, cap a bit rusty."),
+            ("This one goes to the council, so just this time make it formal.", "Inspection summary, 9 Birch Row: ..."),
+            ("formal is right for the council, thanks", "Glad it works."),
+        ],
+    )
+    extractor = OfflineExtractor(store.settings).with_detector(learned)
+    assert ReflectionEngine(store, extractor).reflect_session("h4").saved_ids == []

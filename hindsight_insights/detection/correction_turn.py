@@ -59,6 +59,30 @@ class ReadMessage:
         return quantities(self.previous.text, clause_spans(self.previous)) if self.previous else []
 
 
+# A document the user pasted to ask about: a code fence (a README, a config), lines quoted with ">", or whatever
+# follows a separator line (---, ===) or a forwarded e-mail's header (From:, 发件人：) up to a closing separator. Those
+# are a third party's words; an instruction in them (planted or not) is no lesson from this user.
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
+_QUOTED_LINE = re.compile(r"^[ \t]*>.*$\n?", re.M)
+_DOCUMENT_START = re.compile(
+    r"^[ \t]*(?:-{3,}|={3,}|_{3,}|\*{3,}|-+\s*(?:original message|forwarded message)\s*-+|"
+    r"(?:from|sent|subject|发件人|主题)\s*[:：]).*$",
+    re.I | re.M,
+)
+_SEPARATOR = re.compile(r"^[ \t]*(?:-{3,}|={3,}|_{3,}|\*{3,})[ \t]*$", re.M)
+
+
+def own_words(message: str) -> str:
+    """`message` without what the user pasted into it (above): the words the user wrote."""
+    text = _QUOTED_LINE.sub("", _FENCE.sub("", message))
+    start = _DOCUMENT_START.search(text)
+    while start is not None and text.count("\n", start.end()) >= 2:  # a document runs over several lines
+        close = _SEPARATOR.search(text, start.end() + 1)
+        text = text[: start.start()] + (text[close.end() :] if close else "")
+        start = _DOCUMENT_START.search(text, start.start())
+    return text.strip()
+
+
 def read(message: str, previous: str | None) -> ReadMessage:
     """Fold both turns and read the message's sentences."""
     turn = ReadMessage(fold(message), fold(previous) if previous else None, [])
@@ -78,10 +102,12 @@ def analyse(span: Span) -> Sentence:
     question = question or (
         not text.rstrip().endswith(("。", "!")) and bool(patterns.QUESTION_WORD_ZH.search(parts[-1]))
     )
-    asks = question
+    asks = question or bool(patterns.QUESTION_UNMARKED_EN.search(body))
     tail_only = len(parts) > 1 and has_han(parts[-1]) and not patterns.QUESTION_EN.search(text)
-    if question and tail_only and not any(patterns.QUESTION_WORD_ZH.search(part) for part in parts[:-1]):
-        # 我是铂金会员啊，上个月就升级了，你们系统没更新吗: only the last clause asks; the others state.
+    rhetorical_tail = bool(patterns.RHETORICAL_TAIL.search(parts[-1]))
+    if question and tail_only and rhetorical_tail and not any(patterns.QUESTION_WORD_ZH.search(p) for p in parts[:-1]):
+        # 我是铂金会员啊，上个月就升级了，你们系统没更新吗: a last clause that asks with a negation complains; the
+        # others state. A plain one asks (我航班11点半落地，来得及吗): what comes before it is the question's context.
         question = False
     reported = patterns.first(patterns.REPORTED, text)
     sentence = Sentence(span, question, bool(patterns.CONDITIONAL.search(text)), len(text), asks=asks)
@@ -99,6 +125,8 @@ def analyse(span: Span) -> Sentence:
         ("rhetorical", patterns.RHETORICAL),
         ("approval", patterns.APPROVAL),
         ("decline", patterns.DECLINE),
+        ("one_time", patterns.ONE_TIME),
+        ("asks_for_a_document", patterns.ASKS_FOR_A_DOCUMENT),
         ("new_request", patterns.NEW_REQUEST),
         ("doubt", patterns.DOUBT),
     ):

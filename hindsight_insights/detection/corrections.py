@@ -54,7 +54,7 @@ from collections.abc import Callable
 from hindsight_insights.detection import correction_patterns as patterns
 from hindsight_insights.detection.correction_explicit import explicit
 from hindsight_insights.detection.correction_implicit import implicit
-from hindsight_insights.detection.correction_turn import ReadMessage, quote, read
+from hindsight_insights.detection.correction_turn import ReadMessage, own_words, quote, read
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.correction_wishes import preference, process, standing_wish
 from hindsight_insights.detection.learned_corrections import (
@@ -82,6 +82,9 @@ def detect(
     second_opinion: SecondOpinion | None = None,
 ) -> Correction:
     """Whether `message` corrects the assistant's `previous_assistant` turn, and how (see the module docstring)."""
+    # Only what the user wrote can teach: a README, an e-mail or a quote pasted into the message is read as none of
+    # theirs (correction_turn.own_words), so an instruction planted in it never becomes their lesson.
+    message = own_words(message)
     turn = read(message, previous_assistant)
     found = _rules(turn)
     if learned is not None and message.strip():
@@ -91,7 +94,22 @@ def detect(
         combined = combine(found, message, probabilities, learned.combination)
         settled = second_opinion(message, previous_assistant, combined) if combined.unsure and second_opinion else None
         found = combined if settled is None else settle(found, combined, message, settled)
+        found = _not_for_this_time_only(found, turn)
     return _with_condition(found, turn) if found.is_correction else found
+
+
+def _not_for_this_time_only(found: Correction, turn: ReadMessage) -> Correction:
+    """No standing wish or rule of the work in a message that says it is for this time only ("just this time make it
+    formal", 这次用英文) when the rules found none: a one-off request is none by the class definitions. In the
+    training corpus that guard fires with the rules finding nothing on 44 messages, none of them a preference or a
+    process; the model alone still reads their wish words as one."""
+    one_time = any("one_time" in sentence.guards for sentence in turn.sentences)
+    if not one_time or found.type not in (CorrectionType.PREFERENCE, CorrectionType.PROCESS):
+        return found
+    if any(signal.startswith(("preference:", "process:")) for signal in found.signals):
+        return found  # the rules found it themselves
+    signals = (*found.signals, "guard:one_time_only")
+    return Correction(CorrectionType.NONE, 0.0, signals=signals, probabilities=found.probabilities)
 
 
 def _readings(
@@ -102,13 +120,23 @@ def _readings(
     question whole; alone, its sentence reads as the wish it is. A question is not read alone, and a user fixing their
     own typo is read whole only: the sentence with the fixed value would read as a correction of the assistant."""
     readings = [(message, families(found, previous_assistant, message))]
-    if len(turn.sentences) < 2 or rule_outcome(found) == SELF_FIX:
+    # A message that says it is for this time only ("for this booking only, put it under my sister's name. My own
+    # lessons stay under my name") is read whole: its other sentences are about the same one-off.
+    one_time = any("one_time" in sentence.guards for sentence in turn.sentences)
+    if len(turn.sentences) < 2 or rule_outcome(found) == SELF_FIX or one_time:
         return readings
     for sentence in turn.sentences:
         text = sentence.text.strip()
         # A question is no correction (the rules' guard): alone, "按我们每月用高筋40袋，每月多花多少" read as one.
-        if len(text) >= _SHORTEST_READING and not sentence.asks:
-            readings.append((text, families(_rules(read(text, previous_assistant)), previous_assistant, text)))
+        if len(text) < _SHORTEST_READING or sentence.asks:
+            continue
+        alone = _rules(read(text, previous_assistant))
+        # Nor is a sentence the rules hold to be a look-alike (a guard fired and they found nothing): a declined offer
+        # or the status quo accepted ("no need, gallons is fine"), a one-off request ("just this time make it formal"),
+        # reported speech. Alone, the model reads the wish words in it as a standing wish.
+        if not alone.is_correction and any(signal.startswith("guard:") for signal in alone.signals):
+            continue
+        readings.append((text, families(alone, previous_assistant, text)))
     return readings
 
 

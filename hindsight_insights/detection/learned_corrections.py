@@ -11,7 +11,7 @@ The combination (its parameters chosen on the training corpus's out-of-fold pred
 
   * a rule outcome in `firm` (e.g. a preference the rules found) keeps the rules' type: they hold firmly there;
   * otherwise the model decides: a correction when P(correction) = 1 - P(none) reaches `correction_at`, of the
-    correction class it finds likeliest; else none. `correction_at` is set for at most 2% out-of-fold false
+    correction class it finds likeliest; else none. `correction_at` is set for at most 1.5% out-of-fold false
     corrections on `none` (scripts/train_detector.py; docs/architecture.md has the figures), and the rule block
     weighs little in the model, so a rule firing on topic words alone does not carry a plain message over it.
 

@@ -57,6 +57,8 @@ REPEATED_WISH_AT = 0.3
 _PREFERENCE = CorrectionType.PREFERENCE.value
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 # Words of courtesy that any two messages may share: they show no returning wish.
+# The rules' guards that say a message asks for this time only or declines: no standing wish, repeated or not.
+_NOT_STANDING = frozenset({"guard:one_time", "guard:one_off_request", "guard:decline"})
 _COURTESY = frozenset({"please", "pls", "plz", "thank", "thanks", "请用", "麻烦", "谢谢"})
 
 
@@ -166,11 +168,13 @@ def repeated_wish(correction: Correction, message: str, answer: str, others: Seq
     not do: "EUR please" after an answer in dollars; "like the Northwind one" after the Northwind email names the
     subject, not a wish); else `correction` unchanged."""
     probabilities = correction.probabilities
-    # A message that asks, in a question or in a last clause that asks ("按我们每月用40袋，每月多花多少"), is no wish.
+    # A message that asks, in a question or in a last clause that asks ("按我们每月用40袋，每月多花多少"), is no wish;
+    # nor one the rules read as for this time only, or as a declined offer ("just this time make it formal").
     question = "guard:question" in correction.signals or any(
         sentence.asks for sentence in read(message, None).sentences[-1:]
     )
-    if correction.is_correction or not probabilities or question:
+    one_off = any(signal in _NOT_STANDING for signal in correction.signals)
+    if correction.is_correction or not probabilities or question or one_off:
         return correction
     kinds = [kind for kind in probabilities if kind != CorrectionType.NONE.value]
     likeliest = max(kinds, key=lambda kind: (probabilities[kind], kind))
