@@ -58,6 +58,15 @@ class ReadMessage:
     def previous_quantities(self) -> list[Quantity]:
         return quantities(self.previous.text, clause_spans(self.previous)) if self.previous else []
 
+    def alone(self, text: str) -> ReadMessage:
+        """`text` (one of the message's sentences) read against the same previous turn, which is folded and analysed
+        once for all of them: its anchors and quantities are shared, not computed again per sentence."""
+        turn = ReadMessage(fold(text), self.previous, [])
+        turn.sentences = [analyse(span) for span in sentences(turn.message.text)]
+        for name in ("previous_anchors", "previous_quantities"):
+            turn.__dict__[name] = getattr(self, name)
+        return turn
+
 
 # A document the user pasted to ask about: a code fence (a README, a config), lines quoted with ">", or whatever
 # follows a separator line (---, ===) or a forwarded e-mail's header (From:, 发件人：) up to a closing separator. Those

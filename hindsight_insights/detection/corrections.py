@@ -130,7 +130,7 @@ def _readings(
         # A question is no correction (the rules' guard): alone, "按我们每月用高筋40袋，每月多花多少" read as one.
         if len(text) < _SHORTEST_READING or sentence.asks:
             continue
-        alone = _rules(read(text, previous_assistant))
+        alone = _rules(turn.alone(text))
         # Nor is a sentence the rules hold to be a look-alike (a guard fired and they found nothing): a declined offer
         # or the status quo accepted ("no need, gallons is fine"), a one-off request ("just this time make it formal"),
         # reported speech. Alone, the model reads the wish words in it as a standing wish.
