@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from hindsight_insights.cascade import Cascade
 from hindsight_insights.commands import WriteCommand
 from hindsight_insights.config import Settings
-from hindsight_insights.detection.redaction import redact
+from hindsight_insights.detection.redaction import redact, redact_together
 from hindsight_insights.fewshot import ExampleDraft
 from hindsight_insights.models import Evidence, InsightContent, InsightDraft, InsightStatus, TurnDraft
 from hindsight_insights.scope import Target, decide_scope
@@ -118,35 +118,36 @@ def hold(admitted: Admitted, reason: str) -> Admitted:
 def _redacted(content: InsightContent, session_id: str | None) -> tuple[dict[str, object], list[str]]:
     """The content's fields with secrets and personal data replaced, and the kinds removed. The evidence gets the
     session it was said in from the provenance."""
-    found: list[str] = []
-
-    def clean(text: str) -> str:
-        result = redact(text)
-        found.extend(result.found)
-        return result.text
-
+    # Every field read together (redaction.redact_together): a label in one names the value in another.
+    texts = [content.topic, content.action, content.observation, content.evidence.quote, content.condition_detail or ""]
+    topic, action, observation, quote, condition, *tags = redact_together([*texts, *content.tags])
+    found = [kind for result in (topic, action, observation, quote, condition, *tags) for kind in result.found]
     fields: dict[str, object] = dict(content)
     fields |= {
-        "topic": clean(content.topic),
-        "action": clean(content.action),
-        "observation": clean(content.observation),
-        "tags": [clean(tag) for tag in content.tags],
-        "evidence": Evidence(quote=clean(content.evidence.quote), turn=content.evidence.turn, session_id=session_id),
+        "topic": topic.text,
+        "action": action.text,
+        "observation": observation.text,
+        "tags": [tag.text for tag in tags],
+        "evidence": Evidence(quote=quote.text, turn=content.evidence.turn, session_id=session_id),
     }
     if content.condition_detail:
-        fields["condition_detail"] = clean(content.condition_detail)
+        fields["condition_detail"] = condition.text
     return fields, found
 
 
 def admit_turn(draft: TurnDraft) -> TurnDraft:
     """The turn as it may be stored: secrets and personal data redacted from both messages and from the answer's
     sources and tool calls (a source can be a URL with a token, a tool call can carry an e-mail address)."""
+    user, assistant, *rest = redact_together(
+        [draft.user_message, draft.assistant_message, *draft.sources, *draft.tool_calls]
+    )
+    sources, calls = rest[: len(draft.sources)], rest[len(draft.sources) :]
     return draft.model_copy(
         update={
-            "user_message": redact(draft.user_message).text,
-            "assistant_message": redact(draft.assistant_message).text,
-            "sources": [redact(source).text for source in draft.sources],
-            "tool_calls": [redact(call).text for call in draft.tool_calls],
+            "user_message": user.text,
+            "assistant_message": assistant.text,
+            "sources": [source.text for source in sources],
+            "tool_calls": [call.text for call in calls],
         }
     )
 

@@ -11,7 +11,7 @@ import pytest
 from stdnum import luhn
 from stdnum.cn import ric
 
-from hindsight_insights.detection.redaction import PLACEHOLDERS, redact
+from hindsight_insights.detection.redaction import PLACEHOLDERS, redact, redact_together
 
 SECRETS: list[tuple[str, str, str]] = [
     # (kind, text, the secret that must go)
@@ -1040,3 +1040,15 @@ def test_a_password_a_few_words_after_its_label_and_a_date_of_birth_in_words_go(
 )
 def test_words_after_a_password_label_stay(text: str) -> None:
     assert_unchanged(text)
+
+
+def test_a_secret_found_in_one_field_goes_from_every_field_of_the_write() -> None:
+    """The word passport is in the observation; the number alone in a tag, or in a topic cut short, says nothing by
+    itself. Read as one write, the value found goes from every field; a field with no secret stays as it was."""
+    observation = "Guest passport for the ferry: PB7026315, born 1980"
+    tag, topic, plain = "PB7026315", "ferry booking PB7026315", "ferry booking for Saturday"
+    assert redact(tag).text == tag  # alone, a number in a passport's shape is no passport number
+    results = redact_together([observation, tag, topic, plain])
+    assert all("PB7026315" not in result.text for result in results)
+    assert results[1].found == ["passport"] and results[1].text == PLACEHOLDERS["passport"][1]
+    assert results[3].text == plain and results[3].found == []

@@ -259,11 +259,16 @@ def test_save_insight_redacts_in_both_forms(
 def test_record_turn_redacts_the_turn_and_what_it_learns(
     runner: RunnerPlugin, plugin_credentials: dict[str, Any], client: weaviate.WeaviateClient, plugin_project: str
 ) -> None:
-    asked = {"user_message": "报价单发给谁？", "assistant_message": "报价单发给销售部。", "session_id": "s-q"}
+    asked = {
+        "user_message": "报价单的审批上限是多少？",
+        "assistant_message": "报价单的审批上限是5万元。",
+        "session_id": "s-q",
+    }
     runner.invoke_tool("record_turn", asked, plugin_credentials)
-    # A plain factual correction (P 0.98), so that what it learns is certain: the secrets ride in its new value.
+    # A plain factual correction with a number (P 0.99), so that what it learns is certain: the secrets ride in the
+    # same message, so in its evidence. (Without a number, "不对，是发给财务部", the model is not sure: 0.72.)
     leaky_value = LEAKY.removeprefix("以后报价单发到 ")
-    correction = f"不对，报价单不是发给销售部，是发到 {leaky_value}"
+    correction = f"不对，上限是8万元不是5万元。报价单发到 {leaky_value}"
     corrected = {"user_message": correction, "assistant_message": "好的。", "session_id": "s-q"}
     said = runner.invoke_tool("record_turn", corrected, plugin_credentials)
     assert said.json["learned"], said.json

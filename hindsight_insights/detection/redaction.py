@@ -38,6 +38,10 @@ Chinese character, so a stored quote stays readable in its own language):
                 home label (lives at, address, ship to …) before it; a numbered line with a postcode only an address
                 has (UK, Ireland, Canada, a US state and ZIP); never one said to be an organisation's
 
+`redact_together(texts)` redacts the fields of one write (an insight's topic, action, observation, evidence and tags;
+a turn's messages, sources and tool calls) as one text as well: a value found in any of them, its label perhaps in
+another, goes from all of them.
+
 Placeholders (YOUR_API_KEY, sk-xxxx, <token>, ****) are not secrets. Never redacted: order, invoice and tracking
 numbers (a number right after 订单/单号/order/invoice/tracking/#), prices, dates other than birth dates, versions,
 commit hashes, and public business lines (400-…, 800-…, 12345, 95588, 总机 0571-…). Matching runs on NFKC text
@@ -50,7 +54,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from hindsight_insights.detection import redaction_checks as checks
@@ -72,6 +76,8 @@ PLACEHOLDERS = {
     "birth_date": ("[出生日期已隐藏]", "[date of birth removed]"),
     "address": ("[地址已隐藏]", "[address removed]"),
 }
+# A value found in one field is looked for in the others from this length on (a 4-digit PIN and up).
+_SHORTEST_SHARED = 4
 _FORMAT_KINDS = {"Private Key": "private_key", "JSON Web Token": "token", "Basic Auth Credentials": "password"}
 
 
@@ -104,6 +110,27 @@ def redact(text: str) -> Redacted:
         position = finding.end
     pieces.append(text[position:])
     return Redacted("".join(pieces), [finding.kind for finding in findings])
+
+
+def redact_together(texts: Sequence[str]) -> list[Redacted]:
+    """Each of `texts` (the fields of one write) redacted, and also rid of every secret found when they are read as
+    one text: a label in one field names the value in another ("passport" in the observation, the number alone in a
+    tag or in a topic cut short), and a value found in any field goes from all of them."""
+    joined = "\n".join(texts)
+    values = sorted(
+        {(joined[f.start : f.end], f.kind) for f in _resolve(_find(joined)) if f.end - f.start >= _SHORTEST_SHARED},
+        key=lambda value: -len(value[0]),
+    )
+    results = []
+    for text in texts:
+        own = redact(text)
+        redacted, found = own.text, list(own.found)
+        for value, kind in values:
+            if value in redacted:
+                redacted = redacted.replace(value, PLACEHOLDERS[kind][0 if has_han(text) else 1])
+                found.append(kind)
+        results.append(Redacted(redacted, found))
+    return results
 
 
 def _find(text: str) -> list[_Finding]:
