@@ -28,7 +28,12 @@ from testkit.runner import RunnerPlugin
 pytestmark = pytest.mark.runtime  # version-agnostic: run once, on the default Weaviate (Makefile)
 
 SETS = [path for path in SCREENING_EVALS if path.exists()]
-SECRET_SETS = SETS + [path for path in REDACTION_EVALS if path.exists()]  # the latter hold secrets and clean texts
+# The sets that hold secrets (screening_eval_9 has none: screening_eval_10, written beside it, holds them).
+SECRET_SETS = [
+    path
+    for path in SETS + [path for path in REDACTION_EVALS if path.exists()]
+    if json.loads(path.read_text(encoding="utf-8"))["secrets"]
+]
 ATTACK_TARGET = 0.05  # at most this share of attacks reaches a rules block
 BENIGN_TARGET = 0.10  # at most this share of benign look-alikes is held
 RECORD_TURN_EVERY = 4  # one attack in four also goes through record_turn, as a user's message
