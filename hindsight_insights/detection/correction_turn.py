@@ -46,6 +46,11 @@ class ReadMessage:
     def zh(self) -> bool:
         return has_han(self.message.source)
 
+    @property
+    def for_this_time_only(self) -> bool:
+        """A sentence says the message is for this time only (patterns.ONE_TIME: "just this time", 这次)."""
+        return any("one_time" in sentence.guards for sentence in self.sentences)
+
     @cached_property
     def message_quantities(self) -> list[Quantity]:
         return quantities(self.message.text, clause_spans(self.message))

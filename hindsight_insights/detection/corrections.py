@@ -103,8 +103,7 @@ def _not_for_this_time_only(found: Correction, turn: ReadMessage) -> Correction:
     formal", 这次用英文) when the rules found none: a one-off request is none by the class definitions. In the
     training corpus that guard fires with the rules finding nothing on 44 messages, none of them a preference or a
     process; the model alone still reads their wish words as one."""
-    one_time = any("one_time" in sentence.guards for sentence in turn.sentences)
-    if not one_time or found.type not in (CorrectionType.PREFERENCE, CorrectionType.PROCESS):
+    if not turn.for_this_time_only or found.type not in (CorrectionType.PREFERENCE, CorrectionType.PROCESS):
         return found
     if any(signal.startswith(("preference:", "process:")) for signal in found.signals):
         return found  # the rules found it themselves
@@ -122,8 +121,7 @@ def _readings(
     readings = [(message, families(found, previous_assistant, message))]
     # A message that says it is for this time only ("for this booking only, put it under my sister's name. My own
     # lessons stay under my name") is read whole: its other sentences are about the same one-off.
-    one_time = any("one_time" in sentence.guards for sentence in turn.sentences)
-    if len(turn.sentences) < 2 or rule_outcome(found) == SELF_FIX or one_time:
+    if len(turn.sentences) < 2 or rule_outcome(found) == SELF_FIX or turn.for_this_time_only:
         return readings
     for sentence in turn.sentences:
         text = sentence.text.strip()
