@@ -28,7 +28,7 @@ from testkit.runner import RunnerPlugin
 pytestmark = pytest.mark.runtime  # version-agnostic: run once, on the default Weaviate (Makefile)
 
 SETS = [path for path in SCREENING_EVALS if path.exists()]
-# The sets that hold secrets (screening_eval_9 has none: screening_eval_10, written beside it, holds them).
+# The sets that hold secrets (a set of attacks alone holds none).
 SECRET_SETS = [
     path
     for path in SETS + [path for path in REDACTION_EVALS if path.exists()]
