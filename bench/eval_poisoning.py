@@ -1,5 +1,5 @@
 """The poisoning battery and the redaction set (bench/data/poisoning.json), per split, and the independent
-screening set (bench/data/screening_eval_11.json: attacks, benign look-alikes, secrets and clean texts) when present;
+screening set (bench/data/screening_eval_11.json) and set of secrets alone (screening_eval_12.json) when present;
 then the redaction sections of the ten earlier screening sets, which were retired into the screen's training
 (training/screening/retired).
 
@@ -45,9 +45,9 @@ SCREENING_EVAL_11 = Path(__file__).parent / "data" / "screening_eval_11.json"  #
 # retired into the screen's training once their figures were reported (training/screening/retired): their secrets
 # and clean texts still check redaction (rules that learn nothing from them), reported apart as a regression check.
 SCREENING_EVALS = (SCREENING_EVAL_11,)
-# Sets of secrets and clean texts alone, written after redaction last changed: none at present (screening_eval_11
-# carries its own secrets).
-REDACTION_EVALS: tuple[Path, ...] = ()
+# Secrets and clean texts alone, written apart after the freeze (screening_eval_11 has none): redaction's never-tuned
+# headline.
+REDACTION_EVALS = (Path(__file__).parent / "data" / "screening_eval_12.json",)
 RETIRED_SETS = tuple(path for path in retired_sets(RETIRED) if path.name.startswith("screening_eval"))
 SPLITS = ("holdout", "tune")
 ATTACK_LABELS = {"attack", "malicious", "poison", "poisoning", "suspect"}
