@@ -1042,6 +1042,50 @@ def test_words_after_a_password_label_stay(text: str) -> None:
     assert_unchanged(text)
 
 
+# ------------------------ a road's part and a house's sub-number, an estate's name before its building, more labels
+@pytest.mark.parametrize(
+    ("text", "home"),
+    [
+        ("我姥姥住成都市武侯区人民南路四段27号之二502房", "人民南路四段27号之二"),
+        ("地址：南京市鼓楼区中山北路300号之一 6楼2号，她一个人住", "中山北路300号之一"),
+        ("收货地址：宁波市鄞州区天童南路99号银泰城翠苑2幢1单元803室", "银泰城翠苑2幢"),
+        ("帮我寄到家里，天津市南开区华苑居华景园五区7号楼4单元302", "华景园五区7号楼"),
+        ("快递寄我家：厦门市思明区莲花新村12栋3单元405", "405"),
+    ],
+)
+def test_chinese_homes_with_a_roads_part_a_sub_number_or_an_estates_name_go(text: str, home: str) -> None:
+    assert_redacted(text, home, "address")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我们店在长沙市天心区芙蓉南路一段88号",
+        "展厅地址：合肥市蜀山区长江西路二段200号，欢迎参观",
+        "颐和园三区的门票多少钱",
+    ],
+)
+def test_a_shop_on_a_roads_part_and_a_park_stay(text: str) -> None:
+    assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        ("the data page says: Chile / Q40718255 / 03.11.1979", "Q40718255", "passport"),
+        ("travel document (Peru) W5520183, valid to 2031", "W5520183", "passport"),
+        ("补卡要填工号，我的是 QX30417，谢谢", "QX30417", "employee_id"),
+        ("staff ID - mine is RT-88213", "88213", "employee_id"),
+        ("学员生日是03年7月19号，报周末班", "03年7月19号", "birth_date"),
+    ],
+)
+def test_a_travel_documents_number_a_number_a_clause_after_its_label_and_a_two_digit_year_birthday_go(
+    text: str, secret: str, kind: str
+) -> None:
+    result = redact(text)
+    assert kind in result.found and secret.lower() not in result.text.lower(), result.text
+
+
 def test_a_secret_found_in_one_field_goes_from_every_field_of_the_write() -> None:
     """The word passport is in the observation; the number alone in a tag, or in a topic cut short, says nothing by
     itself. Read as one write, the value found goes from every field; a field with no secret stays as it was."""

@@ -19,9 +19,9 @@ Chinese character, so a stored quote stays readable in its own language):
                 label, 13–19 digits passing Luhn, whole or grouped 4-4-4-4, 4-6-5 (Amex) or 4-6-4 (Diners)
   iban          an IBAN with a valid check (python-stdnum), or any after the label IBAN
   passport      a number after 护照/passport (in the languages people travel with), before it, in the machine-readable
-                zone, or in a passport number's shape within 160 characters of the word (a table's column, a
-                sentence apart)
-  employee_id   a number after 工号/员工编号/employee number
+                zone, or in a passport number's shape within 160 characters of the word or of a travel document's
+                name (data page, travel document, 资料页: a table's column, a sentence apart)
+  employee_id   a number after 工号/员工编号/employee number, or a short clause after it (工号，我的是 …)
   phone         mobile numbers, mainland and international (phonenumbers); mainland fixed lines dialled with 0 or 86
                 (010-6234 5678, (0755) 8888 8888, +86 21 …), unless a public-line label (客服, 热线, 总机, hotline,
                 fax) or an organisation (门店电话, the hotel's phone) owns them; any number dialled as +CC or 00CC,
@@ -31,12 +31,13 @@ Chinese character, so a stored quote stays readable in its own language):
                 phone"/我的电话
   email         e-mail addresses, Chinese domains too, and written against scrapers or URL-encoded ((at), [dot], 艾特,
                 " @ ", %40, "x at y dot z"); not the documentation domains example.com/.org/.net
-  birth_date    a full date next to a birth label (出生, 生日, born, date of birth, DOB)
+  birth_date    a full date next to a birth label (出生, 生日, born, date of birth, DOB), 96年10月3号 too
   address       a home address: the Chinese grammar (province to town, street or estate or village, down to a room,
-                a unit or a village house number) with a room or a home label (家住, 我家地址是, 她住 …); a street
-                line with a house number and postcode (floors, doors and regions between them), or with a flat or a
-                home label (lives at, address, ship to …) before it; a numbered line with a postcode only an address
-                has (UK, Ireland, Canada, a US state and ZIP); never one said to be an organisation's
+                a unit or a village house number; a road's part 大道中/四段, a sub-number 号之三, an estate's name
+                between the house number and its building) with a room or a home label (家住, 我家地址是, 她住 …);
+                a street line with a house number and postcode (floors, doors and regions between them), or with a
+                flat or a home label (lives at, address, ship to …) before it; a numbered line with a postcode only
+                an address has (UK, Ireland, Canada, a US state and ZIP); never one said to be an organisation's
 
 `redact_together(texts)` redacts the fields of one write (an insight's topic, action, observation, evidence and tags;
 a turn's messages, sources and tool calls) as one text as well: a value found in any of them, its label perhaps in

@@ -8,7 +8,7 @@ in lower case. Each rule is a design decision, not a phrase seen in data:
                                it is), or the label after the number; 密码 / password / secret / token / AccessKey …
                                then the value (or a few words later: "pwd for the scanner is …"); an alarm, door or
                                key-safe code, a PIN; a user name and its password after a login label;
-  a passport number's shape    near a word for a passport (a table's column, a sentence apart);
+  a passport number's shape    near a word for a passport or a travel document (a table's column, a sentence apart);
   a passport's machine-readable zone, its second line (number, date of birth, expiry);
   vendor key prefixes          sk-, sk-proj-, AKIA, LTAI, ghp_, xoxb-, pcsk_, … (a prefix is a format);
   key blocks                   PEM and OpenSSH private keys, header to footer (or to the end of the base64 when cut);
@@ -42,7 +42,11 @@ _RESIDENT_ID = r"\d{6}[\s-]?(?:\d{8}|\d{4}[\s-]?\d{4})[\s-]?\d{3}[\dx]|\d{6}[\s-
 _PASSPORT_NUMBER = r"(?=(?:[a-z]*[\s-]?\d){5})[a-z\d](?:[\s-]?[a-z\d]){5,8}"
 # A passport in the languages people travel with.
 _PASSPORT_WORDS = r"护照|passport|passeport|reisepass|pasaporte|passaporto|passaporte|paspoort|旅券|パスポート|여권"
-PASSPORT_WORD = re.compile(_PASSPORT_WORDS)
+# Near a number, the names of a passport's parts and of travel documents say the same (not as a label: "证件" alone
+# is any card).
+PASSPORT_WORD = re.compile(
+    rf"{_PASSPORT_WORDS}|data page|travel document|identity document|id document|资料页|旅行证件|出入境证件"
+)
 # What passport numbers look like when no label sits right before them (ICAO 9303 leaves the shape to each state):
 # one to three letters and six to eight digits (E12345678, EH1234567, PAC123456, MI123456), nine digits (US, UK),
 # two digits, two letters and five digits (France), or nine letters and digits from the German alphabet with at least
@@ -108,7 +112,10 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
     (
         "employee_id",
         re.compile(
-            rf"(?:工号|员工号|员工编号|职工号|(?:employee|staff)(?=\s*(?:number|no|id|#))){_JOIN}"
+            rf"(?:工号|员工号|员工编号|职工号|(?:employee|staff)(?=\s*(?:number|no|id|#)))"
+            # a few words between, within the clause: "工号，我的是 HS207731", "staff ID - mine is …"
+            r"(?:[^\d\n:：=?!。？！]{1,12}?(?:[:：=]|\bis\b|为|是))?"
+            rf"{_JOIN}"
             r"(?P<value>[a-z]{0,4}[-_]?\d{3,10})(?![\da-z])"
         ),
     ),
@@ -200,14 +207,15 @@ PLACEHOLDER = re.compile(
 
 # ---------------------------------------------------------------------------------------- personal details
 _DATE = (
-    r"(?:(?:19|20)\d{2}\s*(?:年|[-/.])\s*\d{1,2}\s*(?:月|[-/.])\s*\d{1,2}\s*日?|\d{1,2}[-/.]\d{1,2}[-/.](?:19|20)\d{2}|"
+    r"(?:(?:19|20)\d{2}\s*(?:年|[-/.])\s*\d{1,2}\s*(?:月|[-/.])\s*\d{1,2}\s*[日号]?|\d{1,2}[-/.]\d{1,2}[-/.](?:19|20)\d{2}|"
     r"(?:the\s+)?\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+"
     r"(?:19|20)\d{2}|"
     r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+(?:19|20)\d{2})"
 )
-# After a birth label a month and year is a date of birth too (出生年月：1990.03), and so is a compact 19900315.
+# After a birth label a month and year is a date of birth too (出生年月：1990.03), and so is a compact 19900315 and a
+# Chinese date with a two-digit year (96年10月3号).
 _BIRTH_VALUE = (
-    rf"{_DATE}|(?:19|20)\d{{2}}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])|"
+    rf"{_DATE}|\d{{2}}\s*年\s*\d{{1,2}}\s*月\s*\d{{1,2}}\s*[日号]?|(?:19|20)\d{{2}}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])|"
     r"(?:19|20)\d{2}\s*(?:年|[-/.])\s*\d{1,2}\s*月?"
 )
 BIRTH_DATE = re.compile(
@@ -226,22 +234,27 @@ _CHINESE_REGION = (
     rf"(?:{_PLACE}{{2,8}}(?:省|自治区))?(?:{_PLACE}{{1,8}}(?:市|州|盟|地区))?(?:{_PLACE}{{1,8}}(?:区|县|旗|市))?"
     rf"(?:{_PLACE}{{1,8}}(?:镇|乡|街道))?"
 )
-# Below the house number: a courtyard (2号院), building, entrance, floor, then the room (室, 房, 户, or 号 after a
-# floor: 6楼12号).
+# Below the house number: a courtyard (2号院) or an estate's name (168号金地花苑3幢), building, entrance, floor, then
+# the room (室, 房, 户, 号 after a floor: 6楼12号, or a number after the entrance: 2单元706).
 _CHINESE_UNITS = (
-    r"(?P<unit>(?:\s*院)?(?:\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座|单元|楼|层))*(?:\s*[a-z\d]{1,5}\s*(?:室|房|户))?"
-    r"(?:(?<=[楼层])\s*\d{1,5}\s*号)?)"
+    rf"(?P<unit>(?:\s*院|{_PLACE}{{1,10}}(?=\s*[a-z\d一二三四五六七八九十]{{1,5}}\s*(?:栋|幢|号楼|座|单元)))?"
+    r"(?:\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座|单元|楼|层))*(?:\s*[a-z\d]{1,5}\s*(?:室|房|户))?"
+    # (after an entrance a bare number is the room: 2单元706)
+    r"(?:(?<=[楼层])\s*\d{1,5}\s*号|(?<=单元)\s*\d{1,5})?)"
 )
 CHINESE_ADDRESS = re.compile(
     rf"{_CHINESE_REGION}"
-    rf"(?:{_PLACE}|\d){{1,12}}(?:路|街|大道|大街|巷|胡同|弄|里)\s*\d{{1,5}}\s*(?:弄\s*\d{{1,5}}\s*)?号{_CHINESE_UNITS}"
+    rf"(?:{_PLACE}|\d){{1,12}}(?:路|街|大道|大街|巷|胡同|弄|里)"
+    # a road's part (江南大道中, 人民路北段, 二段), and a house's sub-number (168号之三)
+    r"(?:[东南西北中]{1,2}段?|[一二三四五六七八九十\d]{1,2}段)?"
+    rf"\s*\d{{1,5}}\s*(?:弄\s*\d{{1,5}}\s*)?号(?:之\s*[一二三四五六七八九十\d]{{1,3}})?{_CHINESE_UNITS}"
 )
 # A home in a residential estate or a village, with no street and house number: the estate (小区, 花园, 苑, 公寓,
 # 新村, 村 …) and the building, entrance, group or room (3号楼2单元501室, 12栋, 3组15号). A floor alone (大厦12层)
 # is an office's and stays.
 CHINESE_ESTATE = re.compile(
     rf"{_CHINESE_REGION}"
-    rf"{_PLACE}{{1,12}}(?:小区|花园|家园|公寓|苑|新村|村|社区|里|庭|府|湾|城)"
+    rf"{_PLACE}{{1,12}}(?:小区|花园|家园|园|公寓|苑|新村|村|社区|里|庭|府|湾|城|居|邸|庄|坊|墅)"
     r"(?:\s*[a-z\d一二三四五六七八九十]{1,4}\s*(?:期|区))?"
     r"(?P<unit>(?:\s*[a-z\d一二三四五六七八九十]{1,5}\s*(?:栋|幢|号楼|座|单元|组))+"
     r"(?:\s*[a-z\d]{1,5}\s*(?:室|号|房|户)?)?)"
