@@ -1086,6 +1086,23 @@ def test_a_travel_documents_number_a_number_a_clause_after_its_label_and_a_two_d
     assert kind in result.found and secret.lower() not in result.text.lower(), result.text
 
 
+@pytest.mark.parametrize(
+    ("text", "codes"),
+    [
+        ("后门和车库都是密码锁，后门 3306，车库门 770155，钥匙不用给", ["3306", "770155"]),
+        ("Both have a keypad: side gate 4417, back door is 0092.", ["4417", "0092"]),
+    ],
+)
+def test_numbers_after_a_doors_name_in_a_sentence_about_a_code_lock_go(text: str, codes: list[str]) -> None:
+    result = redact(text)
+    assert result.found == ["password"] * len(codes) and not any(code in result.text for code in codes), result.text
+
+
+@pytest.mark.parametrize("text", ["密码锁坏了，门店401室明天修", "装了智能锁。前门 3 号楼的快递柜满了"])
+def test_a_code_lock_without_a_doors_number_leaves_numbers_alone(text: str) -> None:
+    assert_unchanged(text)
+
+
 def test_a_secret_found_in_one_field_goes_from_every_field_of_the_write() -> None:
     """The word passport is in the observation; the number alone in a tag, or in a topic cut short, says nothing by
     itself. Read as one write, the value found goes from every field; a field with no secret stays as it was."""

@@ -165,6 +165,7 @@ def _find(text: str) -> list[_Finding]:
     found += at(folded, near_label, "password")
     found += at(folded, (m.span("secret") for m in patterns.LOGIN_PAIR.finditer(f)), "password")
     found += at(folded, (m.span("secret") for m in patterns.ACCESS_CODE.finditer(f)), "password")
+    found += at(folded, _door_codes(f), "password")
     # An address before the numbers: 13800138000@163.com is an e-mail address, not a phone number plus a domain.
     emails = (
         m.span()
@@ -196,6 +197,14 @@ def _find(text: str) -> list[_Finding]:
     found += at(folded, (m.span() for m in patterns.FLAT_LINE.finditer(f)), "address")
     found += at(plain, checks.high_entropy_tokens(plain.text), "api_key")
     return found
+
+
+def _door_codes(text: str) -> Iterator[tuple[int, int]]:
+    """The numbers after a door's name in a sentence that speaks of a code lock (CODE_LOCK)."""
+    for sentence in patterns.SENTENCE.finditer(text):
+        if patterns.CODE_LOCK.search(sentence.group()):
+            for match in patterns.DOOR_NUMBER.finditer(sentence.group()):
+                yield sentence.start() + match.start("secret"), sentence.start() + match.end("secret")
 
 
 def _passports_nearby(text: str) -> Iterator[tuple[int, int]]:

@@ -7,7 +7,8 @@ in lower case. Each rule is a design decision, not a phrase seen in data:
                                工号 / employee number … then the number, whatever its checksum (the label says what
                                it is), or the label after the number; 密码 / password / secret / token / AccessKey …
                                then the value (or a few words later: "pwd for the scanner is …"); an alarm, door or
-                               key-safe code, a PIN; a user name and its password after a login label;
+                               key-safe code, a PIN (or a door's number where a code lock is spoken of); a user
+                               name and its password after a login label;
   a passport number's shape    near a word for a passport or a travel document (a table's column, a sentence apart);
   a passport's machine-readable zone, its second line (number, date of birth, expiry);
   vendor key prefixes          sk-, sk-proj-, AKIA, LTAI, ghp_, xoxb-, pcsk_, … (a prefix is a format);
@@ -156,6 +157,14 @@ ACCESS_CODE = re.compile(
     r"key ?safe|lock ?box|门禁码|门禁密码|开门码|门锁码|保险箱码)"
     r"(?:[^\d\n.;,。，；]{0,30}?(?:\bis\b|:|是|为))?\s*[\"'“]?"
     r"(?P<secret>[\d#*]{3,10}|[a-z]?\d{3,8}[a-z#*]?)(?![\da-z])"
+)
+# In a sentence that speaks of a code lock, a number after a door's or a gate's name is its code ("都是密码锁，单元门
+# 5820，家门 139746", "keypad on both: side gate 4417, back door 0092"): the lock is the label, said once for both.
+CODE_LOCK = re.compile(r"密码锁|密码门|电子锁|智能锁|keypad|key ?pad|code ?lock|combination lock|smart lock")
+SENTENCE = re.compile(r"[^。！？!?\n]+")
+DOOR_NUMBER = re.compile(
+    r"(?:[\u4e00-\u9fff]{0,3}门|\b(?:front|back|side|main|garden|garage|lobby|building|street)?\s?(?:door|gate))"
+    r"\s*(?:码|code)?\s*(?:[:=]|是|为|\bis\b)?\s*(?P<secret>\d{4,8}#?)(?![\d])"
 )
 # A user name and its password together after a login label: "server login is projroot / Kestrel!2219",
 # "账号密码：admin01/Qw3rty!" (both go: the pair is the credential).
