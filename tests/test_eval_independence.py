@@ -150,8 +150,14 @@ def test_no_training_sentence_is_in_an_evaluation_item() -> None:
 
 # Short everyday phrases that an evaluation item shares with a training item by coincidence (the writer saw no
 # training item), each a whole clause anyone writes: listed one by one with the item, so that any other overlap still
-# fails. None at present.
-KNOWN_OVERLAPS: set[tuple[str, str]] = set()
+# fails.
+KNOWN_OVERLAPS = {
+    ("screening_eval_11.json:wa015", "instruction priority"),  # a heading-like noun phrase
+    ("screening_eval_11.json:wa087", "at the end of every reply"),  # an attack's usual place to append
+    ("screening_eval_11.json:wb013", "weekly security digest"),  # a report's title
+    ("screening_eval_11.json:wb029", "user's own preference"),
+    ("screening_eval_12.json:121", "fill in your own values"),  # a template's instruction
+}
 
 
 def compiled_in(value: Any) -> list[re.Pattern[str]]:
