@@ -16,7 +16,7 @@ from hindsight_insights.config import Settings
 from hindsight_insights.detection.classifier import FloatArray
 from hindsight_insights.detection.correction_turn import own_words, read
 from hindsight_insights.detection.correction_types import GENERAL, IMPLICIT, Correction, CorrectionType
-from hindsight_insights.detection.corrections import _readings, _rules, detect
+from hindsight_insights.detection.corrections import _not_a_follow_up, _readings, _rules, detect
 from hindsight_insights.detection.learned_corrections import (
     Combination,
     LearnedDetector,
@@ -306,3 +306,42 @@ def test_a_message_for_this_time_only_is_no_standing_wish(
     learned: LearnedDetector, message: str, expected: CorrectionType
 ) -> None:
     assert detect(message, "Here is the summary of the quarter.", learned).type is expected
+
+
+@pytest.mark.parametrize(
+    ("message", "previous", "expected"),
+    [
+        (
+            "ok. now the same for the side table, that one is 60 cm wide",
+            "Refinishing the 120 cm dining table in oak stain comes to about $320.",
+            CorrectionType.NONE,
+        ),
+        (
+            "好的，那同样帮我算一下三楼，面积是85平",
+            "二楼 120 平，按每平 45 元，刷墙一共 5400 元。",
+            CorrectionType.NONE,
+        ),
+        # a correction in it stands: the rules find it themselves
+        (
+            "Now the same for March. And the rate is 4.5%, not 4%.",
+            "February's interest at 4% comes to $120.",
+            CorrectionType.FACTUAL,
+        ),
+    ],
+)
+def test_a_follow_up_that_carries_the_task_on_corrects_nothing(
+    learned: LearnedDetector, message: str, previous: str, expected: CorrectionType
+) -> None:
+    found = detect(message, previous, learned)
+    assert found.type is expected, found.signals
+
+
+def test_the_follow_up_guard_overrules_the_model_not_the_rules() -> None:
+    turn = read("ok. now the same for the side table, that one is 60 cm wide", "The dining table comes to $320.")
+    models = Correction(CorrectionType.FACTUAL, 0.93, signals=("learned:factual",))
+    overruled = _not_a_follow_up(models, turn, rules=Correction(CorrectionType.NONE, 0.0))
+    assert overruled.type is CorrectionType.NONE and "guard:continues_the_task" in overruled.signals
+    rules = Correction(CorrectionType.FACTUAL, 0.9, signals=("factual:contrast",))
+    assert _not_a_follow_up(models, turn, rules=rules) is models
+    elsewhere = read("the side table is 60 cm wide", "The dining table comes to $320.")
+    assert _not_a_follow_up(models, elsewhere, rules=Correction(CorrectionType.NONE, 0.0)) is models

@@ -128,6 +128,16 @@ ONE_TIME = re.compile(
     r"\b(just|only) for this [a-z]+\b)"
 )
 
+# A follow-up that carries the task on to another thing ("now do the same for March", "ok, same again for the second
+# order", "那同样帮我算一下三楼"): none by the class definitions, whatever values it brings for the new thing. Not "the
+# same for every order" (a standing wish).
+CONTINUES_THE_TASK = re.compile(
+    r"^\W*(?:(?:ok(?:ay)?|great|thanks|cool|right|and|now|then)\W+){0,3}(?:do|give me|what about|how about)?\W*"
+    r"(?:the\s+)?same\s+(?:again\s+|thing\s+)?for\b(?!\s+(?:every|all|each|any|future|later)\b)|"
+    r"^\W*(?:好的?|行|ok)?\W*(?:那|再|然后)?(?:同样|一样|照这样|照这个)(?:的|地)?(?:再|也)?(?:帮我|给我)?"
+    r"(?:算|做|来|弄|查|写|估|报|排)"
+)
+
 # "Actually, can you also…", "Actually 我还想问一下": actually opening a new request, not a correction.
 NEW_REQUEST = re.compile(
     r"(\bactually,? (can|could|would|will) you\b|\bactually,? (i|we) (also |still )?(want|need|wonder|have)|"

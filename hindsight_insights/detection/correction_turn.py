@@ -51,6 +51,11 @@ class ReadMessage:
         """A sentence says the message is for this time only (patterns.ONE_TIME: "just this time", 这次)."""
         return any("one_time" in sentence.guards for sentence in self.sentences)
 
+    @property
+    def continues_the_task(self) -> bool:
+        """A sentence carries the task on to another thing (patterns.CONTINUES_THE_TASK: "now the same for March")."""
+        return any("continues_the_task" in sentence.guards for sentence in self.sentences)
+
     @cached_property
     def message_quantities(self) -> list[Quantity]:
         return quantities(self.message.text, clause_spans(self.message))
@@ -142,6 +147,7 @@ def analyse(span: Span) -> Sentence:
         ("one_time", patterns.ONE_TIME),
         ("asks_for_a_document", patterns.ASKS_FOR_A_DOCUMENT),
         ("new_request", patterns.NEW_REQUEST),
+        ("continues_the_task", patterns.CONTINUES_THE_TASK),
         ("doubt", patterns.DOUBT),
     ):
         if pattern.search(text):

@@ -86,7 +86,7 @@ def detect(
     # theirs (correction_turn.own_words), so an instruction planted in it never becomes their lesson.
     message = own_words(message)
     turn = read(message, previous_assistant)
-    found = _rules(turn)
+    found = rules = _rules(turn)
     if learned is not None and message.strip():
         probabilities = learned.likeliest_reading(
             _readings(turn, found, message, previous_assistant), previous_assistant
@@ -95,6 +95,7 @@ def detect(
         settled = second_opinion(message, previous_assistant, combined) if combined.unsure and second_opinion else None
         found = combined if settled is None else settle(found, combined, message, settled)
         found = _not_for_this_time_only(found, turn)
+        found = _not_a_follow_up(found, turn, rules)
     return _with_condition(found, turn) if found.is_correction else found
 
 
@@ -108,6 +109,16 @@ def _not_for_this_time_only(found: Correction, turn: ReadMessage) -> Correction:
     if any(signal.startswith(("preference:", "process:")) for signal in found.signals):
         return found  # the rules found it themselves
     signals = (*found.signals, "guard:one_time_only")
+    return Correction(CorrectionType.NONE, 0.0, signals=signals, probabilities=found.probabilities)
+
+
+def _not_a_follow_up(found: Correction, turn: ReadMessage, rules: Correction) -> Correction:
+    """No correction in a follow-up that carries the task on to another thing ("ok. now the same for the bridesmaid
+    dress, that one needs the hem taken up 3 inches") when the rules found none: by the class definitions it is none,
+    and its values are the new thing's. The model alone reads a value in it as a fact put right."""
+    if not turn.continues_the_task or not found.is_correction or rules.is_correction:
+        return found
+    signals = (*found.signals, "guard:continues_the_task")
     return Correction(CorrectionType.NONE, 0.0, signals=signals, probabilities=found.probabilities)
 
 
