@@ -348,3 +348,22 @@ def test_a_last_clause_that_asks_plainly_makes_a_question_and_one_that_reproache
 def test_several_days_is_no_question_word() -> None:
     """好几天 is "quite a few days", not 几天 asking how many."""
     assert detect("拉数之前先跟财务对一下口径，两个月份差好几天", "我按自然月拉了数。").type is CorrectionType.PROCESS
+
+
+def test_a_follow_up_carrying_the_task_on_brings_the_new_things_values_not_a_correction() -> None:
+    previous = "Refinishing the 120 cm dining table in oak stain comes to about $320."
+    assert detect("ok. now the same for the side table, that one is 60 cm wide", previous).type is CorrectionType.NONE
+    # the same value without the follow-up is the implicit correction it always was
+    assert detect("the dining table is 160 cm", previous).type is CorrectionType.FACTUAL
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("量了一下，我们这边是 15 ppm", CorrectionType.NONE),  # inside the range the assistant gave
+        ("量了一下，我们这边是 35 ppm", CorrectionType.FACTUAL),  # outside it
+    ],
+)
+def test_a_value_inside_the_range_the_assistant_gave_agrees_with_it(message: str, expected: CorrectionType) -> None:
+    previous = "自来水的 nitrate 一般是 10–20 ppm，先测一下。"
+    assert detect(message, previous).type is expected
