@@ -1051,6 +1051,10 @@ def test_words_after_a_password_label_stay(text: str) -> None:
         ("收货地址：宁波市鄞州区天童南路99号银泰城翠苑2幢1单元803室", "银泰城翠苑2幢"),
         ("帮我寄到家里，天津市南开区华苑居华景园五区7号楼4单元302", "华景园五区7号楼"),
         ("快递寄我家：厦门市思明区莲花新村12栋3单元405", "405"),
+        ("我住香港九龙旺角弥敦道688号旺角中心12楼B室", "弥敦道688号"),  # 道, and a building's name before a flat
+        ("寄到我家：台北市大安区忠孝东路四段216巷8弄5号3楼", "216巷8弄5号"),  # a lane and an alley off the road
+        ("收货地址：高雄市前镇区中山二路5号12楼之3", "12楼之3"),
+        ("家住天津市和平区南京道120号3单元501", "南京道120号"),
     ],
 )
 def test_chinese_homes_with_a_roads_part_a_sub_number_or_an_estates_name_go(text: str, home: str) -> None:
@@ -1063,6 +1067,8 @@ def test_chinese_homes_with_a_roads_part_a_sub_number_or_an_estates_name_go(text
         "我们店在长沙市天心区芙蓉南路一段88号",
         "展厅地址：合肥市蜀山区长江西路二段200号，欢迎参观",
         "颐和园三区的门票多少钱",
+        "门店在上海市黄浦区南京东路100号华联商厦3楼",  # a shop's floor, no flat
+        "我们店在香港铜锣湾轩尼诗道500号希慎广场5楼",
     ],
 )
 def test_a_shop_on_a_roads_part_and_a_park_stay(text: str) -> None:

@@ -33,8 +33,9 @@ Chinese character, so a stored quote stays readable in its own language):
                 " @ ", %40, "x at y dot z"); not the documentation domains example.com/.org/.net
   birth_date    a full date next to a birth label (出生, 生日, born, date of birth, DOB), 96年10月3号 too
   address       a home address: the Chinese grammar (province to town, street or estate or village, down to a room,
-                a unit or a village house number; a road's part 大道中/四段, a sub-number 号之三, an estate's name
-                between the house number and its building) with a room or a home label (家住, 我家地址是, 她住 …);
+                a unit or a village house number; a road's part 大道中/四段, a lane off it 216巷8弄, 道 (Hong Kong,
+                Tianjin), a sub-number 号之三, an estate's name between the house number and its building) with a
+                room or a home label (家住, 我家地址是, 她住 …);
                 a street line with a house number and postcode (floors, doors and regions between them), or with a
                 flat or a home label (lives at, address, ship to …) before it; a numbered line with a postcode only
                 an address has (UK, Ireland, Canada, a US state and ZIP); never one said to be an organisation's

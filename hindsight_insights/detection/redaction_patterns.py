@@ -244,19 +244,23 @@ _CHINESE_REGION = (
     rf"(?:{_PLACE}{{1,8}}(?:镇|乡|街道))?"
 )
 # Below the house number: a courtyard (2号院) or an estate's name (168号金地花苑3幢), building, entrance, floor, then
-# the room (室, 房, 户, 号 after a floor: 6楼12号, or a number after the entrance: 2单元706).
+# the room (室, 房, 户, 号 or 之 after a floor: 6楼12号, 12楼之3, or a number after the entrance: 2单元706).
 _CHINESE_UNITS = (
-    rf"(?P<unit>(?:\s*院|{_PLACE}{{1,10}}(?=\s*[a-z\d一二三四五六七八九十]{{1,5}}\s*(?:栋|幢|号楼|座|单元)))?"
+    rf"(?P<unit>(?:\s*院|{_PLACE}{{1,10}}(?=\s*[a-z\d一二三四五六七八九十]{{1,5}}\s*"
+    r"(?:栋|幢|号楼|座|单元|(?:楼|层)\s*[a-z\d]{1,5}\s*(?:室|房|户))))?"
     r"(?:\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座|单元|楼|层))*(?:\s*[a-z\d]{1,5}\s*(?:室|房|户))?"
     # (after an entrance a bare number is the room: 2单元706)
-    r"(?:(?<=[楼层])\s*\d{1,5}\s*号|(?<=单元)\s*\d{1,5})?)"
+    r"(?:(?<=[楼层])\s*(?:\d{1,5}\s*号|之\s*\d{1,3})|(?<=单元)\s*\d{1,5})?)"
 )
 CHINESE_ADDRESS = re.compile(
     rf"{_CHINESE_REGION}"
-    rf"(?:{_PLACE}|\d){{1,12}}(?:路|街|大道|大街|巷|胡同|弄|里)"
-    # a road's part (江南大道中, 人民路北段, 二段), and a house's sub-number (168号之三)
+    # (道 names roads in Hong Kong and Tianjin: 弥敦道, 南京道)
+    rf"(?:{_PLACE}|\d){{1,12}}(?:路|街|大道|大街|道|巷|胡同|弄|里)"
+    # a road's part (江南大道中, 人民路北段, 二段), a lane and an alley off it (216巷8弄), and a house's sub-number
+    # (168号之三)
     r"(?:[东南西北中]{1,2}段?|[一二三四五六七八九十\d]{1,2}段)?"
-    rf"\s*\d{{1,5}}\s*(?:弄\s*\d{{1,5}}\s*)?号(?:之\s*[一二三四五六七八九十\d]{{1,3}})?{_CHINESE_UNITS}"
+    rf"\s*(?:\d{{1,5}}\s*巷\s*)?\d{{1,5}}\s*(?:弄\s*\d{{1,5}}\s*)?号(?:之\s*[一二三四五六七八九十\d]{{1,3}})?"
+    rf"{_CHINESE_UNITS}"
 )
 # A home in a residential estate or a village, with no street and house number: the estate (小区, 花园, 苑, 公寓,
 # 新村, 村 …) and the building, entrance, group or room (3号楼2单元501室, 12栋, 3组15号). A floor alone (大厦12层)
