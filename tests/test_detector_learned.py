@@ -16,7 +16,14 @@ from hindsight_insights.config import Settings
 from hindsight_insights.detection.classifier import FloatArray
 from hindsight_insights.detection.correction_turn import own_words, read
 from hindsight_insights.detection.correction_types import GENERAL, IMPLICIT, Correction, CorrectionType
-from hindsight_insights.detection.corrections import _not_a_follow_up, _readings, _rules, detect
+from hindsight_insights.detection.corrections import (
+    _not_a_follow_up,
+    _not_an_echo,
+    _not_for_this_time_only,
+    _readings,
+    _rules,
+    detect,
+)
 from hindsight_insights.detection.learned_corrections import (
     Combination,
     LearnedDetector,
@@ -299,13 +306,22 @@ def test_an_instruction_in_a_pasted_document_is_no_lesson(learned: LearnedDetect
     [
         ("Just this time, bullet points please - it's for the board pack.", CorrectionType.NONE),
         ("这次用英文回复，发给外方的。", CorrectionType.NONE),
-        ("这次先这样，以后都用公制单位。", CorrectionType.PREFERENCE),  # the rules' standing wish stands
     ],
 )
 def test_a_message_for_this_time_only_is_no_standing_wish(
     learned: LearnedDetector, message: str, expected: CorrectionType
 ) -> None:
     assert detect(message, "Here is the summary of the quarter.", learned).type is expected
+
+
+def test_the_one_time_guard_keeps_a_standing_wish_the_rules_found() -> None:
+    turn = read("这次先这样，以后都用公制单位。", "Here is the summary of the quarter.")
+    assert turn.for_this_time_only
+    rules = _rules(turn)
+    assert rules.type is CorrectionType.PREFERENCE
+    assert _not_for_this_time_only(rules, turn) is rules
+    models = Correction(CorrectionType.PREFERENCE, 0.95, signals=("learned:preference",))
+    assert _not_for_this_time_only(models, turn).type is CorrectionType.NONE
 
 
 @pytest.mark.parametrize(
@@ -345,3 +361,26 @@ def test_the_follow_up_guard_overrules_the_model_not_the_rules() -> None:
     assert _not_a_follow_up(models, turn, rules=rules) is models
     elsewhere = read("the side table is 60 cm wide", "The dining table comes to $320.")
     assert _not_a_follow_up(models, elsewhere, rules=Correction(CorrectionType.NONE, 0.0)) is models
+
+
+@pytest.mark.parametrize(
+    ("message", "previous"),
+    [
+        ("周六下午吧", "上门清洗 180 元，本周六下午和周日上午有空。"),
+        ("Dr. Kim.", "Should I address the letter to Dr. Kim or Ms. Kim?"),
+    ],
+)
+def test_a_reply_that_only_repeats_the_assistant_corrects_nothing(
+    learned: LearnedDetector, message: str, previous: str
+) -> None:
+    assert detect(message, previous, learned).type is CorrectionType.NONE
+
+
+def test_the_echo_guard_overrules_the_model_only_on_an_echo() -> None:
+    models = Correction(CorrectionType.FACTUAL, 0.94, signals=("learned:factual",))
+    nothing = Correction(CorrectionType.NONE, 0.0)
+    echo = read("周六下午吧", "本周六下午和周日上午有空。")
+    overruled = _not_an_echo(models, echo, rules=nothing)
+    assert overruled.type is CorrectionType.NONE and "guard:repeats_the_assistant" in overruled.signals
+    assert _not_an_echo(models, read("周一下午吧", "本周六下午和周日上午有空。"), rules=nothing) is models
+    assert _not_an_echo(models, read("Jen.", "Hello Jennifer."), rules=nothing) is models  # a name shortened: a wish

@@ -28,7 +28,8 @@ from hindsight_insights.detection.text import clauses
 # ------------------------------------------------------------------------------------------------- implicit
 def implicit(turn: ReadMessage) -> Correction | None:
     previous = turn.previous
-    if previous is None or patterns.ADDS_INFORMATION.search(turn.message.text):
+    # (a reply that only repeats the assistant's words, a choice among its options, contradicts none of them)
+    if previous is None or patterns.ADDS_INFORMATION.search(turn.message.text) or turn.only_repeats_the_assistant:
         return None
     for sentence in turn.sentences:
         text = sentence.text

@@ -56,6 +56,18 @@ class ReadMessage:
         """A sentence carries the task on to another thing (patterns.CONTINUES_THE_TASK: "now the same for March")."""
         return any("continues_the_task" in sentence.guards for sentence in self.sentences)
 
+    @property
+    def only_repeats_the_assistant(self) -> bool:
+        """The message says nothing the assistant's turn did not ("周日上午吧" after "周六下午和周日上午有空",
+        "Celsius." after "Celsius or Fahrenheit?"): a choice among its options or an echo, no new value or wish."""
+        if self.previous is None:
+            return False
+        said, previous = _FILLER.sub(" ", self.message.text).strip(), _FILLER.sub(" ", self.previous.text)
+        if has_han(said):  # Chinese is written without spaces: compare without them
+            said, previous = said.replace(" ", ""), previous.replace(" ", "")
+            return len(said) >= 2 and said in previous
+        return len(said) >= 2 and re.search(rf"(?<![a-z0-9]){re.escape(said)}(?![a-z0-9])", previous) is not None
+
     @cached_property
     def message_quantities(self) -> list[Quantity]:
         return quantities(self.message.text, clause_spans(self.message))
@@ -154,6 +166,9 @@ def analyse(span: Span) -> Sentence:
             sentence.guards.append(name)
     return sentence
 
+
+# What carries no content in a short reply: punctuation and the sentence-final particles (吧, 呢, 啊, 吗 …).
+_FILLER = re.compile(r"[\W_吧呢啊呀哦嗯的了吗]+")
 
 # A connective that opens a quote joins it to what came before; it is not part of what the user asked for.
 _CONNECTIVE = re.compile(r"\s*(另外|此外|而且|并且|\b(also|and also|and|besides|plus|oh and)\b)\W*", re.IGNORECASE)

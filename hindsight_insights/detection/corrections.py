@@ -96,6 +96,7 @@ def detect(
         found = combined if settled is None else settle(found, combined, message, settled)
         found = _not_for_this_time_only(found, turn)
         found = _not_a_follow_up(found, turn, rules)
+        found = _not_an_echo(found, turn, rules)
     return _with_condition(found, turn) if found.is_correction else found
 
 
@@ -119,6 +120,16 @@ def _not_a_follow_up(found: Correction, turn: ReadMessage, rules: Correction) ->
     if not turn.continues_the_task or not found.is_correction or rules.is_correction:
         return found
     signals = (*found.signals, "guard:continues_the_task")
+    return Correction(CorrectionType.NONE, 0.0, signals=signals, probabilities=found.probabilities)
+
+
+def _not_an_echo(found: Correction, turn: ReadMessage, rules: Correction) -> Correction:
+    """No correction in a reply that only repeats the assistant's words (a choice among the options it offered:
+    "周日上午吧" after "周六下午和周日上午有空"; "Dr. Kim." after "Dr. Kim or Ms. Kim?") when the rules found none: an
+    answer to the assistant's own question is none by the class definitions, and an echo gives no new value."""
+    if not turn.only_repeats_the_assistant or not found.is_correction or rules.is_correction:
+        return found
+    signals = (*found.signals, "guard:repeats_the_assistant")
     return Correction(CorrectionType.NONE, 0.0, signals=signals, probabilities=found.probabilities)
 
 
