@@ -3,9 +3,6 @@ or a changed fact with a new word (我是铂金会员，上个月就升级了). 
 
 from __future__ import annotations
 
-import itertools
-import re
-
 from hindsight_insights.detection import correction_patterns as patterns
 from hindsight_insights.detection.correction_turn import (
     ReadMessage,
@@ -21,7 +18,7 @@ from hindsight_insights.detection.correction_types import (
     Correction,
     CorrectionType,
 )
-from hindsight_insights.detection.quantities import Quantity, anchors
+from hindsight_insights.detection.quantities import Quantity, anchors, within_a_range
 from hindsight_insights.detection.text import clauses
 
 
@@ -71,7 +68,7 @@ def _contradiction(turn: ReadMessage, sentence: Sentence) -> tuple[Quantity, Qua
         same_kind = [q for q in theirs if quantity.compatible(q)]
         if not same_kind or any(quantity.same_value(q) for q in same_kind):
             continue  # nothing to contradict, or the user repeats the assistant's value
-        if _within_a_range(turn.previous.text, quantity, same_kind):
+        if within_a_range(turn.previous.text, quantity, theirs):
             continue  # 18 ppm against "10–20 ppm": inside the range the assistant gave, it agrees
         for other in same_kind:
             if _other_period(turn, quantity, other):
@@ -80,23 +77,6 @@ def _contradiction(turn: ReadMessage, sentence: Sentence) -> tuple[Quantity, Qua
             if quantity.anchors & other.anchors or unique:
                 return quantity, other
     return None
-
-
-# Between the two ends of a range: 10–20, $140-$180, 8 到 12, 3 to 5.
-_RANGE_JOIN = re.compile(r"\s*(?:[–—~～-]|到|至|to)\s*")
-
-
-def _within_a_range(previous: str, quantity: Quantity, same_kind: list[Quantity]) -> bool:
-    """Whether a numeric value lies inside a range the assistant gave in its turn (two values of its kind joined by a
-    dash, 到 or "to")."""
-    if not isinstance(quantity.value, float):
-        return False
-    for low, high in itertools.pairwise(same_kind):
-        if not (_RANGE_JOIN.fullmatch(previous[low.end : high.start]) and isinstance(low.value, float)):
-            continue
-        if isinstance(high.value, float) and min(low.value, high.value) <= quantity.value <= max(low.value, high.value):
-            return True
-    return False
 
 
 # Units of a value that fills one slot of what the assistant said (the weekday, the time, the room's capacity): a

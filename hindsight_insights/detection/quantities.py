@@ -21,6 +21,7 @@ bigrams without function characters), so the detector can check that two values 
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -225,3 +226,26 @@ def quantities(text: str, clause_spans: list[tuple[int, int]]) -> list[Quantity]
         context = text[clause[0] : start] + " " + text[end : clause[1]]
         found.append(Quantity(value, unit, start, end, anchors(context), clause))
     return found
+
+
+# Between the two ends of a range: 10–20, $140-$180, 8 到 12, 3 to 5 (not inside a code or a phone number: C-03-12,
+# 400-800-1234).
+_RANGE_JOIN = re.compile(r"\s*(?:[–—~～-]|到|至|to)\s*")
+_CODE_EDGE = re.compile(r"[a-z0-9-]")
+
+
+def within_a_range(text: str, quantity: Quantity, found: list[Quantity]) -> bool:
+    """Whether a numeric value lies inside a range that `text` gives: two values `found` in it, one after the other,
+    joined by a dash, 到 or "to", one of them of the value's kind (the unit is often written once: 5到10kW)."""
+    if not isinstance(quantity.value, float):
+        return False
+    for low, high in itertools.pairwise(found):
+        if not (_RANGE_JOIN.fullmatch(text[low.end : high.start]) and isinstance(low.value, float)):
+            continue
+        if not (quantity.compatible(low) or quantity.compatible(high)):
+            continue
+        if _CODE_EDGE.match(text[low.start - 1 : low.start]) or _CODE_EDGE.match(text[high.end : high.end + 1]):
+            continue  # a part of a code or a number written in groups
+        if isinstance(high.value, float) and min(low.value, high.value) <= quantity.value <= max(low.value, high.value):
+            return True
+    return False
