@@ -16,14 +16,7 @@ from hindsight_insights.config import Settings
 from hindsight_insights.detection.classifier import FloatArray
 from hindsight_insights.detection.correction_turn import own_words, read
 from hindsight_insights.detection.correction_types import GENERAL, IMPLICIT, Correction, CorrectionType
-from hindsight_insights.detection.corrections import (
-    _not_a_follow_up,
-    _not_an_echo,
-    _not_for_this_time_only,
-    _readings,
-    _rules,
-    detect,
-)
+from hindsight_insights.detection.corrections import _look_alike, _readings, _rules, detect
 from hindsight_insights.detection.learned_corrections import (
     Combination,
     LearnedDetector,
@@ -319,9 +312,9 @@ def test_the_one_time_guard_keeps_a_standing_wish_the_rules_found() -> None:
     assert turn.for_this_time_only
     rules = _rules(turn)
     assert rules.type is CorrectionType.PREFERENCE
-    assert _not_for_this_time_only(rules, turn) is rules
+    assert _look_alike(rules, turn, rules) is rules
     models = Correction(CorrectionType.PREFERENCE, 0.95, signals=("learned:preference",))
-    assert _not_for_this_time_only(models, turn).type is CorrectionType.NONE
+    assert _look_alike(models, turn, Correction(CorrectionType.NONE, 0.0)).type is CorrectionType.NONE
 
 
 @pytest.mark.parametrize(
@@ -355,12 +348,12 @@ def test_a_follow_up_that_carries_the_task_on_corrects_nothing(
 def test_the_follow_up_guard_overrules_the_model_not_the_rules() -> None:
     turn = read("ok. now the same for the side table, that one is 60 cm wide", "The dining table comes to $320.")
     models = Correction(CorrectionType.FACTUAL, 0.93, signals=("learned:factual",))
-    overruled = _not_a_follow_up(models, turn, rules=Correction(CorrectionType.NONE, 0.0))
+    overruled = _look_alike(models, turn, rules=Correction(CorrectionType.NONE, 0.0))
     assert overruled.type is CorrectionType.NONE and "guard:continues_the_task" in overruled.signals
     rules = Correction(CorrectionType.FACTUAL, 0.9, signals=("factual:contrast",))
-    assert _not_a_follow_up(models, turn, rules=rules) is models
+    assert _look_alike(models, turn, rules=rules) is models
     elsewhere = read("the side table is 60 cm wide", "The dining table comes to $320.")
-    assert _not_a_follow_up(models, elsewhere, rules=Correction(CorrectionType.NONE, 0.0)) is models
+    assert _look_alike(models, elsewhere, rules=Correction(CorrectionType.NONE, 0.0)) is models
 
 
 @pytest.mark.parametrize(
@@ -380,7 +373,16 @@ def test_the_echo_guard_overrules_the_model_only_on_an_echo() -> None:
     models = Correction(CorrectionType.FACTUAL, 0.94, signals=("learned:factual",))
     nothing = Correction(CorrectionType.NONE, 0.0)
     echo = read("周六下午吧", "本周六下午和周日上午有空。")
-    overruled = _not_an_echo(models, echo, rules=nothing)
+    overruled = _look_alike(models, echo, rules=nothing)
     assert overruled.type is CorrectionType.NONE and "guard:repeats_the_assistant" in overruled.signals
-    assert _not_an_echo(models, read("周一下午吧", "本周六下午和周日上午有空。"), rules=nothing) is models
-    assert _not_an_echo(models, read("Jen.", "Hello Jennifer."), rules=nothing) is models  # a name shortened: a wish
+    assert _look_alike(models, read("周一下午吧", "本周六下午和周日上午有空。"), rules=nothing) is models
+    assert _look_alike(models, read("Jen.", "Hello Jennifer."), rules=nothing) is models  # a name shortened: a wish
+
+
+def test_a_never_mind_puts_no_fact_right_but_may_still_state_a_wish() -> None:
+    nothing = Correction(CorrectionType.NONE, 0.0)
+    venting = read("真的无语，说好的 5 个工作日。算了算了，不是你的问题", "配件周五到货，到货后 1–2 个工作日修好。")
+    fact = Correction(CorrectionType.FACTUAL, 0.8, signals=("learned:factual",))
+    assert _look_alike(fact, venting, nothing).signals[-1] == "guard:declines"
+    wish = Correction(CorrectionType.PREFERENCE, 0.8, signals=("learned:preference",))
+    assert _look_alike(wish, venting, nothing) is wish

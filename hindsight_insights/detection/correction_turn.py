@@ -52,6 +52,11 @@ class ReadMessage:
         return any("one_time" in sentence.guards for sentence in self.sentences)
 
     @property
+    def declines(self) -> bool:
+        """A sentence declines an offer or lets it go (patterns.DECLINE: "不用了，谢谢", "算了", "never mind")."""
+        return any("decline" in sentence.guards for sentence in self.sentences)
+
+    @property
     def continues_the_task(self) -> bool:
         """A sentence carries the task on to another thing (patterns.CONTINUES_THE_TASK: "now the same for March")."""
         return any("continues_the_task" in sentence.guards for sentence in self.sentences)
