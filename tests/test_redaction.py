@@ -1083,6 +1083,9 @@ def test_a_shop_on_a_roads_part_and_a_park_stay(text: str) -> None:
         ("补卡要填工号，我的是 QX30417，谢谢", "QX30417", "employee_id"),
         ("staff ID - mine is RT-88213", "88213", "employee_id"),
         ("学员生日是03年7月19号，报周末班", "03年7月19号", "birth_date"),
+        ("DOB 11/04/79, member since 2019", "11/04/79", "birth_date"),
+        ("Paszport nr EA7302214, wydany w Gdańsku", "EA7302214", "passport"),
+        ("pasaport no: U40917733", "U40917733", "passport"),
     ],
 )
 def test_a_travel_documents_number_a_number_a_clause_after_its_label_and_a_two_digit_year_birthday_go(

@@ -42,7 +42,10 @@ _RESIDENT_ID = r"\d{6}[\s-]?(?:\d{8}|\d{4}[\s-]?\d{4})[\s-]?\d{3}[\dx]|\d{6}[\s-
 # between two characters.
 _PASSPORT_NUMBER = r"(?=(?:[a-z]*[\s-]?\d){5})[a-z\d](?:[\s-]?[a-z\d]){5,8}"
 # A passport in the languages people travel with.
-_PASSPORT_WORDS = r"护照|passport|passeport|reisepass|pasaporte|passaporto|passaporte|paspoort|旅券|パスポート|여권"
+_PASSPORT_WORDS = (
+    r"护照|passport|passeport|reisepass|pasaporte|passaporto|passaporte|paspoort|旅券|パスポート|여권|pasaport|paszport|"
+    r"паспорт|pasport|passnummer|pass-nr|hộ chiếu|หนังสือเดินทาง"
+)
 # Near a number, the names of a passport's parts and of travel documents say the same (not as a label: "证件" alone
 # is any card).
 PASSPORT_WORD = re.compile(
@@ -221,10 +224,10 @@ _DATE = (
     r"(?:19|20)\d{2}|"
     r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+(?:19|20)\d{2})"
 )
-# After a birth label a month and year is a date of birth too (出生年月：1990.03), and so is a compact 19900315 and a
-# Chinese date with a two-digit year (96年10月3号).
+# After a birth label a month and year is a date of birth too (出生年月：1990.03), and so is a compact 19900315, a
+# Chinese date with a two-digit year (96年10月3号) and a day, month and two-digit year (DOB 03/07/85).
 _BIRTH_VALUE = (
-    rf"{_DATE}|\d{{2}}\s*年\s*\d{{1,2}}\s*月\s*\d{{1,2}}\s*[日号]?|(?:19|20)\d{{2}}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])|"
+    rf"{_DATE}|\d{{2}}\s*年\s*\d{{1,2}}\s*月\s*\d{{1,2}}\s*[日号]?|\d{{1,2}}[-/.]\d{{1,2}}[-/.]\d{{2}}(?!\d)|(?:19|20)\d{{2}}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])|"
     r"(?:19|20)\d{2}\s*(?:年|[-/.])\s*\d{1,2}\s*月?"
 )
 BIRTH_DATE = re.compile(
