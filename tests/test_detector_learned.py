@@ -22,6 +22,7 @@ from hindsight_insights.detection.learned_corrections import (
     LearnedDetector,
     combine,
     decide,
+    families,
     family_of,
     no_rejection,
     nothing_to_correct,
@@ -386,3 +387,23 @@ def test_a_never_mind_puts_no_fact_right_but_may_still_state_a_wish() -> None:
     assert _look_alike(fact, venting, nothing).signals[-1] == "guard:declines"
     wish = Correction(CorrectionType.PREFERENCE, 0.8, signals=("learned:preference",))
     assert _look_alike(wish, venting, nothing) is wish
+
+
+@pytest.mark.parametrize(
+    ("previous", "message", "flags"),
+    [
+        (
+            "一般家用光伏系统建议配5到10kW的逆变器。",
+            "我家装的是8kW的",
+            {"pair:generic_answer", "pair:own_setup_after_generic"},
+        ),
+        ("Hotels typically turn rooms over by 3 p.m.", "What about late checkout?", {"pair:generic_answer"}),
+        ("您家的光伏系统是 8kW，一般够用。", "我家装的是10kW的", set()),  # about the user's own case
+        ("The fee is $5.", "our fee is $7", set()),
+    ],
+)
+def test_the_pair_flags_say_when_the_assistant_answered_in_generalities(
+    previous: str, message: str, flags: set[str]
+) -> None:
+    found = families(Correction(CorrectionType.NONE, 0.0), previous, message)
+    assert {flag for flag in found if flag.startswith("pair:") and "generic" in flag} == flags

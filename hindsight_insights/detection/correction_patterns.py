@@ -128,6 +128,16 @@ ONE_TIME = re.compile(
     r"\b(just|only) for this [a-z]+\b)"
 )
 
+# An answer in generalities ("一般来说每亩 10 到 15 公斤", "hotels typically turn rooms over by 3 p.m."), not about the
+# user's own case (您的, your): what the user says of their own setup next adds to it more often than it corrects it.
+GENERIC_ANSWER = re.compile(
+    r"(一般|通常|大部分|大多数|多数|普遍|常见|往往|\b(?:typically|usually|generally|most|in general|normally|commonly|"
+    r"often|tend to)\b)"
+)
+ABOUT_THE_USER = re.compile(r"(您的|你的|您家|你家|您这|你这|\byour\b|\byou'?re\b|\byou have\b)")
+# The user speaking of their own setup: 我家, 我们, my, our.
+OWN_SETUP = re.compile(r"(我家|我们|我的|我这|咱|\b(?:my|our|we|we'?re|i have|mine|ours)\b)")
+
 # A follow-up that carries the task on to another thing ("now do the same for March", "ok, same again for the second
 # order", "那同样帮我算一下三楼"): none by the class definitions, whatever values it brings for the new thing. Not "the
 # same for every order" (a standing wish).

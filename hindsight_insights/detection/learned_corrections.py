@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hindsight_insights.detection import correction_patterns as patterns
 from hindsight_insights.detection.classifier import EmbedFn, LinearTextModel
 from hindsight_insights.detection.correction_types import GENERAL, Correction, CorrectionType
 from hindsight_insights.detection.text import fold
@@ -127,13 +128,19 @@ def rule_outcome(found: Correction) -> str:
 
 def families(found: Correction, previous_assistant: str | None, message: str) -> frozenset[str]:
     """What the rules know about a turn, as the model's rule-block flags: the families of every signal, the rules'
-    outcome, and two facts about the pair the message alone does not show (the assistant had asked a question, so a
-    short reply is likely an answer; the message repeats or changes a number the assistant gave)."""
+    outcome, and facts about the pair the message alone does not show (the assistant had asked a question, so a short
+    reply is likely an answer; it answered in generalities, so the user's own setup after it is likely context; the
+    message repeats or changes a number the assistant gave)."""
     flags = {family_of(signal) for signal in found.signals} | {f"outcome:{rule_outcome(found)}"}
     previous = fold(previous_assistant).text if previous_assistant else ""
     if previous and _QUESTION_END.search(previous):
         flags.add("pair:assistant_asked")
-    numbers, before = set(_NUMBER.findall(fold(message).text)), set(_NUMBER.findall(previous))
+    folded = fold(message).text
+    if previous and patterns.GENERIC_ANSWER.search(previous) and not patterns.ABOUT_THE_USER.search(previous):
+        flags.add("pair:generic_answer")
+        if patterns.OWN_SETUP.search(folded):
+            flags.add("pair:own_setup_after_generic")
+    numbers, before = set(_NUMBER.findall(folded)), set(_NUMBER.findall(previous))
     if numbers & before:
         flags.add("pair:number_repeated")
     if numbers - before and before:
