@@ -21,7 +21,7 @@ Chinese character, so a stored quote stays readable in its own language):
   passport      a number after 护照/passport (in the languages people travel with), before it, in the machine-readable
                 zone, or in a passport number's shape within 160 characters of the word or of a travel document's
                 name (data page, travel document, 资料页: a table's column, a sentence apart)
-  employee_id   a number after 工号/员工编号/employee number, or a short clause after it (工号，我的是 …)
+  employee_id   a number after 工号/员工编号/工牌号/employee number/emp id, or a short clause after it (工号，我的是 …)
   phone         mobile numbers, mainland and international (phonenumbers); mainland fixed lines dialled with 0 or 86
                 (010-6234 5678, (0755) 8888 8888, +86 21 …), unless a public-line label (客服, 热线, 总机, hotline,
                 fax) or an organisation (门店电话, the hotel's phone) owns them; any number dialled as +CC or 00CC,
@@ -31,7 +31,8 @@ Chinese character, so a stored quote stays readable in its own language):
                 phone"/我的电话
   email         e-mail addresses, Chinese domains too, and written against scrapers or URL-encoded ((at), [dot], 艾特,
                 " @ ", %40, "x at y dot z"); not the documentation domains example.com/.org/.net
-  birth_date    a full date next to a birth label (出生, 生日, born, date of birth, DOB), 96年10月3号 too
+  birth_date    a full date next to a birth label (出生, 生日, born, date of birth, DOB; born in Cork on …), as
+                forms print it (05-Mar-1990, 96年10月3号, 一九八七年六月十二日)
   address       a home address: the Chinese grammar (province to town, street or estate or village, down to a room,
                 a unit or a village house number; a road's part 大道中/四段, a lane off it 216巷8弄, 道 (Hong Kong,
                 Tianjin), a sub-number 号之三, an estate's name between the house number and its building) with a

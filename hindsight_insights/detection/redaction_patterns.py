@@ -116,7 +116,7 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
     (
         "employee_id",
         re.compile(
-            rf"(?:工号|员工号|员工编号|职工号|(?:employee|staff)(?=\s*(?:number|no|id|#)))"
+            rf"(?:工号|员工号|员工编号|职工号|工牌号|员工卡号|(?:employee|staff|emp)(?=\s*(?:number|no|id|#)))"
             # a few words between, within the clause: "工号，我的是 HS207731", "staff ID - mine is …"
             r"(?:[^\d\n:：=?!。？！]{1,12}?(?:[:：=]|\bis\b|为|是))?"
             rf"{_JOIN}"
@@ -222,7 +222,11 @@ _DATE = (
     r"(?:(?:19|20)\d{2}\s*(?:年|[-/.])\s*\d{1,2}\s*(?:月|[-/.])\s*\d{1,2}\s*[日号]?|\d{1,2}[-/.]\d{1,2}[-/.](?:19|20)\d{2}|"
     r"(?:the\s+)?\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+"
     r"(?:19|20)\d{2}|"
-    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+(?:19|20)\d{2})"
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+(?:19|20)\d{2}|"
+    # as forms and passports print it: 05-mar-1990, 05/mar/90
+    r"\d{1,2}[-/](?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*[-/](?:19|20)?\d{2}(?!\d)|"
+    # in Chinese numerals, as a formal document writes it: 一九九〇年三月五日
+    r"[一二三四五六七八九零〇]{4}年[一二三四五六七八九十]{1,2}月[一二三四五六七八九十]{1,3}[日号])"
 )
 # After a birth label a month and year is a date of birth too (出生年月：1990.03), and so is a compact 19900315, a
 # Chinese date with a two-digit year (96年10月3号) and a day, month and two-digit year (DOB 03/07/85).
@@ -233,7 +237,9 @@ _BIRTH_VALUE = (
 BIRTH_DATE = re.compile(
     r"(?:出生日期|出生年月日|出生年月|出生于|出生|生日|生于|生年月日|생년월일|date of birth|birth ?date|birthday|"
     r"born(?: on)?|d\.?o\.?b\.?|né(?:e)? le|date de naissance|geboren(?: am)?|geb\.|geburtsdatum|"
-    r"fecha de nacimiento|nacid[oa] el|data di nascita|nat[oa] il|data de nascimento)"
+    r"fecha de nacimiento|nacid[oa] el|data di nascita|nat[oa] il|data de nascimento|"
+    # the place between: "born in Cork on 3 May 1990"
+    r"born in [a-z .'-]{2,30}? on)"
     rf"\s*(?:是|为|:|is|on|am|el|il|le)?\s*(?P<value>{_BIRTH_VALUE})|(?P<before>{_DATE})\s*(?:出生|生)"
 )
 _HAN = r"[\u4e00-\u9fff]"
