@@ -1003,6 +1003,9 @@ def test_a_return_warehouse_a_shop_and_a_hotel_stay(text: str) -> None:
         ("Unit 3/17 Marine Parade, Coolangatta QLD 4225", "marine parade"),
         ("6 Bóthar na Trá, Salthill, Co. Galway H91 X2C4", "6 bóthar na trá"),
         ("Tom Reyes, 18 Old Mill Run, Boulder, CO 80302", "18 old mill run"),
+        ("home: Rua Augusta 88, apto 12, 01305-000 São Paulo", "01305-000"),
+        ("Ship to: Blk 218 Bedok North St 1, #07-33, Singapore 460218", "bedok north"),
+        ("my place is 4 Chome-12-9 Yoyogi, Shibuya, Tokyo 151-0053", "yoyogi"),
     ],
 )
 def test_street_lines_with_a_floor_a_door_a_region_or_a_postcode_after_the_town_go(text: str, street: str) -> None:
@@ -1013,6 +1016,7 @@ def test_street_lines_with_a_floor_a_door_a_region_or_a_postcode_after_the_town_
     "text",
     [
         "Our showroom is at 88 Harbour Drive, Suite 12, Cairns QLD 4870 - open daily.",
+        "Our office: 1 Raffles Place, Singapore 048616",
         "We shipped 3 boxes, 2 crates, and 1200 bottles in 2024.",
         "I bought 3 bottles, ok, 1500 in total",
     ],
@@ -1055,6 +1059,7 @@ def test_words_after_a_password_label_stay(text: str) -> None:
         ("寄到我家：台北市大安区忠孝东路四段216巷8弄5号3楼", "216巷8弄5号"),  # a lane and an alley off the road
         ("收货地址：高雄市前镇区中山二路5号12楼之3", "12楼之3"),
         ("家住天津市和平区南京道120号3单元501", "南京道120号"),
+        ("寄到我宿舍：东莞市长安镇兴发南路8号宿舍楼3栋405", "405"),  # the room after the building
     ],
 )
 def test_chinese_homes_with_a_roads_part_a_sub_number_or_an_estates_name_go(text: str, home: str) -> None:

@@ -39,7 +39,8 @@ Chinese character, so a stored quote stays readable in its own language):
                 room or a home label (家住, 我家地址是, 她住 …);
                 a street line with a house number and postcode (floors, doors and regions between them), or with a
                 flat or a home label (lives at, address, ship to …) before it; a numbered line with a postcode only
-                an address has (UK, Ireland, Canada, a US state and ZIP); never one said to be an organisation's
+                an address has (UK, Ireland, Canada, a US state and ZIP); a Singapore block and unit; a Japanese
+                block (7 Chome-3-1 Hongo); never one said to be an organisation's
 
 `redact_together(texts)` redacts the fields of one write (an insight's topic, action, observation, evidence and tags;
 a turn's messages, sources and tool calls) as one text as well: a value found in any of them, its label perhaps in
@@ -197,6 +198,7 @@ def _find(text: str) -> list[_Finding]:
     # An English line reaches further back for its label: "ship to Jane Doe, 42 Elm Street".
     found += at(folded, _homes(patterns.STREET_LINE, f, reach=48), "address")
     found += at(folded, (m.span() for m in patterns.FLAT_LINE.finditer(f)), "address")
+    found += at(folded, (m.span() for m in patterns.SINGAPORE_ADDRESS.finditer(f)), "address")
     found += at(plain, checks.high_entropy_tokens(plain.text), "api_key")
     return found
 

@@ -253,13 +253,14 @@ _CHINESE_REGION = (
     rf"(?:{_PLACE}{{1,8}}(?:镇|乡|街道))?"
 )
 # Below the house number: a courtyard (2号院) or an estate's name (168号金地花苑3幢), building, entrance, floor, then
-# the room (室, 房, 户, 号 or 之 after a floor: 6楼12号, 12楼之3, or a number after the entrance: 2单元706).
+# the room (室, 房, 户, 号 or 之 after a floor: 6楼12号, 12楼之3, or a number after the entrance or the building:
+# 2单元706, 3栋405).
 _CHINESE_UNITS = (
     rf"(?P<unit>(?:\s*院|{_PLACE}{{1,10}}(?=\s*[a-z\d一二三四五六七八九十]{{1,5}}\s*"
     r"(?:栋|幢|号楼|座|单元|(?:楼|层)\s*[a-z\d]{1,5}\s*(?:室|房|户))))?"
     r"(?:\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座|单元|楼|层))*(?:\s*[a-z\d]{1,5}\s*(?:室|房|户))?"
     # (after an entrance a bare number is the room: 2单元706)
-    r"(?:(?<=[楼层])\s*(?:\d{1,5}\s*号|之\s*\d{1,3})|(?<=单元)\s*\d{1,5})?)"
+    r"(?:(?<=[楼层])\s*(?:\d{1,5}\s*号|之\s*\d{1,3})|(?<=单元)\s*\d{1,5}|(?<=[栋幢座])\s*\d{3,5}(?!\d))?)"
 )
 CHINESE_ADDRESS = re.compile(
     rf"{_CHINESE_REGION}"
@@ -319,16 +320,17 @@ _STREET = (
     rf"\b\d{{1,5}}(?:\s?(?:bis|ter))?,?\s+(?:{_STREET_KIND_BEFORE})\s+(?:{_LETTERS}+\s+){{0,4}}{_LETTERS}*[a-z\u00c0-\u024f]|"
     rf"\b(?:(?:{_STREET_KIND_BEFORE})\s+(?:{_LETTERS}+\s+){{0,4}}|{_LETTERS}+\s?(?:{_STREET_KIND_IN_NAME})\s+)"
     r"\d{1,5}[a-z]?(?:[-/]\d{1,4}[a-z]?)?\b|"
-    # a Japanese block address written in Latin letters: chome-ban-go, then the district (2-3-1 Marunouchi)
-    rf"\b\d{{1,2}}-\d{{1,3}}-\d{{1,3}},?\s+{_LETTERS}+)"
+    # a Japanese block address written in Latin letters: chome-ban-go, then the district (2-3-1 Marunouchi, 7 Chome-3-1
+    # Hongo)
+    rf"\b\d{{1,2}}(?:-|\s*chome-)\d{{1,3}}-\d{{1,3}},?\s+{_LETTERS}+)"
 )
 _UNIT = r"(?:,?\s*(?:apt|apartment|flat|unit|suite|ste|app|appt|apto|piso|wohnung|top|#)\.?\s*[a-z\d-]{1,6})"
-# Postcodes: US ZIP and 5-digit European, UK, 6-digit (China, India), Dutch 1234 AB, Canadian A1A 1A1, Japanese
-# 123-4567, Swedish 114 55. Four digits alone (Austria, Switzerland, Belgium, Denmark) only right after the street and
-# before a town, and never a year: "Hauptstraße 5, 1010 Wien", not "200 Market Street, since 2019". The town after a
-# postcode goes with it.
+# Postcodes: US ZIP and 5-digit European, Brazilian CEP (01310-100), UK, 6-digit (China, India), Dutch 1234 AB,
+# Canadian A1A 1A1, Japanese 123-4567, Swedish 114 55. Four digits alone (Austria, Switzerland, Belgium, Denmark)
+# only right after the street and before a town, and never a year: "Hauptstraße 5, 1010 Wien", not "200 Market
+# Street, since 2019". The town after a postcode goes with it.
 _POSTCODE = (
-    r"(?:\d{5}(?:-\d{4})?|[a-z]{1,2}\d[a-z\d]?\s*\d[a-z]{2}|\d{6}|(?!(?:19|20)\d\d)\d{4}\s?[a-z]{2}|[a-z]\d[a-z]\s?\d[a-z]\d|"
+    r"(?:\d{5}(?:-\d{4}|-\d{3})?|[a-z]{1,2}\d[a-z\d]?\s*\d[a-z]{2}|\d{6}|(?!(?:19|20)\d\d)\d{4}\s?[a-z]{2}|[a-z]\d[a-z]\s?\d[a-z]\d|"
     r"〒?\d{3}-\d{4}|\d{3}\s\d{2}|(?:nsw|vic|qld|wa|sa|tas|act|nt)\s+\d{4}|[ac-fhknprtv-y]\d{2}\s?[ac-fhknprtv-y\d]{4})\b"
 )
 _TOWN = r"[a-z\u00c0-\u024f][a-z\u00c0-\u024f'-]{1,20}"
@@ -363,6 +365,11 @@ NUMBERED_LINE_WITH_POSTCODE = re.compile(
 # A street line without a postcode is someone's when, as in Chinese, it has a flat or unit, or a word for home comes
 # before it (HOME_LABEL); the town after it goes with it. A shop's "200 Market Street" alone stays.
 STREET_LINE = re.compile(rf"{_STREET}(?P<unit>{_UNIT}?){_TOWNS_AFTER}")
+# A Singapore address: the block, the street, the floor and unit (#05-67), then Singapore and its six digits.
+SINGAPORE_ADDRESS = re.compile(
+    r"\b(?:blk|block)\s*\d{1,4}[a-z]?,?\s+[a-z .'-]{3,40}?(?:\s+\d{1,2})?(?:,?\s*#\d{1,3}-\d{1,5})?,?\s*"
+    r"singapore\s*\d{6}\b"
+)
 # A flat first, then a named building or street with no house number (Flat 2, Rosewood Court, London): a home by
 # its flat (a suite or a unit may be an office's, so they do not count).
 FLAT_LINE = re.compile(
