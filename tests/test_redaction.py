@@ -1122,6 +1122,23 @@ def test_a_code_lock_without_a_doors_number_leaves_numbers_alone(text: str) -> N
     assert_unchanged(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        ("6217 0033 1020 4455 901 是我的工资卡号，麻烦改一下", "6217 0033 1020 4455 901", "bank_card"),
+        ("5500 0000 0000 0005 (my mastercard), expiry 03/29", "5500 0000 0000 0005", "bank_card"),
+        ("44030519851203431X 是我身份证号", "44030519851203431x", "id_card"),
+    ],
+)
+def test_a_card_or_an_id_with_its_label_after_it_goes(text: str, secret: str, kind: str) -> None:
+    assert_redacted(text, secret, kind)
+
+
+@pytest.mark.parametrize("text", ["order 1234 5678 9012 (card payment)", "2024 3000 4000 is the card limit"])
+def test_a_number_before_the_word_card_that_nobody_owns_stays(text: str) -> None:
+    assert_unchanged(text)
+
+
 def test_a_secret_found_in_one_field_goes_from_every_field_of_the_write() -> None:
     """The word passport is in the observation; the number alone in a tag, or in a topic cut short, says nothing by
     itself. Read as one write, the value found goes from every field; a field with no secret stays as it was."""

@@ -12,10 +12,12 @@ Chinese character, so a stored quote stays readable in its own language):
                 a bracketed IPv6 host, "@", ":" or "/" unencoded in it), and Password=…;/Pwd=…;/&password=… in
                 ADO.NET, ODBC, JDBC and libpq strings
   token         JWTs, Bearer tokens, token=…
-  id_card       a number after 身份证/证件号码/ID card/ID number whatever its checksum (also in quotes or brackets);
+  id_card       a number after 身份证/证件号码/ID card/ID number whatever its checksum (also in quotes or brackets),
+                or before it (… 是我身份证号);
                 without a label, an 18-character resident ID (whole or grouped 6-8-4 / 6-4-4-4, X or x) with a valid
                 check digit, birth date and province (python-stdnum cn.ric; not its county-in-the-birth-year test)
-  bank_card     a number after 银行卡/卡号/card number or a card network's name (Amex, 运通, Diners, Visa …); without a
+  bank_card     a number after 银行卡/卡号/card number or a card network's name (Amex, 运通, Diners, Visa …), or before
+                a card someone owns (… 是我的工资卡号, … (my visa card)); without a
                 label, 13–19 digits passing Luhn, whole or grouped 4-4-4-4, 4-6-5 (Amex) or 4-6-4 (Diners)
   iban          an IBAN with a valid check (python-stdnum), or any after the label IBAN
   passport      a number after 护照/passport (in the languages people travel with), before it, in the machine-readable

@@ -35,6 +35,8 @@ _JOIN = (
     r"(?:[\s-]*(?:号码|号|码|number|no\.?|num|#|id|nr\.?|n°|nº|n\.|numéro|número|numero|nummer))?\s*(?:[:=]|是|为|is|:)?\s*"
     r"[\"'“‘「『(\[【<]?\s*"
 )
+# Between a number and the label after it: "(", "is my", "是我的", "为他的".
+_LABEL_AFTER = r"(?:[(（]\s*|(?:is|was|为|是)\s*)(?:my|his|her|their|our|我们的|我的|他的|她的|我|他|她)?\s*"
 # A resident ID as people write it: 18 characters (or the old 15 digits), whole or in groups (6-8-4, 6-4-4-4).
 _RESIDENT_ID = r"\d{6}[\s-]?(?:\d{8}|\d{4}[\s-]?\d{4})[\s-]?\d{3}[\dx]|\d{6}[\s-]?\d{4,8}[\s-]?\d{3,4}[\dx]?"
 # ICAO 9303: up to 9 letters and digits (E12345678, 12AB34567, C01X00T47); five digits at least, so that a word
@@ -96,6 +98,24 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
             r"(?:[^\d\n:：=?!。]{1,30}?(?:[:：=]|\bis\b|为|是))?(?:\s*[:=])?"
             rf"{_JOIN}"
             rf"(?P<value>{_PASSPORT_NUMBER})(?![\da-z])"
+        ),
+    ),
+    (
+        "id_card",
+        # the label after the number: "11010519491231002X 是我身份证号", "… (my ID card)"
+        re.compile(
+            rf"(?<![\da-z])(?P<value>{_RESIDENT_ID})(?![\da-z])\s*{_LABEL_AFTER}"
+            r"(?:身份证|居民身份证|公民身份号码|(?:national |resident )?id(?: card| number| no)|identity card)"
+        ),
+    ),
+    (
+        "bank_card",
+        # the label after the number: "6222 0212 3456 7890 124 是我的工资卡号", "4111 … (my visa card)"
+        re.compile(
+            r"(?<![\da-z])(?P<value>\d{4}(?:[\s-]?\d{2,6}){2,4}(?:[\s-]?\d{1,4})?)(?![\da-z])\s*"
+            # (in English only a card someone owns: "(card payment)", "is the card limit" are no label)
+            r"(?:[(（]\s*|(?:is|was|为|是)\s*)(?:(?:我们的|我的|他的|她的|我|他|她)?[\u4e00-\u9fff]{0,4}?"
+            r"(?:银行卡|卡号|信用卡|借记卡|储蓄卡|工资卡)|(?:my|his|her|their|our)\s+(?:[a-z]+ ?)?card\b)"
         ),
     ),
     (
