@@ -1128,6 +1128,7 @@ def test_a_code_lock_without_a_doors_number_leaves_numbers_alone(text: str) -> N
         ("6217 0033 1020 4455 901 是我的工资卡号，麻烦改一下", "6217 0033 1020 4455 901", "bank_card"),
         ("5500 0000 0000 0005 (my mastercard), expiry 03/29", "5500 0000 0000 0005", "bank_card"),
         ("44030519851203431X 是我身份证号", "44030519851203431x", "id_card"),
+        ("QX30417 是我的工号，饭卡丢了", "qx30417", "employee_id"),
     ],
 )
 def test_a_card_or_an_id_with_its_label_after_it_goes(text: str, secret: str, kind: str) -> None:

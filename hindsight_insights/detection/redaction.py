@@ -23,7 +23,8 @@ Chinese character, so a stored quote stays readable in its own language):
   passport      a number after 护照/passport (in the languages people travel with), before it, in the machine-readable
                 zone, or in a passport number's shape within 160 characters of the word or of a travel document's
                 name (data page, travel document, 资料页: a table's column, a sentence apart)
-  employee_id   a number after 工号/员工编号/工牌号/employee number/emp id, or a short clause after it (工号，我的是 …)
+  employee_id   a number after 工号/员工编号/工牌号/employee number/emp id, or a short clause after it (工号，我的是 …),
+                or before it (… 是我的工号)
   phone         mobile numbers, mainland and international (phonenumbers); mainland fixed lines dialled with 0 or 86
                 (010-6234 5678, (0755) 8888 8888, +86 21 …), unless a public-line label (客服, 热线, 总机, hotline,
                 fax) or an organisation (门店电话, the hotel's phone) owns them; any number dialled as +CC or 00CC,

@@ -144,6 +144,14 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     (
+        "employee_id",
+        # the label after the number: "HS207731 是我的工号", "E-4410 (my staff ID)"
+        re.compile(
+            rf"(?<![\da-z])(?P<value>[a-z]{{0,4}}[-_]?\d{{3,10}})(?![\da-z])\s*{_LABEL_AFTER}"
+            r"(?:工号|员工号|员工编号|职工号|工牌号|(?:employee|staff) (?:number|id|no))"
+        ),
+    ),
+    (
         "iban",
         re.compile(
             rf"(?:iban){_JOIN}(?P<value>[a-z]{{2}}\d{{2}}(?:\s?[a-z0-9]{{4}}){{2,7}}(?:\s?\d{{1,4}})?)(?![\da-z])"
