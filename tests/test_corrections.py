@@ -353,6 +353,9 @@ def test_several_days_is_no_question_word() -> None:
 def test_a_follow_up_carrying_the_task_on_brings_the_new_things_values_not_a_correction() -> None:
     previous = "Refinishing the 120 cm dining table in oak stain comes to about $320."
     assert detect("ok. now the same for the side table, that one is 60 cm wide", previous).type is CorrectionType.NONE
+    # another task asked for next: what it says is the new task's content
+    letter = "尊敬的陈经理：下周三上午拜访贵司，面谈续约事宜。"
+    assert detect("行。再帮我给前台发个消息，说周五的培训改到下午 3 点", letter).type is CorrectionType.NONE
     # the same value without the follow-up is the implicit correction it always was
     assert detect("the dining table is 160 cm", previous).type is CorrectionType.FACTUAL
 

@@ -136,10 +136,11 @@ def _wrong_is_verdict(text: str, at: int) -> bool:
 
 
 def _usable(sentence: Sentence) -> bool:
-    """A sentence that can state a right value: not a question, a hypothetical, a doubt or a new request."""
+    """A sentence that can state a right value: not a question, a hypothetical, a doubt, a new request or a follow-up
+    that carries the task on ("再帮我给小李发个微信，说明天的会改到 10 点": the new task's content)."""
     if sentence.question or sentence.conditional or sentence.reported_at == 0:
         return False
-    return not {"rhetorical", "new_request", "doubt"} & set(sentence.guards)
+    return not {"rhetorical", "new_request", "doubt", "continues_the_task"} & set(sentence.guards)
 
 
 def _contrast(turn: ReadMessage, has_verdict: bool) -> _Value | None:

@@ -139,13 +139,15 @@ ABOUT_THE_USER = re.compile(r"(您的|你的|您家|你家|您这|你这|\byour\
 OWN_SETUP = re.compile(r"(我家|我们|我的|我这|咱|\b(?:my|our|we|we'?re|i have|mine|ours)\b)")
 
 # A follow-up that carries the task on to another thing ("now do the same for March", "ok, same again for the second
-# order", "那同样帮我算一下三楼"): none by the class definitions, whatever values it brings for the new thing. Not "the
-# same for every order" (a standing wish).
+# order", "那同样帮我算一下三楼", "再帮我给小李发个微信"): none by the class definitions, whatever values it brings for
+# the new thing. Not "the same for every order" (a standing wish).
 CONTINUES_THE_TASK = re.compile(
     r"^\W*(?:(?:ok(?:ay)?|great|thanks|cool|right|and|now|then)\W+){0,3}(?:do|give me|what about|how about)?\W*"
     r"(?:the\s+)?same\s+(?:again\s+|thing\s+)?for\b(?!\s+(?:every|all|each|any|future|later)\b)|"
     r"^\W*(?:好的?|行|ok)?\W*(?:那|再|然后)?(?:同样|一样|照这样|照这个)(?:的|地)?(?:再|也)?(?:帮我|给我)?"
-    r"(?:算|做|来|弄|查|写|估|报|排)"
+    r"(?:算|做|来|弄|查|写|估|报|排)|"
+    # another task asked for next: "可以。再帮我给小李发个微信，说明天的会改到 10 点"
+    r"^\W*(?:(?:好的?|可以|行|ok|嗯)\W*)?(?:再|另外|顺便)(?:帮我|帮忙|麻烦你)"
 )
 
 # "Actually, can you also…", "Actually 我还想问一下": actually opening a new request, not a correction.

@@ -104,8 +104,8 @@ def detect(
 # they take two false corrections away and no correction.
 #   one_time_only          "just this time make it formal", 这次用英文: a one-off request is no standing wish or rule
 #                          (48 training messages where the rules find nothing, none a preference or a process)
-#   continues_the_task     "ok. now the same for the bridesmaid dress, that one needs 3 inches off": the values are
-#                          the new thing's (2 training messages, both none)
+#   continues_the_task     "ok. now the same for the bridesmaid dress, that one needs 3 inches off", "再帮我给小李发个
+#                          微信，说明天的会改到 10 点": the values are the new task's (5 training messages, all none)
 #   repeats_the_assistant  "周日上午吧" after "周六下午和周日上午有空": a choice among the assistant's options, no
 #                          new value (6 training messages, all none)
 #   declines               "算了算了 never mind", "不用了，谢谢": a declined offer or a never-mind puts no fact right
