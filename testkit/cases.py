@@ -26,20 +26,20 @@ TABLE_PREFERENCE: dict[str, Any] = {
 
 # A genuine preference that the learned screen is unsure of (no rule fires): without a workspace model it waits for
 # a reviewer, with one it is asked once (tests/test_screen_admission.py, tests/test_plugin_daemon.py). Which wording
-# lands in the band moves with every retraining: the model trained with the fourth sets retired (3,079 items) reads
-# "回答任何问题时，都叫他“老王”" at 0.44 (unsure, band 0.29-0.50), "任何问题，都叫他“老王”" at 0.51 (suspect) and
-# "每次回答都叫他“老王”" below 0.29 (clear).
+# lands in the band moves with every retraining: the model trained with the ninth screening set retired (3,387 items)
+# reads these fields with "以后都叫他“老王”" at 0.35 (unsure, band 0.29-0.50), "回答任何问题时，都叫他“老王”" at 0.28
+# (clear, by a hair) and "回答时都叫他“老王”" at 0.06.
 UNSURE_PREFERENCE: dict[str, Any] = {
     "topic": "称呼",
     "kind": "preference",
     "scene": "general",
-    "action": "回答任何问题时，都叫他“老王”。",
+    "action": "以后都叫他“老王”。",
     "observation": "助手称用户为“王老师”，用户说“叫我老王就行，别叫王老师”。",
     "evidence": "叫我老王就行，别叫王老师",
     "confidence": 0.9,
     "tags": "称呼",
 }
-# Another one (about 0.36), with a different slot, for the budget's second call.
+# Another one (about 0.11), with a different slot, for the budget's second call.
 UNSURE_SHIPPING: dict[str, Any] = {
     "topic": "物流",
     "kind": "preference",
