@@ -21,8 +21,12 @@ from hindsight_insights.detection.correction_types import (
 from hindsight_insights.detection.quantities import Quantity, anchors, within_a_range
 from hindsight_insights.detection.text import clauses
 
-
 # ------------------------------------------------------------------------------------------------- implicit
+# The guards of a sentence whose values are no contradiction: an approval, a declined offer, a new request, a doubt, a
+# follow-up carrying the task on to another thing ("now the same for the side table, that one is 60 cm").
+_STATES_NO_VALUE = frozenset({"approval", "decline", "new_request", "doubt", "continues_the_task"})
+
+
 def implicit(turn: ReadMessage) -> Correction | None:
     previous = turn.previous
     # (a reply that only repeats the assistant's words, a choice among its options, contradicts none of them)
@@ -32,10 +36,7 @@ def implicit(turn: ReadMessage) -> Correction | None:
         text = sentence.text
         if sentence.question or sentence.conditional or sentence.reported_at == 0:
             continue
-        # (a follow-up carrying the task on to another thing brings that thing's values: "now the same for the side
-        # table, that one is 60 cm")
-        guards = {"approval", "decline", "new_request", "doubt", "continues_the_task"}
-        if patterns.REQUEST.search(text) or guards & set(sentence.guards):
+        if patterns.REQUEST.search(text) or _STATES_NO_VALUE & set(sentence.guards):
             continue
         contradiction = _contradiction(turn, sentence)
         if contradiction is not None:

@@ -61,7 +61,7 @@ class ReadMessage:
         """A sentence carries the task on to another thing (patterns.CONTINUES_THE_TASK: "now the same for March")."""
         return any("continues_the_task" in sentence.guards for sentence in self.sentences)
 
-    @property
+    @cached_property
     def only_repeats_the_assistant(self) -> bool:
         """The message says nothing the assistant's turn did not ("周日上午吧" after "周六下午和周日上午有空",
         "Celsius." after "Celsius or Fahrenheit?"): a choice among its options or an echo, no new value or wish."""

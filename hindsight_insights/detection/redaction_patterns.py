@@ -36,7 +36,11 @@ _JOIN = (
     r"[\"'“‘「『(\[【<]?\s*"
 )
 # Between a number and the label after it: "(", "is my", "是我的", "为他的".
-_LABEL_AFTER = r"(?:[(（]\s*|(?:is|was|为|是)\s*)(?:my|his|her|their|our|我们的|我的|他的|她的|我|他|她)?\s*"
+_BEFORE_LABEL = r"(?:[(（]\s*|(?:is|was|为|是)\s*)"
+_OWNER_ZH = r"(?:我们的|我的|他的|她的|我|他|她)"
+_LABEL_AFTER = rf"{_BEFORE_LABEL}(?:my|his|her|their|our|{_OWNER_ZH})?\s*"
+# 工号 and the other Chinese names of an employee number.
+_EMPLOYEE_NUMBER_ZH = r"工号|员工号|员工编号|职工号|工牌号"
 # A resident ID as people write it: 18 characters (or the old 15 digits), whole or in groups (6-8-4, 6-4-4-4).
 _RESIDENT_ID = r"\d{6}[\s-]?(?:\d{8}|\d{4}[\s-]?\d{4})[\s-]?\d{3}[\dx]|\d{6}[\s-]?\d{4,8}[\s-]?\d{3,4}[\dx]?"
 # ICAO 9303: up to 9 letters and digits (E12345678, 12AB34567, C01X00T47); five digits at least, so that a word
@@ -114,7 +118,7 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
         re.compile(
             r"(?<![\da-z])(?P<value>\d{4}(?:[\s-]?\d{2,6}){2,4}(?:[\s-]?\d{1,4})?)(?![\da-z])\s*"
             # (in English only a card someone owns: "(card payment)", "is the card limit" are no label)
-            r"(?:[(（]\s*|(?:is|was|为|是)\s*)(?:(?:我们的|我的|他的|她的|我|他|她)?[\u4e00-\u9fff]{0,4}?"
+            rf"{_BEFORE_LABEL}(?:{_OWNER_ZH}?[\u4e00-\u9fff]{{0,4}}?"
             r"(?:银行卡|卡号|信用卡|借记卡|储蓄卡|工资卡)|(?:my|his|her|their|our)\s+(?:[a-z]+ ?)?card\b)"
         ),
     ),
@@ -136,7 +140,7 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
     (
         "employee_id",
         re.compile(
-            rf"(?:工号|员工号|员工编号|职工号|工牌号|员工卡号|(?:employee|staff|emp)(?=\s*(?:number|no|id|#)))"
+            rf"(?:{_EMPLOYEE_NUMBER_ZH}|员工卡号|(?:employee|staff|emp)(?=\s*(?:number|no|id|#)))"
             # a few words between, within the clause: "工号，我的是 HS207731", "staff ID - mine is …"
             r"(?:[^\d\n:：=?!。？！]{1,12}?(?:[:：=]|\bis\b|为|是))?"
             rf"{_JOIN}"
@@ -148,7 +152,7 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
         # the label after the number: "HS207731 是我的工号", "E-4410 (my staff ID)"
         re.compile(
             rf"(?<![\da-z])(?P<value>[a-z]{{0,4}}[-_]?\d{{3,10}})(?![\da-z])\s*{_LABEL_AFTER}"
-            r"(?:工号|员工号|员工编号|职工号|工牌号|(?:employee|staff) (?:number|id|no))"
+            rf"(?:{_EMPLOYEE_NUMBER_ZH}|(?:employee|staff) (?:number|id|no))"
         ),
     ),
     (
