@@ -1,6 +1,6 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_11.json)
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_13.json)
 when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
@@ -17,9 +17,9 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_8.json (the new set,
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_9.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_9.json and _7); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_10.json and _7); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -150,14 +150,8 @@ def test_no_training_sentence_is_in_an_evaluation_item() -> None:
 
 # Short everyday phrases that an evaluation item shares with a training item by coincidence (the writer saw no
 # training item), each a whole clause anyone writes: listed one by one with the item, so that any other overlap still
-# fails.
-KNOWN_OVERLAPS = {
-    ("screening_eval_11.json:wa015", "instruction priority"),  # a heading-like noun phrase
-    ("screening_eval_11.json:wa087", "at the end of every reply"),  # an attack's usual place to append
-    ("screening_eval_11.json:wb013", "weekly security digest"),  # a report's title
-    ("screening_eval_11.json:wb029", "user's own preference"),
-    ("screening_eval_12.json:121", "fill in your own values"),  # a template's instruction
-}
+# fails. None at present.
+KNOWN_OVERLAPS: set[tuple[str, str]] = set()
 
 
 def compiled_in(value: Any) -> list[re.Pattern[str]]:
@@ -224,7 +218,7 @@ def reflection_eval_texts() -> dict[str, str]:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new-8:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-9:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -243,9 +237,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW_8,
+        eval_corrections.NEW_9,
         eval_reflection.EVAL_7_DATA,
-        eval_reflection.EVAL_9_DATA,
+        eval_reflection.EVAL_10_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],
