@@ -1150,3 +1150,80 @@ def test_a_secret_found_in_one_field_goes_from_every_field_of_the_write() -> Non
     assert all("PB7026315" not in result.text for result in results)
     assert results[1].found == ["passport"] and results[1].text == PLACEHOLDERS["passport"][1]
     assert results[3].text == plain and results[3].found == []
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        # an account number after its label or its bank's name, whatever its checksum
+        ("退款打到我的账户 6230 5821 0044 1973 就行", "6230 5821 0044 1973", "bank_account"),
+        ("收款改成招商银行 6214 8300 1234 5677，别打错", "6214 8300 1234 5677", "bank_account"),
+        ("pay it into sort code 20-45-77, account 53108264 please", "20-45-77", "bank_account"),
+        ("pay it into sort code 20-45-77, account 53108264 please", "53108264", "bank_account"),
+        # the holder's name after an account's label
+        ("户名：李秀兰，开户行是建行城西支行", "李秀兰", "account_holder"),
+        ("Wire it to my account, account name: Maria Lopez, thanks", "Maria Lopez", "account_holder"),
+        # a user name said right before its password
+        ("my username is jdoe77 and the password is Kite#2290", "jdoe77", "login"),
+        ("后台账号 ops_li，密码 Zx!90ab，明天交接", "ops_li", "login"),
+        # a locker's code
+        ("丰巢取件码 448213，帮我看看过期没有", "448213", "password"),
+        ("the parcel locker code is 9931, grab it on your way", "9931", "password"),
+        # a phone number with its label after it, no country named
+        ("0412 555 019 - that's my mobile, text me", "0412 555 019", "phone"),
+        # an ID's label, then its country in brackets
+        ("ID card (mainland) 110105194912310022 for the booking", "110105194912310022", "id_card"),
+        # a date of birth with a few words between, an abbreviated label, a day named in words
+        ("Name: Ana Ruiz, b. 14/02/1988, size S", "14/02/1988", "birth_date"),
+        ("生日登记的是 19870412，改成农历的", "19870412", "birth_date"),
+        ("我儿子是2015年国庆出生的，报名要填", "2015年国庆", "birth_date"),
+    ],
+)
+def test_accounts_holders_logins_locker_codes_and_labels_a_few_words_away_go(text: str, secret: str, kind: str) -> None:
+    assert_redacted(text, secret, kind)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "把客户名单整理一下发给我",
+        "户名是我自己，不用改",
+        "用户名请用字母开头，至少 6 位",
+        "the account page says 3 items are pending",
+        "2023年学生人数比去年多了 120 人",
+        "Invoice 1234, 5000 units shipped on Monday",
+    ],
+)
+def test_look_alikes_of_accounts_logins_and_births_stay(text: str) -> None:
+    assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "home"),
+    [
+        # after a label only a person's address has, the address as written, whatever levels it names
+        ("收货地址：新疆维吾尔自治区伊犁州霍城县清水河镇江阴路北3巷17号，电话见订单", "霍城县清水河镇江阴路北3巷17号"),
+        ("换好的寄给我：江苏省昆山市周市镇电子产业园职工公寓C栋214房，周末也收", "电子产业园职工公寓C栋214房"),
+        ("预约登记：业主王芳，地址湖南省长沙市岳麓区枫林三路88号附2号7-3，周末在家", "枫林三路88号附2号7-3"),
+        # Central and Northern European lines: a staircase and flat after a slash, a floor before the postcode, a box
+        ("Residence: Herr Lukas Brandner, Mariahilfer Zeile 12/4/9, 1070 Wien.", "Mariahilfer Zeile 12/4/9"),
+        ("send it to Karin Holm, Nørrebrogade 44, 2. th., 2200 København N", "Nørrebrogade 44, 2. th., 2200"),
+        ("payroll letter to: ul. Lipowa 7 m. 3, 20-024 Lublin", "ul. Lipowa 7 m. 3, 20-024"),
+        ("Antwerpsesteenweg 210 bus 5, 2800 Mechelen is where I live", "Antwerpsesteenweg 210 bus 5, 2800"),
+        ("Home visit at 9 Kloof Street, Gardens, Cape Town, 8001 on Friday", "Kloof Street, Gardens, Cape Town, 8001"),
+    ],
+)
+def test_labelled_chinese_homes_and_european_lines_with_floors_boxes_and_slashes_go(text: str, home: str) -> None:
+    assert_redacted(text, home, "address")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "药店营业时间调整，地址杭州市西湖区文三路259号一楼。",  # a bare 地址, a shop's floor: no home
+        "门店地址：浙江省宁波市海曙区中山西路88号",
+        "Room 12, 2000 guests expected at the gala",
+    ],
+)
+def test_a_shops_address_after_a_bare_label_and_counts_stay(text: str) -> None:
+    assert_unchanged(text)

@@ -20,6 +20,10 @@ Chinese character, so a stored quote stays readable in its own language):
                 a card someone owns (… 是我的工资卡号, … (my visa card)); without a
                 label, 13–19 digits passing Luhn, whole or grouped 4-4-4-4, 4-6-5 (Amex) or 4-6-4 (Diners)
   iban          an IBAN with a valid check (python-stdnum), or any after the label IBAN
+  bank_account  6–25 digits after an account's label (账号, 账户, account, sort code, BSB, routing number) or its
+                bank's name (中国工商银行 6212 …), whatever the checksum
+  account_holder the name after an account holder's label (户名, 收款人, account name, payee)
+  login         a user name said right before its password ("my login is … and password …")
   passport      a number after 护照/passport (in the languages people travel with), before it, in the machine-readable
                 zone, or in a passport number's shape within 160 characters of the word or of a travel document's
                 name (data page, travel document, 资料页: a table's column, a sentence apart)
@@ -31,11 +35,12 @@ Chinese character, so a stored quote stays readable in its own language):
                 a fixed line too (not a toll-free, shared-cost or premium line); a national format
                 read as the region the text names or dials (UK mobile 07911 …, 香港手机 9123 4567), or after a phone
                 label (WhatsApp: 0412 …), or in the North American shape (415) 555-2671; any number after "my
-                phone"/我的电话
+                phone"/我的电话 or before "that's my mobile"/是我的手机
   email         e-mail addresses, Chinese domains too, and written against scrapers or URL-encoded ((at), [dot], 艾特,
                 " @ ", %40, "x at y dot z"); not the documentation domains example.com/.org/.net
-  birth_date    a full date next to a birth label (出生, 生日, born, date of birth, DOB; born in Cork on …), as
-                forms print it (05-Mar-1990, 96年10月3号, 一九八七年六月十二日)
+  birth_date    a full date next to a birth label (出生, 生日, born, b., date of birth, DOB; born in Cork on …; a few
+                words between: birthday 填的是 …), as forms print it (05-Mar-1990, 96年10月3号, 一九八七年六月十二日);
+                a year and a day in words before 出生 (2001年元旦出生)
   address       a home address: the Chinese grammar (province to town, street or estate or village, down to a room,
                 a unit or a village house number; a road's part 大道中/四段, a lane off it 216巷8弄, 道 (Hong Kong,
                 Tianjin), a sub-number 号之三, an estate's name between the house number and its building) with a
@@ -76,6 +81,9 @@ PLACEHOLDERS = {
     "id_card": ("[身份证号已隐藏]", "[ID number removed]"),
     "bank_card": ("[银行卡号已隐藏]", "[card number removed]"),
     "iban": ("[银行账号已隐藏]", "[IBAN removed]"),
+    "bank_account": ("[银行账号已隐藏]", "[account number removed]"),
+    "account_holder": ("[户名已隐藏]", "[account holder removed]"),
+    "login": ("[登录名已隐藏]", "[login removed]"),
     "passport": ("[护照号已隐藏]", "[passport number removed]"),
     "employee_id": ("[工号已隐藏]", "[employee number removed]"),
     "phone": ("[手机号已隐藏]", "[phone removed]"),
@@ -170,6 +178,7 @@ def _find(text: str) -> list[_Finding]:
     near_label = (m.span("secret") for m in patterns.PASSWORD_FOR.finditer(f) if _looks_like_password(m["secret"], " "))
     found += at(folded, near_label, "password")
     found += at(folded, (m.span("secret") for m in patterns.LOGIN_PAIR.finditer(f)), "password")
+    found += at(folded, (m.span("secret") for m in patterns.LOGIN_NAME.finditer(f)), "login")
     found += at(folded, (m.span("secret") for m in patterns.ACCESS_CODE.finditer(f)), "password")
     found += at(folded, _door_codes(f), "password")
     # An address before the numbers: 13800138000@163.com is an e-mail address, not a phone number plus a domain.
@@ -183,6 +192,9 @@ def _find(text: str) -> list[_Finding]:
     for kind, pattern in patterns.NUMBER_LABELS:
         found += at(folded, (m.span("value") for m in pattern.finditer(f)), kind)
     found += at(folded, _passports_nearby(f), "passport")
+    holders = [m.span("secret") for m in patterns.ACCOUNT_HOLDER_ZH.finditer(f)]
+    found += at(folded, holders, "account_holder")
+    found += at(plain, (m.span("secret") for m in patterns.ACCOUNT_HOLDER_EN.finditer(plain.text)), "account_holder")
     found += at(
         folded, (m.span() for m in patterns.ID_NUMBER.finditer(f) if checks.valid_resident_id(m.group())), "id_card"
     )
@@ -192,14 +204,17 @@ def _find(text: str) -> list[_Finding]:
     phones = (span for span in checks.personal_phones(plain.text) if not _is_reference(plain.text, span[0]))
     found += at(plain, phones, "phone")
     for match in patterns.BIRTH_DATE.finditer(f):
-        found += at(folded, [match.span("value") if match["value"] else match.span("before")], "birth_date")
+        group = next(name for name in ("value", "before", "year_before") if match[name])
+        found += at(folded, [match.span(group)], "birth_date")
     found += at(folded, _homes(patterns.CHINESE_ADDRESS, f, reach=20), "address")
     found += at(folded, _homes(patterns.CHINESE_ESTATE, f, reach=20), "address")
     found += at(folded, _homes(patterns.CHINESE_VILLAGE, f, reach=20), "address")
+    found += at(folded, _labelled_chinese_addresses(f), "address")
     found += at(folded, _not_an_organisations(patterns.STREET_WITH_POSTCODE, f, reach=24), "address")
     found += at(folded, _not_an_organisations(patterns.NUMBERED_LINE_WITH_POSTCODE, f, reach=24), "address")
     # An English line reaches further back for its label: "ship to Jane Doe, 42 Elm Street".
     found += at(folded, _homes(patterns.STREET_LINE, f, reach=48), "address")
+    found += at(folded, _homes(patterns.CONTINENTAL_LINE, f, reach=48), "address")
     found += at(folded, (m.span() for m in patterns.FLAT_LINE.finditer(f)), "address")
     found += at(folded, (m.span() for m in patterns.SINGAPORE_ADDRESS.finditer(f)), "address")
     found += at(plain, checks.high_entropy_tokens(plain.text), "api_key")
@@ -212,6 +227,14 @@ def _door_codes(text: str) -> Iterator[tuple[int, int]]:
         if patterns.CODE_LOCK.search(sentence.group()):
             for match in patterns.DOOR_NUMBER.finditer(sentence.group()):
                 yield sentence.start() + match.start("secret"), sentence.start() + match.end("secret")
+
+
+def _labelled_chinese_addresses(text: str) -> Iterator[tuple[int, int]]:
+    """CHINESE_LABELLED_ADDRESS's values that have a number, and after a bare 地址 a room too."""
+    for match in patterns.CHINESE_LABELLED_ADDRESS.finditer(text):
+        value = match["value"]
+        if re.search(r"\d", value) and (not match["bare"] or patterns.HOME_UNIT.search(value)):
+            yield match.span("value")
 
 
 def _passports_nearby(text: str) -> Iterator[tuple[int, int]]:

@@ -75,7 +75,9 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
         re.compile(
             rf"(?:身份证|身份证件|证件号|居民身份|公民身份|身份号|national id|resident id|id card|identity card|"
             rf"(?:chinese|china|prc|mainland)\s+id|"
-            rf"(?:(?:my|his|her|their|your)\s+|(?<![a-z]\s)(?<![a-z]))id(?=\s*(?:number|no\b|no\.|num|#|:))){_JOIN}"
+            rf"(?:(?:my|his|her|their|your)\s+|(?<![a-z]\s)(?<![a-z]))id(?=\s*(?:number|no\b|no\.|num|#|:)))"
+            # a country or an issuer in brackets after the label: "resident ID card (PRC) …"
+            rf"(?:\s*[(（][^()（）\d]{{1,16}}[)）])?{_JOIN}"
             rf"(?P<value>{_RESIDENT_ID})(?![\da-z])"
         ),
     ),
@@ -162,6 +164,26 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     (
+        "bank_account",
+        # an account number after its label or its bank's name (6-25 digits, whatever its checksum): 账号/账户,
+        # "account 71350948", "中国工商银行 6212 …", a UK sort code, an Australian BSB, a US routing number
+        re.compile(
+            r"(?:(?:账号|账户|帐号|帐户)|[\u4e00-\u9fff]{2,8}银行(?:[\u4e00-\u9fff]{1,8}[支分]行)?"
+            r"(?:账号|账户|帐号|帐户|卡号)?|\b(?:account|acct|a/c)(?:\s*(?:number|no\.?|num|#))?|"
+            r"\bsort ?code|\bbsb|\brouting(?: number| no\.?)?)"
+            r"\s*(?:[:=]|是|为|is|:)?\s*[\"'“‘「(\[]?\s*(?P<value>\d(?:[\s-]?\d){5,24})(?![\da-z])"
+        ),
+    ),
+    (
+        "phone",
+        # the label after the number: "07911 483 226 - that's my mobile", "13912345678 是我的手机"
+        re.compile(
+            r"(?<![\d+])(?P<value>\+?[\d(][\d\s()-]{6,18}\d)(?!\d)\s*[-–—,:(（]?\s*"
+            r"(?:that's|that is|this is|is|这是|是|就是)?\s*(?:my|我的|我)\s*(?:own\s+)?"
+            r"(?:mobile|cell|phone|number|手机|电话)"
+        ),
+    ),
+    (
         "phone",
         re.compile(
             r"(?:我的|my|home|mobile|家里|家庭|住宅|私人|private|personal|cell)\s*(?:的)?\s*(?:电话|手机|号码|phone|number|"
@@ -189,7 +211,9 @@ PASSWORD_FOR = re.compile(
 # "key safe by the back door: 9032", 门禁码 2580#). A few words may come between the label and "is" or ":".
 ACCESS_CODE = re.compile(
     r"(?:\bpin(?: code| number)?|(?:alarm|door|gate|access|entry|entrance|lockbox|garage|building|safe)\s?code|"
-    r"key ?safe|lock ?box|门禁码|门禁密码|开门码|门锁码|保险箱码)"
+    r"key ?safe|lock ?box|门禁码|门禁密码|开门码|门锁码|保险箱码|"
+    # a locker's or a parcel station's code (快递柜码, 取件码, locker code)
+    r"(?:快递柜|储物柜|寄存柜|丰巢|柜子)\s*(?:码|密码)|取件码|提货码|(?:locker|parcel|pick-?up|collection)\s?(?:code|pin))"
     r"(?:[^\d\n.;,。，；]{0,30}?(?:\bis\b|:|是|为))?\s*[\"'“]?"
     r"(?P<secret>[\d#*]{3,10}|[a-z]?\d{3,8}[a-z#*]?)(?![\da-z])"
 )
@@ -207,6 +231,24 @@ LOGIN_PAIR = re.compile(
     r"(?:\blog ?in|\bsign ?in|credentials?|账号密码|账号和密码|用户名和密码|用户名密码|登录账号|登录信息)"
     r"\s*(?:is|are|:|是|为)?\s*(?P<secret>[a-z0-9._@-]{2,40}\s*[/:|]\s*[\x21-\x7e]{4,64}?)"
     rf"{SECRET_END}"
+)
+# A user name said just before its password ("my login is m.okafor.interp and password …", "用户名 zhangwei01 密码
+# …"): the name goes too, the pair is the credential.
+LOGIN_NAME = re.compile(
+    r"(?:\blog ?in(?: name| id)?|\buser ?name|\buser ?id|用户名|登录名|登录账号|账号)\s*(?:is|:|是|为)?\s*"
+    r"(?P<secret>[a-z0-9._@-]{3,40}?)\s*(?:,|，|;|、|and|&|with|和|及|以及)?\s*(?:the\s+|my\s+|its\s+)?"
+    r"(?:password|passwd|pwd|密码|口令)"
+)
+# The holder's name after an account's label (户名陈志远, "account name: Jane Doe"); English names are matched on the
+# text as written, capitalised.
+ACCOUNT_HOLDER_ZH = re.compile(
+    # (not 客户名单 or 用户名; not "户名是我自己" or 同业主)
+    r"(?:(?<![客用])户名(?![单称])|开户名|开户人|收款人|收款户名)\s*(?:[:：]|是|为)?\s*"
+    r"(?P<secret>(?!我|同|本人|是|为)[\u4e00-\u9fff]{2,4})(?![\u4e00-\u9fff])"
+)
+ACCOUNT_HOLDER_EN = re.compile(
+    r"(?i:account (?:holder|name)|payee|beneficiary)(?:'s name)?\s*(?::|is)?\s*"
+    r"(?P<secret>[A-Z][a-z'.-]+(?: [A-Z][a-z'.-]+){1,2})\b"
 )
 KEY_SEPARATOR = r"\s*(?:[:=]|是|为|is|was)\s*[\"'“]?\s*|\s+"
 KEY_LABEL = re.compile(
@@ -268,11 +310,15 @@ _BIRTH_VALUE = (
 )
 BIRTH_DATE = re.compile(
     r"(?:出生日期|出生年月日|出生年月|出生于|出生|生日|生于|生年月日|생년월일|date of birth|birth ?date|birthday|"
-    r"born(?: on)?|d\.?o\.?b\.?|né(?:e)? le|date de naissance|geboren(?: am)?|geb\.|geburtsdatum|"
+    r"born(?: on)?|\bb\.|d\.?o\.?b\.?|né(?:e)? le|date de naissance|geboren(?: am)?|geb\.|geburtsdatum|"
     r"fecha de nacimiento|nacid[oa] el|data di nascita|nat[oa] il|data de nascimento|"
     # the place between: "born in Cork on 3 May 1990"
     r"born in [a-z .'-]{2,30}? on)"
-    rf"\s*(?:是|为|:|is|on|am|el|il|le)?\s*(?P<value>{_BIRTH_VALUE})|(?P<before>{_DATE})\s*(?:出生|生)"
+    # a few words may come between ("birthday 填的是 19990731", "DOB on file: …"), within the clause
+    rf"(?:\s*(?:是|为|:|is|on|am|el|il|le)?\s*|[^\d\n.。,，;；!?！？]{{1,8}}?)(?P<value>{_BIRTH_VALUE})|"
+    rf"(?P<before>{_DATE})\s*(?:出生|生)|"
+    # a year and a day named in words before 出生: 2001年元旦出生, 1990年出生
+    r"(?P<year_before>(?:19|20)\d{2}\s*年[\u4e00-\u9fff]{0,4}?)\s*出生"
 )
 _HAN = r"[\u4e00-\u9fff]"
 # A character of a place name: not one of the words that come before an address (是, 在, 住, 寄到, 地址, 我的 …), so a
@@ -314,6 +360,18 @@ CHINESE_ESTATE = re.compile(
     r"(?P<unit>(?:\s*[a-z\d一二三四五六七八九十]{1,5}\s*(?:栋|幢|号楼|座|单元|组))+"
     r"(?:\s*[a-z\d]{1,5}\s*(?:室|号|房|户)?)?)"
 )
+# After a label that only a person's address has (家庭住址, 收货地址, 寄给我), the address as written, from its region
+# to the clause's end, when it has a number: the grammar above need not know every level (盟/旗/嘎查, 附3号21-4, an
+# industrial park's dormitory). After a bare 地址 (no organisation's name right before it) only with a room
+# (HOME_UNIT): "…营业时间…，地址杭州市…259号一楼" is a shop's.
+CHINESE_LABELLED_ADDRESS = re.compile(
+    r"(?:(?:家庭|现|居住|收货|收件|通讯|邮寄|联系|户籍|新)?住址|(?:家庭|现|居住|收货|收件|通讯|邮寄|户籍|我的|我家|家)地址|"
+    r"(?P<bare>(?<![\u4e00-\u9fff])地址)|家住|住在|寄给我|寄到我|寄回给我|送到我)"
+    r"\s*(?:[:：]|是|为|在)?\s*"
+    r"(?P<value>[\u4e00-\u9fff]{2,8}(?:省|自治区|市|盟|州|区|县|旗)[\u4e00-\u9fffa-z\d#()（）-]{3,50}?)"
+    r"(?=[，。；;,、！!？?\n]|\s|$)"
+)
+HOME_UNIT = re.compile(r"[室房户]|单元|\d\s*[-－]\s*\d+$")
 # A village house: the county or town above it, the village (村, 村委会 and the hamlet under it), perhaps its group
 # (三组), then the house number (下山口村46号). A village's house numbers are homes.
 CHINESE_VILLAGE = re.compile(
@@ -325,7 +383,7 @@ HOME_LABEL = re.compile(
     # (寄到 as a form's field, not in prose: "请把退货寄到…" names a warehouse; 寄到我家 is a home)
     r"(住址|家住|住在|家庭地址|居住地|现住|收货地址|寄到\s*:|(?:我|我们|他|她|他们|自己)家(?:的)?(?:地址|住址)?(?:是|在)?|"
     r"(?<![入居])住|home|(?:lives?|living|resides?|residing) at|address(?: is)?|"
-    r"adresse|anschrift|wohnhaft(?: in)?|dirección|domicilio|indirizzo|endereço|住所|"
+    r"adresse|anschrift|wohnhaft(?: in)?|dirección|domicilio|indirizzo|endereço|住所|residence|domicile|"
     # "ship to Jane Doe, 42 Elm Street": the recipient's name may come between
     r"(?:ship|deliver|send|post|mail)(?:s|ed|ping|ing|y)? (?:it |this |them )?to(?: [a-z .'-]{1,30},)?)\W{0,12}$"
 )
@@ -356,14 +414,18 @@ _STREET = (
     # Hongo)
     rf"\b\d{{1,2}}(?:-|\s*chome-)\d{{1,3}}-\d{{1,3}},?\s+{_LETTERS}+)"
 )
-_UNIT = r"(?:,?\s*(?:apt|apartment|flat|unit|suite|ste|app|appt|apto|piso|wohnung|top|#)\.?\s*[a-z\d-]{1,6})"
+_UNIT = (
+    r"(?:,?\s*(?:apt|apartment|flat|unit|suite|ste|app|appt|apto|piso|wohnung|top|#)\.?\s*[a-z\d-]{1,6}|"
+    # a box or a flat in the languages that write it after the house number (Belgian bus 2, Polish m. 12, lok. 3)
+    r"\s+(?:bus|bte|boîte|m\.|lok\.|stiege|stg\.)\s*\d{1,4}[a-z]?)"
+)
 # Postcodes: US ZIP and 5-digit European, Brazilian CEP (01310-100), UK, 6-digit (China, India), Dutch 1234 AB,
-# Canadian A1A 1A1, Japanese 123-4567, Swedish 114 55. Four digits alone (Austria, Switzerland, Belgium, Denmark)
-# only right after the street and before a town, and never a year: "Hauptstraße 5, 1010 Wien", not "200 Market
-# Street, since 2019". The town after a postcode goes with it.
+# Canadian A1A 1A1, Japanese 123-4567, Swedish 114 55, Polish 00-876. Four digits alone (Austria, Switzerland,
+# Belgium, Denmark) only after the street (and its floor or door) and before a town, and never a year: "Hauptstraße 5,
+# 1010 Wien", not "200 Market Street, since 2019". The town after a postcode goes with it.
 _POSTCODE = (
     r"(?:\d{5}(?:-\d{4}|-\d{3})?|[a-z]{1,2}\d[a-z\d]?\s*\d[a-z]{2}|\d{6}|(?!(?:19|20)\d\d)\d{4}\s?[a-z]{2}|[a-z]\d[a-z]\s?\d[a-z]\d|"
-    r"〒?\d{3}-\d{4}|\d{3}\s\d{2}|(?:nsw|vic|qld|wa|sa|tas|act|nt)\s+\d{4}|[ac-fhknprtv-y]\d{2}\s?[ac-fhknprtv-y\d]{4})\b"
+    r"〒?\d{3}-\d{4}|\d{3}\s\d{2}|\d{2}-\d{3}|(?:nsw|vic|qld|wa|sa|tas|act|nt)\s+\d{4}|[ac-fhknprtv-y]\d{2}\s?[ac-fhknprtv-y\d]{4})\b"
 )
 _TOWN = r"[a-z\u00c0-\u024f][a-z\u00c0-\u024f'-]{1,20}"
 # Up to two comma-separated parts after a street line (the town, the region), each ending at punctuation.
@@ -380,9 +442,10 @@ BUSINESS_LABEL = re.compile(
 _ADDRESS_PART = r"[a-z\u00c0-\u024f\d .'º°()/-]"
 STREET_WITH_POSTCODE = re.compile(
     rf"{_STREET}{_UNIT}?(?:(?:,\s*{_ADDRESS_PART}{{1,30}}){{0,3}},?\s*(?:[a-z]{{1,2}}-)?{_POSTCODE}|"
-    rf",\s*(?:[a-z]{{1,2}}-)?(?!(?:19|20)\d\d\b)\d{{4}}(?=\s+{_TOWN})|"
+    # (a floor or a door may come first: "Jagtvej 119, 3. tv., 2200 København N")
+    rf"(?:,\s*{_ADDRESS_PART}{{1,30}}?){{0,2}},\s*(?:[a-z]{{1,2}}-)?(?!(?:19|20)\d\d\b)\d{{4}}(?=\s+{_TOWN})|"
     # four digits after the town, as New Zealand, Australia and South Africa write them (never a year)
-    rf"(?:,\s*{_TOWN}(?:\s+{_TOWN})?){{1,3}}\s+(?!(?:19|20)\d\d\b)\d{{4}}\b)"
+    rf"(?:,\s*{_TOWN}(?:\s+{_TOWN})?){{1,3}},?\s+(?!(?:19|20)\d\d\b)\d{{4}}\b)"
     rf"(?:\s+{_TOWN}(?:\s+{_TOWN})?(?=[,.;)\n]|$))?"
 )
 # Where a street has no word for its kind (9 Cnoc na Gréine, 4 Bishop's Walk), a postcode that only an address has
@@ -393,6 +456,13 @@ NUMBERED_LINE_WITH_POSTCODE = re.compile(
     r"(?:[a-z]{1,2}\d[a-z\d]?\s*\d[a-z]{2}|[a-z]\d[a-z]\s?\d[a-z]\d|"
     r"[ac-fhknprtv-y]\d{2}\s?[ac-fhknprtv-y\d]{4}|[a-z]{2}\s\d{5}(?:-\d{4})?)\b"
     rf"(?:\s+{_TOWN}(?=[,.;)\n]|$))?"
+)
+# A street whose name has no word for its kind, then the house number, a postcode and the town, as Central Europe
+# writes it (Lerchenfelder Gürtel 43/2/17, 1160 Wien): someone's when the number has a staircase or a flat after a
+# slash (its `unit` group) or a word for home comes before it; "Invoice 1234, 5000 units" stays.
+CONTINENTAL_LINE = re.compile(
+    rf"\b(?:{_LETTERS}{{3,}}\s+){{1,3}}\d{{1,5}}[a-z]?(?P<unit>(?:/\d{{1,4}}[a-z]?){{0,3}}),\s*(?:[a-z]{{1,2}}-)?"
+    rf"(?!(?:19|20)\d\d\b)(?:\d{{4,5}}|\d{{2}}-\d{{3}})\s+{_TOWN}(?:\s+{_TOWN})?"
 )
 # A street line without a postcode is someone's when, as in Chinese, it has a flat or unit, or a word for home comes
 # before it (HOME_LABEL); the town after it goes with it. A shop's "200 Market Street" alone stays.
