@@ -35,6 +35,7 @@ def trained_combination(model: LinearTextModel) -> Combination:
         correction_at=float(chosen["correction_at"]),
         unsure_low=float(chosen["unsure_low"]),
         unsure_high=float(chosen["unsure_high"]),
+        factual_at=float(chosen.get("factual_at", 0.0)),
     )
 
 
@@ -53,5 +54,6 @@ def learned_detector(embedder: Embedder, settings: Settings, path: Path = MODEL_
         trained.correction_at,
         trained.unsure_low if settings.detector_unsure_low is None else settings.detector_unsure_low,
         trained.unsure_high if settings.detector_unsure_high is None else settings.detector_unsure_high,
+        trained.factual_at,
     )
     return LearnedDetector(model, lambda texts: embedder.embed(texts), band)

@@ -6,7 +6,7 @@ option it judges the shipped model's setting (hindsight_insights/data/detector_m
 choice, so a candidate is compared with it before `make train-detector` is changed:
 
     .venv/bin/python -m scripts.detector_oof [--c 10] [--block-weights 1,1,0.25] [--correction-at 0.9] [--firm self_fix]
-        [--corpus PATH] [--no-tune]
+        [--factual-at 0.96] [--corpus PATH] [--no-tune]
 
 The tune split is the only part of bench/data/corrections.json read (its holdout and every evaluation set are not);
 it is judged with the model fitted on the whole corpus under the candidate setting, as training would ship it.
@@ -73,6 +73,7 @@ def main() -> None:
     parser.add_argument("--c", type=float, help="the regularisation C")
     parser.add_argument("--block-weights", help="embedding,ngrams,rules, e.g. 1,1,0.25")
     parser.add_argument("--correction-at", type=float, help="the least P(correction) for a correction")
+    parser.add_argument("--factual-at", type=float, help="the least P(correction) for a fact put right")
     parser.add_argument("--firm", help="comma-separated rule outcomes the model does not overrule ('' for none)")
     parser.add_argument("--no-tune", action="store_true", help="out of fold only")
     args = parser.parse_args()
@@ -84,15 +85,21 @@ def main() -> None:
     scales = (weights[0], weights[1], weights[2])
     firm = trained.firm if args.firm is None else frozenset(filter(None, args.firm.split(",")))
     at = trained.correction_at if args.correction_at is None else args.correction_at
-    combination = Combination(firm, at, 0.0, 0.0)
-    setting = f"C={c} block weights={scales} correction_at={at} firm={sorted(firm)}"
+    factual_at = trained.factual_at if args.factual_at is None else args.factual_at
+    combination = Combination(firm, at, 0.0, 0.0, factual_at)
+    setting = f"C={c} block weights={scales} correction_at={at} factual_at={factual_at} firm={sorted(firm)}"
 
     embedder = UseM3Embedder(threads=1)
     data = Prepared(load_corpus(args.corpus), embedder)
     probabilities, t, loss = oof_probabilities(data, c, scales)
     labels = [CLASSES[i] for i in data.labels]
     print(f"{setting}\nout-of-fold log loss {loss:.4f} (temperature {t})\n")
-    print(render(f"out of fold, {args.corpus.name}", labels, decisions(data, probabilities, combination)) + "\n")
+    decided = decisions(data, probabilities, combination)
+    print(render(f"out of fold, {args.corpus.name}", labels, decided) + "\n")
+    apart = [i for i, row in enumerate(data.rows) if row.get("style") == "retired"]
+    if apart:
+        kept = ([labels[i] for i in apart], [decided[i] for i in apart])
+        print(render("out of fold, the messages of the sets written apart (retired)", *kept) + "\n")
     alone = [CLASSES[i] for i in probabilities.argmax(axis=1)]
     print(render("out of fold, the model alone (argmax)", labels, alone) + "\n")
     if args.no_tune:

@@ -13,7 +13,11 @@ The combination (its parameters chosen on the training corpus's out-of-fold pred
   * otherwise the model decides: a correction when P(correction) = 1 - P(none) reaches `correction_at`, of the
     correction class it finds likeliest; else none. `correction_at` is set for at most 1.5% out-of-fold false
     corrections on `none` (scripts/train_detector.py; docs/architecture.md has the figures), and the rule block
-    weighs little in the model, so a rule firing on topic words alone does not carry a plain message over it.
+    weighs little in the model, so a rule firing on topic words alone does not carry a plain message over it;
+  * a fact put right needs P(correction) ≥ `factual_at` (at least `correction_at`), set for at most 1% false
+    corrections on the messages of the sets written apart and retired into training: most false corrections on
+    unseen sets were facts read into a number or a name about another thing. Between the two it is none and unsure,
+    unless the rules found the fact with an explicit verdict ("Wrong, …", "不对，…").
 
 The rules' quotes (corrected, original, topic, condition) are kept whatever the type; a correction the rules did
 not see quotes the whole message. `unsure` marks a decision the rules did not hold and whose P(correction) falls in
@@ -53,6 +57,9 @@ class Combination:
     correction_at: float
     unsure_low: float
     unsure_high: float
+    # What a fact put right needs at least (never less than correction_at): most false corrections are facts read
+    # into a number or a name about something else.
+    factual_at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -158,7 +165,16 @@ def decide(found: Correction, probabilities: Mapping[str, float], combination: C
     if correction < combination.correction_at:
         return (NONE, unsure)
     kinds = [kind for kind in probabilities if kind != NONE]
-    return (max(kinds, key=lambda kind: (probabilities[kind], kind)), unsure)
+    chosen = max(kinds, key=lambda kind: (probabilities[kind], kind))
+    if chosen == CorrectionType.FACTUAL.value and correction < combination.factual_at and not _says_wrong(found):
+        # Likely a correction, but a fact only at factual_at: unsure, for a workspace model to settle.
+        return (NONE, True)
+    return (chosen, unsure)
+
+
+def _says_wrong(found: Correction) -> bool:
+    """The rules found a fact put right with an explicit verdict ("Wrong, …", "不对，…"): correction_at is enough."""
+    return found.type is CorrectionType.FACTUAL and any(signal.startswith("verdict:") for signal in found.signals)
 
 
 def combine(
