@@ -96,9 +96,8 @@ def main() -> None:
     print(f"{setting}\nout-of-fold log loss {loss:.4f} (temperature {t})\n")
     decided = decisions(data, probabilities, combination)
     print(render(f"out of fold, {args.corpus.name}", labels, decided) + "\n")
-    apart = [i for i, row in enumerate(data.rows) if row.get("style") == "retired"]
-    if apart:
-        kept = ([labels[i] for i in apart], [decided[i] for i in apart])
+    if data.written_apart:
+        kept = ([labels[i] for i in data.written_apart], [decided[i] for i in data.written_apart])
         print(render("out of fold, the messages of the sets written apart (retired)", *kept) + "\n")
     alone = [CLASSES[i] for i in probabilities.argmax(axis=1)]
     print(render("out of fold, the model alone (argmax)", labels, alone) + "\n")

@@ -125,6 +125,8 @@ class Prepared:
         previous = [row.get("previous_assistant") or "" for row in rows]
         self.vectors = np.hstack([embedder.embed(self.messages), embedder.embed(previous)])
         self.labels = np.array([CLASSES.index(row["label"]) for row in rows], dtype=np.int64)
+        # The rows of the evaluation sets retired into the corpus (load_corpus): other writers' messages.
+        self.written_apart = [i for i, row in enumerate(self.rows) if row.get("style") == "retired"]
         self.embedder_id = embedder.id
 
 
@@ -225,7 +227,7 @@ def recall_kept(figures: dict[str, float]) -> bool:
     return min(figures["factual_recall"], figures["preference_recall"]) >= MIN_RECALL
 
 
-def choose_combination(data: Prepared, probabilities: npt.NDArray[np.float64]) -> tuple[Combination, dict[str, Any]]:
+def choose_combination(data: Prepared, probabilities: npt.NDArray[np.float64]) -> Combination:
     labels = [CLASSES[i] for i in data.labels]
     tried = []
     for size in range(len(OUTCOMES) + 1):
@@ -236,16 +238,16 @@ def choose_combination(data: Prepared, probabilities: npt.NDArray[np.float64]) -
                 tried.append((figures, -len(firm), at, combination))
     allowed = [t for t in tried if t[0]["false_corrections"] <= MAX_FALSE_CORRECTIONS] or tried
     allowed = [t for t in allowed if recall_kept(t[0])] or allowed
-    figures, _, at, best = max(allowed, key=lambda t: (round(t[0]["macro_f1"], 4), t[1], -t[2]))
+    _, _, at, best = max(allowed, key=lambda t: (round(t[0]["macro_f1"], 4), t[1], -t[2]))
     low, high = max(0.0, at - UNSURE_BELOW), at + (1.0 - at) / 2
-    return Combination(best.firm, at, round(low, 2), round(high, 2)), figures
+    return Combination(best.firm, at, round(low, 2), round(high, 2))
 
 
 def choose_factual_at(data: Prepared, probabilities: npt.NDArray[np.float64], combination: Combination) -> Combination:
     """`combination` with the lowest factual_at (from correction_at up) whose out-of-fold false corrections on the
     messages written apart (the retired sets) stay at most MAX_FALSE_CORRECTIONS_APART; when none does, the lowest
     with the fewest."""
-    apart = [i for i, row in enumerate(data.rows) if row.get("style") == "retired"]
+    apart = data.written_apart
     labels = [CLASSES[data.labels[i]] for i in apart]
     tried = []
     for at in (x for x in GRID_CORRECTION_AT if x >= combination.correction_at):
@@ -267,13 +269,11 @@ def train(out: Path) -> dict[str, Any]:
         results.append((loss, c, scales, probabilities, t))
         print(f"C={c:<5} block weights={scales}: out-of-fold log loss {loss:.4f} (temperature {t})", flush=True)
     loss, c, scales, probabilities, t = min(results, key=lambda r: (r[0], r[1], r[2]))
-    combination, _ = choose_combination(data, probabilities)
-    combination = choose_factual_at(data, probabilities, combination)
+    combination = choose_factual_at(data, probabilities, choose_combination(data, probabilities))
     labels = [CLASSES[i] for i in data.labels]
     decided = decisions(data, probabilities, combination)
     figures = scores_of(labels, decided)
-    apart = [i for i, row in enumerate(data.rows) if row.get("style") == "retired"]
-    figures_apart = scores_of([labels[i] for i in apart], [decided[i] for i in apart])
+    figures_apart = scores_of([labels[i] for i in data.written_apart], [decided[i] for i in data.written_apart])
     rules_only = scores_of(labels, [found.type.value for found in data.found])
     model_only = scores_of(labels, [CLASSES[i] for i in probabilities.argmax(axis=1)])
     correction = 1.0 - probabilities[:, CLASSES.index(NONE)]

@@ -39,6 +39,8 @@ _JOIN = (
 _BEFORE_LABEL = r"(?:[(（]\s*|(?:is|was|为|是)\s*)"
 _OWNER_ZH = r"(?:我们的|我的|他的|她的|我|他|她)"
 _LABEL_AFTER = rf"{_BEFORE_LABEL}(?:my|his|her|their|our|{_OWNER_ZH})?\s*"
+# An account in Chinese, in either character for 账.
+_ACCOUNT_ZH = r"(?:账号|账户|帐号|帐户)"
 # 工号 and the other Chinese names of an employee number.
 _EMPLOYEE_NUMBER_ZH = r"工号|员工号|员工编号|职工号|工牌号"
 # A resident ID as people write it: 18 characters (or the old 15 digits), whole or in groups (6-8-4, 6-4-4-4).
@@ -168,8 +170,8 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
         # an account number after its label or its bank's name (6-25 digits, whatever its checksum): 账号/账户,
         # "account 71350948", "中国工商银行 6212 …", a UK sort code, an Australian BSB, a US routing number
         re.compile(
-            r"(?:(?:账号|账户|帐号|帐户)|[\u4e00-\u9fff]{2,8}银行(?:[\u4e00-\u9fff]{1,8}[支分]行)?"
-            r"(?:账号|账户|帐号|帐户|卡号)?|\b(?:account|acct|a/c)(?:\s*(?:number|no\.?|num|#))?|"
+            rf"(?:{_ACCOUNT_ZH}|[\u4e00-\u9fff]{{2,8}}银行(?:[\u4e00-\u9fff]{{1,8}}[支分]行)?"
+            rf"(?:{_ACCOUNT_ZH}|卡号)?|\b(?:account|acct|a/c)(?:\s*(?:number|no\.?|num|#))?|"
             r"\bsort ?code|\bbsb|\brouting(?: number| no\.?)?)"
             r"\s*(?:[:=]|是|为|is|:)?\s*[\"'“‘「(\[]?\s*(?P<value>\d(?:[\s-]?\d){5,24})(?![\da-z])"
         ),
