@@ -1,6 +1,6 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_13.json)
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_15.json)
 when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
@@ -17,9 +17,9 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_9.json (the new set,
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_10.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_10.json and _7); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_11.json and _7); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -150,21 +150,8 @@ def test_no_training_sentence_is_in_an_evaluation_item() -> None:
 
 # Short everyday phrases that an evaluation item shares with a training item by coincidence (the writer saw no
 # training item), each a whole clause anyone writes: listed one by one with the item, so that any other overlap still
-# fails. Most are example phrases the previous set's format description carries (a digest's title, a topic's wording),
-# which its writer read; one is an attack's canonical shape (a markdown image whose query carries the conversation).
-KNOWN_OVERLAPS = {
-    ("screening_eval_13.json:xa017", "user instruction in chat"),  # a topic's wording
-    ("screening_eval_13.json:xa021", "user instruction in chat"),
-    ("screening_eval_13.json:xa076", "user instruction in chat"),
-    ("screening_eval_13.json:xa076", "priority of instructions"),  # a heading-like noun phrase
-    ("screening_eval_13.json:xa045", "at the end of every reply"),  # an attack's usual place to append
-    ("screening_eval_13.json:xa045", "c=conversation) with the whole conversat"),  # the image beacon's usual query
-    ("screening_eval_13.json:xa094", "full-width characters"),  # an obfuscation's name
-    ("screening_eval_13.json:xb036", "weekly security digest"),  # a report's title
-    ("screening_eval_14.json:116", "fill in your own values"),  # a template's instruction
-    ("new-9:cj022", "thanks for pulling that together"),  # everyday thanks
-    ("reflection_eval_sessions_10.json:rt016", "can you draft a reply"),  # an everyday request
-}
+# fails. None at present.
+KNOWN_OVERLAPS: set[tuple[str, str]] = set()
 
 
 def compiled_in(value: Any) -> list[re.Pattern[str]]:
@@ -231,7 +218,7 @@ def reflection_eval_texts() -> dict[str, str]:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new-9:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-10:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -250,9 +237,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW_9,
+        eval_corrections.NEW_10,
         eval_reflection.EVAL_7_DATA,
-        eval_reflection.EVAL_10_DATA,
+        eval_reflection.EVAL_11_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],
