@@ -16,14 +16,14 @@ on the session once it has ended. Later conversations then go through search_ins
 The never-tuned sets, each written after the training corpora were frozen, by writers who saw none of them:
 bench/data/reflection_eval_sessions_11.json ("eval-11", same format, no "split": the whole file is one set), the
 headline, and reflection_eval_sessions_7.json ("eval-7"), measured before the last changes to the loop (never read).
-Then reflection_tune_sessions_10, _9, _8, _6 and _5 ("tune-10", "tune-9", "tune-8", "tune-6", "tune-5"): written the same way, measured
-blind, then read to tune the loop, so their failures are shown. Each runs in a project of its own, so its users never
-meet the other splits'. Then the holdout split (nothing in the extractor or the detector was tuned on it) and the tune
-split. Every session is recorded with the learned correction detector on, as record_turn runs in Dify, and reflected on
-by the offline extractor with the learned detector beside its rules, as the worker runs it. The failures of the
-never-tuned sets and the holdout stay hidden (only their counts by category are shown), so that nothing is tuned on
-them. The four sets written apart before were retired into the poisoning screen's training (training/screening/retired:
-their user turns as lone messages), so they measure nothing any more.
+Then reflection_tune_sessions_10, _9, _8, _6 and _5 ("tune-10", "tune-9", "tune-8", "tune-6", "tune-5"): written the
+same way, measured blind, then read to tune the loop, so their failures are shown. Each runs in a project of its own, so
+its users never meet the other splits'. Then the holdout split (nothing in the extractor or the detector was tuned on
+it) and the tune split. Every session is recorded with the learned correction detector on, as record_turn runs in Dify,
+and reflected on by the offline extractor with the learned detector beside its rules, as the worker runs it. The
+failures of the never-tuned sets and the holdout stay hidden (only their counts by category are shown), so that nothing
+is tuned on them. The four sets written apart before were retired into the poisoning screen's training
+(training/screening/retired: their user turns as lone messages), so they measure nothing any more.
 
     make eval-reflection    (or: .venv/bin/python -m bench.eval_reflection)
 """

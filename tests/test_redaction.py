@@ -1227,3 +1227,65 @@ def test_labelled_chinese_homes_and_european_lines_with_floors_boxes_and_slashes
 )
 def test_a_shops_address_after_a_bare_label_and_counts_stay(text: str) -> None:
     assert_unchanged(text)
+
+
+PASSPORT_TABLE = "| Name | Passport | DOB |\n|---|---|---|\n| KIM SOYEON | M771C2084 | 1990.11.02 |"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        # a pipe table labels its values in the header row
+        (PASSPORT_TABLE, "M771C2084", "passport"),
+        (PASSPORT_TABLE, "1990.11.02", "birth_date"),
+        ("| 姓名 | 手机 |\n| --- | --- |\n| 刘洋 | 139 1234 5678 |", "139 1234 5678", "phone"),
+        # a passport number that mixes letters and digits throughout, right after its label
+        ("paspoortnummer BX4RT7K92, graag noteren", "BX4RT7K92", "passport"),
+        # dates of birth in words, with an apostrophe year, in Chinese numerals, on the lunar calendar
+        ("she was born on the third of June nineteen seventy-two", "third of June nineteen seventy-two", "birth_date"),
+        ("Grandpa, born Aug 21st, '49, wants the senior rate", "Aug 21st, '49", "birth_date"),
+        ("我妈是六三年八月十五号生的，报名表上要写", "六三年八月十五号", "birth_date"),
+        ("孩子生日是2016年正月初八，按农历过", "2016年正月初八", "birth_date"),
+        ("geboortedatum 14-06-1981, naam Pieter Vos", "14-06-1981", "birth_date"),
+        ("dane: Anna Nowak, urodzona 3 marca 1979", "3 marca 1979", "birth_date"),
+    ],
+)
+def test_table_columns_mixed_passport_numbers_and_dates_of_birth_in_words_or_lunar_go(
+    text: str, secret: str, kind: str
+) -> None:
+    assert_redacted(text, secret, kind)
+
+
+@pytest.mark.parametrize(
+    ("text", "home"),
+    [
+        # a sub-number before the floor (号之三4楼), a home visit, a parcel to a relative's home
+        ("上门地址：佛山市禅城区祖庙路12号之二5楼，晚上在家", "祖庙路12号之二5楼"),
+        ("寄到我外婆家：甘肃省天水市秦州区皂郊镇下寨村3组21号", "皂郊镇下寨村3组21号"),
+        # a Singapore unit with its block or postcode, a Hong Kong flat and floor, a box and a rural road
+        ("寄给我表哥：裕廊西91街952座 #07-118 新加坡640952", "#07-118 新加坡640952"),
+        ("new address: Flat B, 12/F, Tower 2, Laguna Verde, Hung Hom, Kowloon", "Flat B, 12/F, Tower 2"),
+        ("mail the refund cheque to PO Box 77, Hanksville, UT 84734", "PO Box 77, Hanksville, UT 84734"),
+        ("pickup for Dale Imrie, RR 1 Box 52, Colfax, WI 54730", "RR 1 Box 52, Colfax, WI 54730"),
+        ("Ruth Ames, 3301 Side Rd 15, RR 4, Fergus, ON N1M 2W5", "3301 Side Rd 15, RR 4, Fergus, ON N1M 2W5"),
+    ],
+)
+def test_homes_with_a_sub_number_a_visit_a_singapore_unit_a_hong_kong_floor_and_mail_boxes_go(
+    text: str, home: str
+) -> None:
+    assert_redacted(text, home, "address")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "这批酸奶是2024年3月5日生产的，保质期21天",  # a production date, not a birth
+        "see ticket #11-246 for the outage notes",  # a unit's shape without a block or a postcode
+        "| Item | Qty | Price |\n|---|---|---|\n| 滤芯 | 2 | 38.5 |",  # a table whose columns name no personal data
+        "| Name | Country |\n|---|---|\n| Ana 2 | Peru |",
+        "our office: PO Box 990, Helena, MT 59624",  # an organisation's box
+        "the passport office is 2 blocks away",
+    ],
+)
+def test_production_dates_tickets_plain_tables_and_an_offices_box_stay(text: str) -> None:
+    assert_unchanged(text)

@@ -40,7 +40,9 @@ Chinese character, so a stored quote stays readable in its own language):
                 " @ ", %40, "x at y dot z"); not the documentation domains example.com/.org/.net
   birth_date    a full date next to a birth label (出生, 生日, born, b., date of birth, DOB; born in Cork on …; a few
                 words between: birthday 填的是 …), as forms print it (05-Mar-1990, 96年10月3号, 一九八七年六月十二日);
-                a year and a day in words before 出生 (2001年元旦出生)
+                a year and a day in words before 出生 (2001年元旦出生); a date in words (the twelfth of March
+                nineteen forty-one), with an apostrophe year (Sept 7th, '85), in Chinese numerals or on the lunar
+                calendar (九一年五月二号, 2015年腊月廿三), with the month named in the languages of Latin-script forms
   address       a home address: the Chinese grammar (province to town, street or estate or village, down to a room,
                 a unit or a village house number; a road's part 大道中/四段, a lane off it 216巷8弄, 道 (Hong Kong,
                 Tianjin), a sub-number 号之三, an estate's name between the house number and its building) with a
@@ -48,7 +50,13 @@ Chinese character, so a stored quote stays readable in its own language):
                 a street line with a house number and postcode (floors, doors and regions between them), or with a
                 flat or a home label (lives at, address, ship to …) before it; a numbered line with a postcode only
                 an address has (UK, Ireland, Canada, a US state and ZIP); a Singapore block and unit; a Japanese
-                block (7 Chome-3-1 Hongo); never one said to be an organisation's
+                block (7 Chome-3-1 Hongo); a Singapore unit (#11-246) with its block or postcode; a Hong Kong
+                flat and floor (Flat D, 23/F, …); a post-office box or a rural route with its state and ZIP; after
+                a home visit's or a parcel's label (上门地址, 寄到我舅舅家) a Chinese address as written; never one
+                said to be an organisation's
+
+In a pipe table the header names the kind of each column (| Name | Passport | DOB |): a cell with a digit under such
+a header goes as that kind.
 
 `redact_together(texts)` redacts the fields of one write (an insight's topic, action, observation, evidence and tags;
 a turn's messages, sources and tool calls) as one text as well: a value found in any of them, its label perhaps in
@@ -192,6 +200,8 @@ def _find(text: str) -> list[_Finding]:
     for kind, pattern in patterns.NUMBER_LABELS:
         found += at(folded, (m.span("value") for m in pattern.finditer(f)), kind)
     found += at(folded, _passports_nearby(f), "passport")
+    for kind, spans in _table_cells(f):
+        found += at(folded, spans, kind)
     holders = [m.span("secret") for m in patterns.ACCOUNT_HOLDER_ZH.finditer(f)]
     found += at(folded, holders, "account_holder")
     found += at(plain, (m.span("secret") for m in patterns.ACCOUNT_HOLDER_EN.finditer(plain.text)), "account_holder")
@@ -210,13 +220,19 @@ def _find(text: str) -> list[_Finding]:
     found += at(folded, _homes(patterns.CHINESE_ESTATE, f, reach=20), "address")
     found += at(folded, _homes(patterns.CHINESE_VILLAGE, f, reach=20), "address")
     found += at(folded, _labelled_chinese_addresses(f), "address")
+    # The formats of one place before the general street lines, whose parts they would cut short.
+    found += at(folded, (m.span() for m in patterns.SINGAPORE_ADDRESS.finditer(f)), "address")
+    found += at(folded, (m.span() for m in patterns.HONG_KONG_FLAT.finditer(f)), "address")
+    found += at(folded, _not_an_organisations(patterns.BOX_LINE, f, reach=24), "address")
+    unit_lines = _not_an_organisations(patterns.UNIT_NUMBER_LINE, f, reach=24)
+    with_a_block = (span for span in unit_lines if patterns.UNIT_LINE_IS_ADDRESS.search(f[span[0] : span[1]]))
+    found += at(folded, with_a_block, "address")
     found += at(folded, _not_an_organisations(patterns.STREET_WITH_POSTCODE, f, reach=24), "address")
     found += at(folded, _not_an_organisations(patterns.NUMBERED_LINE_WITH_POSTCODE, f, reach=24), "address")
     # An English line reaches further back for its label: "ship to Jane Doe, 42 Elm Street".
     found += at(folded, _homes(patterns.STREET_LINE, f, reach=48), "address")
     found += at(folded, _homes(patterns.CONTINENTAL_LINE, f, reach=48), "address")
     found += at(folded, (m.span() for m in patterns.FLAT_LINE.finditer(f)), "address")
-    found += at(folded, (m.span() for m in patterns.SINGAPORE_ADDRESS.finditer(f)), "address")
     found += at(plain, checks.high_entropy_tokens(plain.text), "api_key")
     return found
 
@@ -235,6 +251,44 @@ def _labelled_chinese_addresses(text: str) -> Iterator[tuple[int, int]]:
         value = match["value"]
         if re.search(r"\d", value) and (not match["bare"] or patterns.HOME_UNIT.search(value)):
             yield match.span("value")
+
+
+def _table_cells(text: str) -> Iterator[tuple[str, list[tuple[int, int]]]]:
+    """The cells of a pipe table under a header that names a kind of personal data (TABLE_COLUMNS), by kind: a cell
+    with a digit, or with "@" under an e-mail header."""
+    rows = list(patterns.TABLE_ROW.finditer(text))
+    for index, header in enumerate(rows[:-1]):
+        rule = rows[index + 1]
+        if not patterns.TABLE_RULE.match(rule.group()) or text[header.end() : rule.start()] != "\n":
+            continue
+        kinds = [_column_kind(cell) for _, _, cell in _cells(header)]
+        position = rule.end()
+        for row in rows[index + 2 :]:
+            if row.start() != position + 1:
+                break  # the table ends at the first line that is not a row
+            position = row.end()
+            for column, (start, end, cell) in enumerate(_cells(row)):
+                kind = kinds[column] if column < len(kinds) else None
+                if kind and (re.search(r"\d", cell) or (kind == "email" and "@" in cell)):
+                    yield kind, [(start, end)]
+
+
+def _cells(row: re.Match[str]) -> list[tuple[int, int, str]]:
+    """A table row's cells as (start, end, stripped text), the outer pipes' empty edges left out."""
+    cells = []
+    offset = row.start()
+    parts = row.group().split("|")
+    for number, part in enumerate(parts):
+        edge = number in (0, len(parts) - 1) and not part.strip()
+        if not edge:
+            lead = len(part) - len(part.lstrip())
+            cells.append((offset + lead, offset + lead + len(part.strip()), part.strip()))
+        offset += len(part) + 1
+    return cells
+
+
+def _column_kind(header: str) -> str | None:
+    return next((kind for kind, label in patterns.TABLE_COLUMNS if label.search(header)), None)
 
 
 def _passports_nearby(text: str) -> Iterator[tuple[int, int]]:

@@ -49,6 +49,9 @@ _RESIDENT_ID = r"\d{6}[\s-]?(?:\d{8}|\d{4}[\s-]?\d{4})[\s-]?\d{3}[\dx]|\d{6}[\s-
 # after the label ("passport office") is no number; printed in groups too (E1234 5678): one space or dash at most
 # between two characters.
 _PASSPORT_NUMBER = r"(?=(?:[a-z]*[\s-]?\d){5})[a-z\d](?:[\s-]?[a-z\d]){5,8}"
+# Right after its label a passport number needs only two digits: some states mix letters and digits throughout
+# (the Netherlands' NU7K4RJ13), written as one token; a word after the label ("passport office") has none.
+_LABELLED_PASSPORT_NUMBER = rf"{_PASSPORT_NUMBER}|(?=(?:[a-z]*\d){{2}})[a-z\d]{{6,9}}"
 # A passport in the languages people travel with.
 _PASSPORT_WORDS = (
     r"护照|passport|passeport|reisepass|pasaporte|passaporto|passaporte|paspoort|旅券|パスポート|여권|pasaport|paszport|"
@@ -105,7 +108,7 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
             # (within the sentence: "passport? my library membership is …" is another number)
             r"(?:[^\d\n:：=?!。]{1,30}?(?:[:：=]|\bis\b|为|是))?(?:\s*[:=])?"
             rf"{_JOIN}"
-            rf"(?P<value>{_PASSPORT_NUMBER})(?![\da-z])"
+            rf"(?P<value>{_LABELLED_PASSPORT_NUMBER})(?![\da-z])"
         ),
     ),
     (
@@ -192,6 +195,27 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
             r"whatsapp|微信)(?:\s*(?:号码|号|number))?\s*(?:[:=]|是|为|is|:)?\s*(?P<value>\+?[\d(][\d\s()-]{6,18}\d)"
         ),
     ),
+]
+
+# A markdown or pipe table labels its values in the header row, not beside them (| Name | Passport | DOB |): the
+# kind of a column by its header, most specific first. A cell under such a header is that kind when it has a digit
+# (an e-mail address when it has "@"); a name or a country stays.
+TABLE_ROW = re.compile(r"^[^\S\n]*\|?(?:[^|\n]*\|)+[^|\n]*$", re.MULTILINE)
+TABLE_RULE = re.compile(r"^[^\S\n]*\|?(?:[^\S\n]*:?-{2,}:?[^\S\n]*\|)+(?:[^\S\n]*:?-{2,}:?[^\S\n]*)?$")
+TABLE_COLUMNS: list[tuple[str, re.Pattern[str]]] = [
+    ("passport", PASSPORT_WORD),
+    (
+        "birth_date",
+        re.compile(r"出生|生日|생년월일|birth|\bdob\b|d\.o\.b|né|geboren|geburt|nacimiento|nascita|naissance"),
+    ),
+    ("id_card", re.compile(r"身份证|证件号|居民身份|公民身份|national id|resident id|id card|id number|id no|주민")),
+    ("bank_card", re.compile(r"卡号|银行卡|信用卡|card")),
+    ("iban", re.compile(r"\biban\b")),
+    ("bank_account", re.compile(rf"{_ACCOUNT_ZH}|account|sort code|bsb|routing")),
+    ("employee_id", re.compile(rf"{_EMPLOYEE_NUMBER_ZH}|employee|staff (?:no|id|number)")),
+    ("phone", re.compile(r"手机|电话|联系方式|phone|mobile|\btel\b|전화|휴대")),
+    ("email", re.compile(r"邮箱|电邮|e-?mail|이메일")),
+    ("address", re.compile(r"地址|住址|address|adresse|anschrift|dirección|indirizzo|주소")),
 ]
 
 # ------------------------------------------------------------------------------------------ secrets by label
@@ -294,15 +318,45 @@ PLACEHOLDER = re.compile(
 )
 
 # ---------------------------------------------------------------------------------------- personal details
+# Month names in the languages of the Latin-script forms people fill in (English, French, German, Spanish, Italian,
+# Dutch, Portuguese, Polish in the genitive): "3 mai 1990", "15 de marzo de 1990", "12 marca 1988".
+_MONTH = (
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?|janvier|février|avril|mai|juin|juillet|août|"
+    r"septembre|octobre|novembre|décembre|januar|februar|märz|oktober|dezember|enero|febrero|marzo|abril|mayo|junio|"
+    r"julio|agosto|septiembre|octubre|noviembre|diciembre|gennaio|febbraio|aprile|maggio|giugno|luglio|settembre|"
+    r"ottobre|dicembre|januari|februari|maart|mei|juni|juli|augustus|janeiro|fevereiro|março|maio|junho|julho|"
+    r"setembro|outubro|novembro|dezembro|stycznia|lutego|marca|kwietnia|maja|czerwca|lipca|sierpnia|września|"
+    r"października|listopada|grudnia"
+)
+# A day in English: a number (7, 7th) or an ordinal in words (the twelfth, twenty-first).
+_ORDINAL_WORD = (
+    r"(?:twenty|thirty)?[- ]?(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)|tenth|eleventh|twelfth|"
+    r"thirteenth|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth|thirtieth"
+)
+_DAY_EN = rf"(?:\d{{1,2}}(?:st|nd|rd|th)?|{_ORDINAL_WORD})"
+# A year as digits, as an apostrophe and two digits ('85), or in words (nineteen forty-one, two thousand and five).
+_UNITS_WORD = r"one|two|three|four|five|six|seven|eight|nine"
+_TENS_WORD = rf"(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:[- ](?:{_UNITS_WORD}))?"
+_TEENS_WORD = r"ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen"
+_YEAR_EN = (
+    rf"(?:(?:19|20)\d{{2}}|['’]\d{{2}}(?!\d)|(?:nineteen|twenty)[- ](?:hundred|oh[- ](?:{_UNITS_WORD})|{_TEENS_WORD}|"
+    rf"{_TENS_WORD})|two thousand(?:(?: and)? (?:{_TEENS_WORD}|{_TENS_WORD}|{_UNITS_WORD}))?)"
+)
+# A Chinese date in Chinese numerals or digits, the year in four or two figures (一九九〇年, 九一年, 91年), the month
+# and the day of the lunar calendar too (腊月廿三, 正月初八), as people write a birthday.
+_ZH_FIGURE = r"[一二三四五六七八九零〇]"
+_ZH_DATE = (
+    rf"(?:{_ZH_FIGURE}{{4}}|{_ZH_FIGURE}{{2}}|(?:19|20)\d{{2}})\s*年\s*"
+    r"(?:[一二三四五六七八九十]{1,3}|正|腊|冬|\d{1,2})\s*月\s*"
+    r"(?:初[一二三四五六七八九十]|廿[一二三四五六七八九]?|卅|[一二三四五六七八九十]{1,3}|\d{1,2})\s*[日号]?"
+)
 _DATE = (
     r"(?:(?:19|20)\d{2}\s*(?:年|[-/.])\s*\d{1,2}\s*(?:月|[-/.])\s*\d{1,2}\s*[日号]?|\d{1,2}[-/.]\d{1,2}[-/.](?:19|20)\d{2}|"
-    r"(?:the\s+)?\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+"
-    r"(?:19|20)\d{2}|"
-    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+(?:19|20)\d{2}|"
+    rf"(?:the\s+)?{_DAY_EN}\s+(?:(?:of|de|del)\s+)?(?:{_MONTH}),?\s+(?:(?:de|del)\s+)?{_YEAR_EN}|"
+    rf"(?:{_MONTH})\s+(?:the\s+)?{_DAY_EN},?\s+{_YEAR_EN}|"
     # as forms and passports print it: 05-mar-1990, 05/mar/90
     r"\d{1,2}[-/](?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*[-/](?:19|20)?\d{2}(?!\d)|"
-    # in Chinese numerals, as a formal document writes it: 一九九〇年三月五日
-    r"[一二三四五六七八九零〇]{4}年[一二三四五六七八九十]{1,2}月[一二三四五六七八九十]{1,3}[日号])"
+    rf"{_ZH_DATE})"
 )
 # After a birth label a month and year is a date of birth too (出生年月：1990.03), and so is a compact 19900315, a
 # Chinese date with a two-digit year (96年10月3号) and a day, month and two-digit year (DOB 03/07/85).
@@ -313,12 +367,13 @@ _BIRTH_VALUE = (
 BIRTH_DATE = re.compile(
     r"(?:出生日期|出生年月日|出生年月|出生于|出生|生日|生于|生年月日|생년월일|date of birth|birth ?date|birthday|"
     r"born(?: on)?|\bb\.|d\.?o\.?b\.?|né(?:e)? le|date de naissance|geboren(?: am)?|geb\.|geburtsdatum|"
-    r"fecha de nacimiento|nacid[oa] el|data di nascita|nat[oa] il|data de nascimento|"
+    r"fecha de nacimiento|nacid[oa] el|data di nascita|nat[oa] il|data de nascimento|geboortedatum|geboren op|"
+    r"data urodzenia|urodzon[ya]|дата рождения|fødselsdato|födelsedatum|syntymäaika|doğum tarihi|"
     # the place between: "born in Cork on 3 May 1990"
     r"born in [a-z .'-]{2,30}? on)"
     # a few words may come between ("birthday 填的是 19990731", "DOB on file: …"), within the clause
     rf"(?:\s*(?:是|为|:|is|on|am|el|il|le)?\s*|[^\d\n.。,，;；!?！？]{{1,8}}?)(?P<value>{_BIRTH_VALUE})|"
-    rf"(?P<before>{_DATE})\s*(?:出生|生)|"
+    rf"(?P<before>{_DATE})\s*(?:出生|生(?![产成效活意气]))|"
     # a year and a day named in words before 出生: 2001年元旦出生, 1990年出生
     r"(?P<year_before>(?:19|20)\d{2}\s*年[\u4e00-\u9fff]{0,4}?)\s*出生"
 )
@@ -349,7 +404,7 @@ CHINESE_ADDRESS = re.compile(
     # a road's part (江南大道中, 人民路北段, 二段), a lane and an alley off it (216巷8弄), and a house's sub-number
     # (168号之三)
     r"(?:[东南西北中]{1,2}段?|[一二三四五六七八九十\d]{1,2}段)?"
-    rf"\s*(?:\d{{1,5}}\s*巷\s*)?\d{{1,5}}\s*(?:弄\s*\d{{1,5}}\s*)?号(?:之\s*[一二三四五六七八九十\d]{{1,3}})?"
+    rf"\s*(?:\d{{1,5}}\s*巷\s*)?\d{{1,5}}\s*(?:弄\s*\d{{1,5}}\s*)?号(?:之\s*(?:[一二三四五六七八九十]{{1,3}}|\d{{1,3}}))?"
     rf"{_CHINESE_UNITS}"
 )
 # A home in a residential estate or a village, with no street and house number: the estate (小区, 花园, 苑, 公寓,
@@ -368,7 +423,9 @@ CHINESE_ESTATE = re.compile(
 # (HOME_UNIT): "…营业时间…，地址杭州市…259号一楼" is a shop's.
 CHINESE_LABELLED_ADDRESS = re.compile(
     r"(?:(?:家庭|现|居住|收货|收件|通讯|邮寄|联系|户籍|新)?住址|(?:家庭|现|居住|收货|收件|通讯|邮寄|户籍|我的|我家|家)地址|"
-    r"(?P<bare>(?<![\u4e00-\u9fff])地址)|家住|住在|寄给我|寄到我|寄回给我|送到我)"
+    r"(?P<bare>(?<![\u4e00-\u9fff])地址)|家住|住在|寄给我|寄到我|寄回给我|送到我|上门(?:服务)?地址|"
+    # a parcel or a visit to someone's home: 寄到我舅舅家, 送到她家
+    r"(?:寄|送|邮|发)(?:到|给|回|去)[\u4e00-\u9fff]{0,6}?家)"
     r"\s*(?:[:：]|是|为|在)?\s*"
     r"(?P<value>[\u4e00-\u9fff]{2,8}(?:省|自治区|市|盟|州|区|县|旗)[\u4e00-\u9fffa-z\d#()（）-]{3,50}?)"
     r"(?=[，。；;,、！!？?\n]|\s|$)"
@@ -408,7 +465,9 @@ _STREET_KIND_IN_NAME = (
     r"veien|katu|utca"
 )
 _STREET = (
-    rf"(?:\b(?:\d{{1,5}}/)?\d{{1,5}}[a-z]?\s+(?:(?:\d{{1,3}}(?:st|nd|rd|th)|{_LETTERS}+)\s+){{1,4}}(?:{_STREET_KIND_AFTER})\b\.?|"
+    # (a rural road may carry its own number: 4512 Concession Rd 8)
+    rf"(?:\b(?:\d{{1,5}}/)?\d{{1,5}}[a-z]?\s+(?:(?:\d{{1,3}}(?:st|nd|rd|th)|{_LETTERS}+)\s+){{1,4}}(?:{_STREET_KIND_AFTER})\b\.?"
+    r"(?:\s\d{1,3}(?=,))?|"
     rf"\b\d{{1,5}}(?:\s?(?:bis|ter))?,?\s+(?:{_STREET_KIND_BEFORE})\s+(?:{_LETTERS}+\s+){{0,4}}{_LETTERS}*[a-z\u00c0-\u024f]|"
     rf"\b(?:(?:{_STREET_KIND_BEFORE})\s+(?:{_LETTERS}+\s+){{0,4}}|{_LETTERS}+\s?(?:{_STREET_KIND_IN_NAME})\s+)"
     r"\d{1,5}[a-z]?(?:[-/]\d{1,4}[a-z]?)?\b|"
@@ -417,7 +476,7 @@ _STREET = (
     rf"\b\d{{1,2}}(?:-|\s*chome-)\d{{1,3}}-\d{{1,3}},?\s+{_LETTERS}+)"
 )
 _UNIT = (
-    r"(?:,?\s*(?:apt|apartment|flat|unit|suite|ste|app|appt|apto|piso|wohnung|top|#)\.?\s*[a-z\d-]{1,6}|"
+    r"(?:,?\s*#\s*\d{1,3}-\d{1,5}[a-z]?|,?\s*(?:apt|apartment|flat|unit|suite|ste|app|appt|apto|piso|wohnung|top|#)\.?\s*[a-z\d-]{1,6}|"
     # a box or a flat in the languages that write it after the house number (Belgian bus 2, Polish m. 12, lok. 3)
     r"\s+(?:bus|bte|boîte|m\.|lok\.|stiege|stg\.)\s*\d{1,4}[a-z]?)"
 )
@@ -473,6 +532,25 @@ STREET_LINE = re.compile(rf"{_STREET}(?P<unit>{_UNIT}?){_TOWNS_AFTER}")
 SINGAPORE_ADDRESS = re.compile(
     r"\b(?:blk|block)\s*\d{1,4}[a-z]?,?\s+[a-z .'-]{3,40}?(?:\s+\d{1,2})?(?:,?\s*#\d{1,3}-\d{1,5})?,?\s*"
     r"singapore\s*\d{6}\b"
+)
+# A Singapore or Malaysian unit (#11-246: floor and unit) in a line with a block (座, blk) or a six-digit postcode
+# after the country: the line from its start in the clause ("盛港东通道271C座 #11-246 新加坡543271"). The caller
+# keeps only the lines with the block or the postcode, so "ticket #11-246" stays.
+UNIT_NUMBER_LINE = re.compile(
+    r"[^\n:：，,。;；]{2,40}?#\d{1,3}-\d{1,5}[a-z]?(?:[,，]?\s*(?:singapore|新加坡|malaysia|马来西亚)?\s*\(?\d{5,6}\)?)?"
+)
+UNIT_LINE_IS_ADDRESS = re.compile(r"座|大牌|\bblk\b|\bblock\b|(?:singapore|新加坡|malaysia|马来西亚)\s*\(?\d{5,6}")
+# A post-office box or a rural route with its town, state and ZIP (PO Box 412, Wrangell, AK 99929; RR 2 Box 118,
+# Corydon, IA 50060): a mailing address only.
+BOX_LINE = re.compile(
+    r"\b(?:p\.?\s?o\.?\s?box|post office box|(?:rr|rural route|hc)\s*\d{1,4}(?:,?\s*box)?)\s*#?\d{1,6}"
+    r"(?:,\s*[a-z][a-z .'-]{1,30}){1,2},?\s+[a-z]{2}\s+\d{5}(?:-\d{4})?\b"
+)
+# Hong Kong writes a flat and its floor first (Flat D, 23/F, Block 5, …, Chai Wan, HK): the flat and the floor are a
+# home's, and the line goes to the territory's name when it follows.
+HONG_KONG_FLAT = re.compile(
+    r"\b(?:flat|rm|room)\s*[a-z\d]{1,4},?\s*\d{1,3}/f\b"
+    r"(?:(?:,\s*[^,\n。;；:：]{2,40}?){0,6},\s*(?:hong kong|hk|kowloon|new territories|n\.t\.|香港)\b)?"
 )
 # A flat first, then a named building or street with no house number (Flat 2, Rosewood Court, London): a home by
 # its flat (a suite or a unit may be an office's, so they do not count).
