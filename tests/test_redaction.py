@@ -1289,3 +1289,15 @@ def test_homes_with_a_sub_number_a_visit_a_singapore_unit_a_hong_kong_floor_and_
 )
 def test_production_dates_tickets_plain_tables_and_an_offices_box_stay(text: str) -> None:
     assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "staging .env, fill in later:\nDB_PASSWORD=\nREDIS_PASSWORD=\nDEBUG=true",  # empty fields, one per line
+        "add my public key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIK3v9qRz0mT7yPp2LwX8sNdE4fJhGa1bUcV6oQiY5tZr me@laptop",
+        "DATABASE_URL=postgres://<user>:<password>@localhost:5432/app",  # a template's placeholders
+    ],
+)
+def test_empty_fields_public_keys_and_placeholder_credentials_stay(text: str) -> None:
+    assert_unchanged(text)

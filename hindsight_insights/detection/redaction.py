@@ -170,7 +170,8 @@ def _find(text: str) -> list[_Finding]:
         value = plain.text[span[0] : span[1]]
         if not _placeholder(value.lower()):
             found += at(plain, [span], _FORMAT_KINDS.get(secret_type, "api_key"))
-    found += at(folded, (m.span("secret") for m in patterns.URL_CREDENTIALS.finditer(f)), "password")
+    url_passwords = (m.span("secret") for m in patterns.URL_CREDENTIALS.finditer(f) if not _placeholder(m["secret"]))
+    found += at(folded, url_passwords, "password")
     connection = (m.span("secret") for m in patterns.CONNECTION_PASSWORD.finditer(f) if not _placeholder(m["secret"]))
     found += at(folded, connection, "password")
     found += at(folded, (m.span() for m in patterns.JWT.finditer(f)), "token")
@@ -178,6 +179,8 @@ def _find(text: str) -> list[_Finding]:
     prefixed = (m.span("secret") for m in patterns.KEY_PREFIXES.finditer(f) if not _placeholder(m["secret"]))
     found += at(folded, prefixed, "api_key")
     for match in patterns.KEY_LABEL.finditer(f):
+        if patterns.PUBLIC_KEY_TYPE.fullmatch(match["secret"]):
+            continue  # "public key: ssh-ed25519 AAAA…": the key's type, and a public key
         if _looks_secret(match["secret"]) or _labelled_secret(match["secret"], match["sep"]):
             kind = "token" if "token" in match["label"] or match["label"] == "令牌" else "api_key"
             found += at(folded, [match.span("secret")], kind)

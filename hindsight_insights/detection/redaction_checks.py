@@ -72,6 +72,10 @@ _FORMAT_PLUGINS: tuple[type[RegexBasedDetector], ...] = (
 _TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{32,}(?![A-Za-z0-9+/=_-])")
 # Kept, whatever their entropy: hashes and UUID-like hex, and words-with-dashes (slugs, file names).
 _NOT_A_KEY = re.compile(r"[0-9a-fA-F-]+|[a-z-]+|[A-Za-z_-]+")
+# An SSH public key's body after its algorithm's name (ssh-ed25519 AAAAC3…): public, meant to be shared.
+_PUBLIC_KEY_BEFORE = re.compile(
+    r"(?:ssh-(?:rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+$"
+)
 _PERSONAL_LINES = {
     phonenumbers.PhoneNumberType.MOBILE,
     phonenumbers.PhoneNumberType.FIXED_LINE_OR_MOBILE,
@@ -122,6 +126,8 @@ def high_entropy_tokens(text: str) -> list[Span]:
     for match in _TOKEN.finditer(text):
         token = match.group()
         if _NOT_A_KEY.fullmatch(token) or not (re.search(r"\d", token) and re.search(r"[A-Za-z]", token)):
+            continue
+        if _PUBLIC_KEY_BEFORE.search(text[max(match.start() - 40, 0) : match.start()]):
             continue
         if plugin.calculate_shannon_entropy(token) >= plugin.entropy_limit:
             found.append(match.span())

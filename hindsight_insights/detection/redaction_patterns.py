@@ -223,7 +223,8 @@ TABLE_COLUMNS: list[tuple[str, re.Pattern[str]]] = [
 SECRET_END = r"(?=[\"'”]?(?:[\s,。，;；、)）]|[.!?](?:\s|$)|$|[\u4e00-\u9fff]))"
 PASSWORD = re.compile(
     r"(?P<label>(?<![a-z0-9_])[a-z0-9_]{0,40}?(?:password|passwd|pwd)|pass(?:code|phrase)|密码|口令|暗码)"
-    r"(?P<sep>\s*(?:[:=]|是|为|改成了|改成|改为|设为|设置为|is|was)\s*[\"'“]?\s*|\s+)"
+    # (never across a line: an empty "DB_PASSWORD=" is not the next line's password)
+    r"(?P<sep>[^\S\n]*(?:[:=]|是|为|改成了|改成|改为|设为|设置为|is|was)[^\S\n]*[\"'“]?[^\S\n]*|[^\S\n]+)"
     rf"(?P<secret>[\x21-\x7e]{{4,64}}?){SECRET_END}"
 )
 # A password a few words after its label, before "is" or ":" ("the pwd for the scanner in room 3 is …",
@@ -283,6 +284,8 @@ KEY_LABEL = re.compile(
     r"auth[_-]?token|token|authorization|key)|密钥|秘钥|令牌|私钥)"
     rf"(?P<sep>{KEY_SEPARATOR})(?P<secret>[a-z0-9+/=_.~-]{{8,}})"
 )
+# The type that opens an SSH public key line (ssh-ed25519 AAAA…): what follows is public, meant to be shared.
+PUBLIC_KEY_TYPE = re.compile(r"ssh-(?:rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp\d+")
 BEARER = re.compile(r"\bbearer\s+(?P<secret>[a-z0-9._~+/=-]{16,})")
 JWT = re.compile(r"eyj[a-z0-9_-]{5,}\.eyj[a-z0-9_-]{5,}\.[a-z0-9_-]{10,}")
 KEY_PREFIXES = re.compile(
