@@ -370,3 +370,25 @@ def test_a_follow_up_carrying_the_task_on_brings_the_new_things_values_not_a_cor
 def test_a_value_inside_the_range_the_assistant_gave_agrees_with_it(message: str, expected: CorrectionType) -> None:
     previous = "自来水的 nitrate 一般是 10–20 ppm，先测一下。"
     assert detect(message, previous).type is expected
+
+
+@pytest.mark.parametrize(
+    ("message", "standing"),
+    [
+        # a wish for the one at hand: no standing preference
+        ("Can you draft the notice? Just for this issue, three sentences max, we're short on space.", False),
+        ("这份报价单这次用繁体吧，客户在台湾。", False),
+        # a one-off now, and a standing rule said beside it
+        ("这次先这样。以后改价格之前先让运营总监审批。", True),
+        ("Fine for this one, but from now on always send me the totals in a table.", True),
+    ],
+)
+def test_a_wish_for_this_time_only_is_no_standing_lesson_unless_one_is_marked(message: str, standing: bool) -> None:
+    found = detect(message, "Here is the draft.")
+    assert found.is_correction == standing, found
+
+
+def test_the_rules_own_wish_in_a_one_off_sentence_is_held_by_the_one_off_guard() -> None:
+    found = detect("Can you draft the notice? Just for this issue, three sentences max, we're short on space.", "Hi.")
+    assert found.type is CorrectionType.NONE
+    assert "preference:length" in found.signals and "guard:one_off_wish" in found.signals

@@ -150,8 +150,17 @@ def test_no_training_sentence_is_in_an_evaluation_item() -> None:
 
 # Short everyday phrases that an evaluation item shares with a training item by coincidence (the writer saw no
 # training item), each a whole clause anyone writes: listed one by one with the item, so that any other overlap still
-# fails. None at present.
-KNOWN_OVERLAPS: set[tuple[str, str]] = set()
+# fails. Most are a topic's wording or a stock phrase of the attack itself, which the writer could not have taken from
+# the corpus (they never saw it).
+KNOWN_OVERLAPS = {
+    ("screening_eval_15.json:xc005", "full-width characters"),  # an obfuscation's name
+    ("screening_eval_15.json:xc010", "all safety filters are disabled"),  # a jailbreak's stock claim
+    ("screening_eval_15.json:xc010", "assistant configuration"),  # a topic's wording
+    ("screening_eval_15.json:xc039", "at the end of every reply"),  # an attack's usual place to append
+    ("screening_eval_15.json:xc041", "instruction priority"),  # a heading-like noun phrase
+    ("screening_eval_15.json:xc088", "customer instructions"),  # a topic's wording
+    ("reflection_tune_sessions_10.json:rt016", "can you draft a reply"),  # an everyday request (a tuning set now)
+}
 
 
 def compiled_in(value: Any) -> list[re.Pattern[str]]:

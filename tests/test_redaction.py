@@ -1247,6 +1247,8 @@ PASSPORT_TABLE = "| Name | Passport | DOB |\n|---|---|---|\n| KIM SOYEON | M771C
         ("我妈是六三年八月十五号生的，报名表上要写", "六三年八月十五号", "birth_date"),
         ("孩子生日是2016年正月初八，按农历过", "2016年正月初八", "birth_date"),
         ("geboortedatum 14-06-1981, naam Pieter Vos", "14-06-1981", "birth_date"),
+        # signing in as a user with a password, no label before either
+        ("I log into tickets.example.org as m.haldane with Gr3y!Heron7 and it loops", "Gr3y!Heron7", "login"),
         ("dane: Anna Nowak, urodzona 3 marca 1979", "3 marca 1979", "birth_date"),
     ],
 )
@@ -1285,6 +1287,7 @@ def test_homes_with_a_sub_number_a_visit_a_singapore_unit_a_hong_kong_floor_and_
         "| Name | Country |\n|---|---|\n| Ana 2 | Peru |",
         "our office: PO Box 990, Helena, MT 59624",  # an organisation's box
         "the passport office is 2 blocks away",
+        "I logged in to the portal as admin and it worked",  # a role, no password
     ],
 )
 def test_production_dates_tickets_plain_tables_and_an_offices_box_stay(text: str) -> None:

@@ -165,6 +165,14 @@ def _readings(
     return readings
 
 
+_STANDING = frozenset({CorrectionType.PREFERENCE, CorrectionType.PROCESS})
+
+
+def _marks_a_standing_rule(turn: ReadMessage) -> bool:
+    text = turn.message.text
+    return bool(patterns.MARKED_STANDING.search(text) or patterns.RULE_LIKE.search(text))
+
+
 def _rules(turn: ReadMessage) -> Correction:
     """The rules' finding, steps 1-6, without its condition."""
     self_fix = patterns.first(patterns.SELF_CORRECTION, turn.message.text)
@@ -173,6 +181,11 @@ def _rules(turn: ReadMessage) -> Correction:
     for step in (preference, process, standing_wish, explicit, implicit):
         found = step(turn)
         if found is not None:
+            if found.type in _STANDING and turn.for_this_time_only and not _marks_a_standing_rule(turn):
+                # "Just for this issue, two sentences max": a wish or a rule for the one at hand, not a standing one,
+                # unless the message marks one beyond doubt ("这次先这样，以后先审批再改", "流程要求：必须…"): in the
+                # training corpus no message with a one-off marker and no such mark is a preference or a process.
+                return Correction(CorrectionType.NONE, 0.0, signals=(*found.signals, "guard:one_off_wish"))
             return found
     guards = [f"guard:{guard}" for sentence in turn.sentences for guard in sentence.guards]
     return Correction(CorrectionType.NONE, 0.0, signals=tuple(dict.fromkeys(turn.signals + guards)))

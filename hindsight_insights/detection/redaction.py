@@ -190,6 +190,7 @@ def _find(text: str) -> list[_Finding]:
     found += at(folded, near_label, "password")
     found += at(folded, (m.span("secret") for m in patterns.LOGIN_PAIR.finditer(f)), "password")
     found += at(folded, (m.span("secret") for m in patterns.LOGIN_NAME.finditer(f)), "login")
+    found += at(folded, (m.span("secret") for m in patterns.LOGIN_AS.finditer(f)), "login")
     found += at(folded, (m.span("secret") for m in patterns.ACCESS_CODE.finditer(f)), "password")
     found += at(folded, _door_codes(f), "password")
     # An address before the numbers: 13800138000@163.com is an e-mail address, not a phone number plus a domain.

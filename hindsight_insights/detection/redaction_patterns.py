@@ -259,6 +259,14 @@ LOGIN_PAIR = re.compile(
     r"\s*(?:is|are|:|是|为)?\s*(?P<secret>[a-z0-9._@-]{2,40}\s*[/:|]\s*[\x21-\x7e]{4,64}?)"
     rf"{SECRET_END}"
 )
+# Signing in somewhere as a user with a password, no label before either ("I log into the box office as r.ames with
+# Tr0ut!Spring and it …"): the user name and the password go together (a password-like value: 6+ characters with a
+# digit or a symbol).
+LOGIN_AS = re.compile(
+    r"\b(?:log(?:ged|ging)? ?(?:in|on)|sign(?:ed|ing)? ?in)(?:\s?to)?\s+\S{1,80}\s+as\s+"
+    r"(?P<secret>[a-z0-9._@-]{3,40}\s+(?:with|using|pw|password|pwd|and)\s+"
+    rf"(?=[\x21-\x7e]*[\d\W_])[\x21-\x7e]{{6,64}}?){SECRET_END}"
+)
 # A user name said just before its password ("my login is m.okafor.interp and password …", "用户名 zhangwei01 密码
 # …"): the name goes too, the pair is the credential.
 LOGIN_NAME = re.compile(
