@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.eval_corrections import evaluate, load
+from hindsight_insights.detection.correction_turn import read
 from hindsight_insights.detection.corrections import Condition, CorrectionType, detect
 
 FACTUAL, PREFERENCE, PROCESS, NEGATIVE, NONE = (
@@ -392,3 +393,23 @@ def test_the_rules_own_wish_in_a_one_off_sentence_is_held_by_the_one_off_guard()
     found = detect("Can you draft the notice? Just for this issue, three sentences max, we're short on space.", "Hi.")
     assert found.type is CorrectionType.NONE
     assert "preference:length" in found.signals and "guard:one_off_wish" in found.signals
+
+
+@pytest.mark.parametrize(
+    ("previous", "message", "fixes", "hypothetical", "answers"),
+    [
+        ("Here are the 3D printer steps.", "sorry, I meant the laser cutter, not the 3D printer", True, False, False),
+        ("好的。", "对，就是这样。如果哪天我说的型号错了，你会纠正我吗？", False, True, False),
+        # a standing mark: no mere hypothetical
+        ("好的。", "如果下个月换了供应商，以后都按新的报价给我吗？", False, False, False),
+        ("好的。", "如果下个月换了供应商，你会按新的报价给我吗？", False, True, False),
+        ("请问你们是 beginner 还是 intermediate? 我们按水平分组。", "intermediate, 去年上过一周课", False, False, True),
+        ("你们总部在南山对吧？", "总部去年搬到前海了", False, False, False),  # a confirmation asked: may be put right
+        ("Your cat is a Maine Coon, right?", "ragdoll haha", False, False, False),
+    ],
+)
+def test_look_alikes_an_own_input_fixed_a_hypothetical_asked_and_an_answer_to_a_question(
+    previous: str, message: str, fixes: bool, hypothetical: bool, answers: bool
+) -> None:
+    turn = read(message, previous)
+    assert (turn.fixes_own_input, turn.asks_a_hypothetical, turn.answers_a_question) == (fixes, hypothetical, answers)

@@ -61,6 +61,31 @@ class ReadMessage:
         """A sentence carries the task on to another thing (patterns.CONTINUES_THE_TASK: "now the same for March")."""
         return any("continues_the_task" in sentence.guards for sentence in self.sentences)
 
+    @property
+    def fixes_own_input(self) -> bool:
+        """The user puts right their own earlier input (patterns.SELF_CORRECTION: "sorry, I meant …", 我刚才打错了)."""
+        return patterns.first(patterns.SELF_CORRECTION, self.message.text) is not None
+
+    @property
+    def asks_a_hypothetical(self) -> bool:
+        """A sentence asks about a case that has not happened ("如果哪天我说错了, 你会纠正我吗?") and no sentence
+        marks a standing rule (以后, always, 必须)."""
+        hypothetical = any(
+            "conditional" in sentence.guards and ("question" in sentence.guards or "tail_question" in sentence.guards)
+            for sentence in self.sentences
+        )
+        text = self.message.text
+        return hypothetical and not (patterns.MARKED_STANDING.search(text) or patterns.RULE_LIKE.search(text))
+
+    @property
+    def answers_a_question(self) -> bool:
+        """The assistant's turn asked a question: the message is likely its answer ("intermediate, 去年上过一周课" after
+        "请问你们的水平是 beginner 还是 intermediate? 我们按水平分组上课。")."""
+        if self.previous is None or not ("?" in self.previous.text or "？" in self.previous.text):
+            return False
+        # (not one that asks to confirm its own assumption: "你们总部在南山对吧？" "总部去年搬到前海了" puts it right)
+        return not _CONFIRMATION.search(self.previous.text)
+
     @cached_property
     def only_repeats_the_assistant(self) -> bool:
         """The message says nothing the assistant's turn did not ("周日上午吧" after "周六下午和周日上午有空",
@@ -171,6 +196,12 @@ def analyse(span: Span) -> Sentence:
             sentence.guards.append(name)
     return sentence
 
+
+# A question that asks to confirm what the assistant assumed ("…, right?", "…对吧？"): its answer may put it right.
+_CONFIRMATION = re.compile(
+    r"(对吧|是吧|对吗|是吗|没错吧|吧\s*[?？]|"
+    r"\b(?:right|correct|isn'?t it|aren'?t you|don'?t you|didn'?t you|is that right|yes or no)\s*[?？])"
+)
 
 # What carries no content in a short reply: punctuation and the sentence-final particles (吧, 呢, 啊, 吗 …).
 _FILLER = re.compile(r"[\W_吧呢啊呀哦嗯的了吗]+")

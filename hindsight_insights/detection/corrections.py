@@ -110,6 +110,12 @@ def detect(
 #                          new value (6 training messages, all none)
 #   declines               "算了算了 never mind", "不用了，谢谢": a declined offer or a never-mind puts no fact right
 #                          (57 training messages where the rules find nothing, none factual)
+#   fixes_own_input        "sorry, I meant the laser cutter, not the 3D printer": the user's own input put right is no
+#                          wish or rule (50 training messages, none a preference or a process)
+#   asks_a_hypothetical    "如果哪天我说错了参数, 你会纠正我吗?": a question about a case that has not happened
+#                          states no wish (116 training messages with no standing mark, none a preference)
+#   answers_a_question     "intermediate, 去年上过一周课" after the assistant asked: an answer, no fact put right (189
+#                          training messages after a question where the rules find nothing: 4 factual, 171 none)
 _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[CorrectionType]], ...] = (
     (
         "one_time_only",
@@ -123,6 +129,13 @@ _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[Correcti
         frozenset(CorrectionType) - {CorrectionType.NONE},
     ),
     ("declines", lambda turn: turn.declines, frozenset({CorrectionType.FACTUAL})),
+    (
+        "fixes_own_input",
+        lambda turn: turn.fixes_own_input,
+        frozenset({CorrectionType.PREFERENCE, CorrectionType.PROCESS}),
+    ),
+    ("asks_a_hypothetical", lambda turn: turn.asks_a_hypothetical, frozenset({CorrectionType.PREFERENCE})),
+    ("answers_a_question", lambda turn: turn.answers_a_question, frozenset({CorrectionType.FACTUAL})),
 )
 
 
