@@ -7,7 +7,7 @@ import pytest
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
-from hindsight_insights.governance.lessons import wording
+from hindsight_insights.governance.lessons import lesson_paragraphs, wording
 
 
 @pytest.mark.parametrize(
@@ -105,3 +105,15 @@ def test_a_preferences_rule_carries_every_wish_of_the_message(
     assert found.type.value == "preference"
     action = wording(found, message, Settings()).action
     assert in_rule in action and (not_in_rule is None or not_in_rule not in action)
+
+
+def test_a_lessons_observation_and_evidence_are_the_paragraph_that_holds_it() -> None:
+    message = (
+        "Matinees moved to 14:30 from this season, doors at 14:00.\n\n"
+        "Back end: I log into boxoffice.example.org and it says 'session expired'. Any idea?"
+    )
+    said = lesson_paragraphs(message, "Matinees moved to 14:30 from this season")
+    assert said == "Matinees moved to 14:30 from this season, doors at 14:00."
+    # one paragraph, or words found in none: the whole message
+    assert lesson_paragraphs("不对，是 14:30。", "是 14:30") == "不对，是 14:30。"
+    assert lesson_paragraphs(message, "something else") == message

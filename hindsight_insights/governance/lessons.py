@@ -12,6 +12,7 @@ evidence is the user's message, quoted verbatim (after redaction, like the store
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -58,6 +59,8 @@ class Wording:
     condition_detail: str | None
     # False when the detector found no subject apart from the corrected words themselves (都说了是开不了机).
     names_a_subject: bool = True
+    # The user's words the lesson comes from (lesson_paragraphs): its evidence quote.
+    said: str = ""
 
 
 def wording(
@@ -82,7 +85,8 @@ def wording(
         original=(correction.original or "").strip(),
         names_a_subject=has_subject,
     ).strip()
-    observation = f"用户说：「{message}」" if language == "zh" else f'The user said: "{message}"'
+    said = lesson_paragraphs(message, corrected)
+    observation = f"用户说：「{said}」" if language == "zh" else f'The user said: "{said}"'
     detail = (correction.condition_detail or "").strip() or None
     condition = correction.condition if detail or correction.condition is Condition.TEMPORAL else Condition.UNIVERSAL
     return Wording(
@@ -92,7 +96,19 @@ def wording(
         condition=condition,
         condition_detail=detail if condition is not Condition.UNIVERSAL else None,
         names_a_subject=has_subject,
+        said=said,
     )
+
+
+def lesson_paragraphs(message: str, corrected: str) -> str:
+    """The paragraphs of `message` (blank-line apart) that hold the corrected words, or the whole message when none
+    does: the lesson's own words. The other paragraphs are about other things (a login that failed, a pasted page),
+    and their links or commands are no part of the lesson: the screen reads the observation, and an unrelated URL
+    there reads as an exfiltration."""
+    paragraphs = [part for part in re.split(r"\n[^\S\n]*\n", message) if part.strip()]
+    needle = fold(corrected).text[:40]
+    holding = [part for part in paragraphs if needle and needle in fold(part).text]
+    return "\n\n".join(holding).strip() if holding and len(holding) < len(paragraphs) else message
 
 
 def every_wish(corrected: str, message: str, learned: LearnedDetector | None = None) -> str:
@@ -141,7 +157,7 @@ def lesson_for(
             "scene": turn.scene,
             "observation": words.observation,
             "action": words.action,
-            "evidence": {"quote": turn.user_message[:1000], "turn": turn.turn_index},
+            "evidence": {"quote": words.said[:1000], "turn": turn.turn_index},
             "confidence": correction.confidence,
             "condition": words.condition,
             "condition_detail": words.condition_detail,
