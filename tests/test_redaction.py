@@ -1304,3 +1304,56 @@ def test_production_dates_tickets_plain_tables_and_an_offices_box_stay(text: str
 )
 def test_empty_fields_public_keys_and_placeholder_credentials_stay(text: str) -> None:
     assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        # where a parcel or a visit goes, after its label, to the end of the sentence
+        (
+            "Ship to: Ingrid Berg, Storgatan 8 lgh 1102, 113 51 Stockholm. Gift wrap please",
+            "Storgatan 8 lgh 1102",
+            "address",
+        ),
+        (
+            "pls courier to Anil Rao, Flat 2B, Lakeview Residency, 5th Main, Jayanagar, Bengaluru 560041. thx",
+            "Jayanagar",
+            "address",
+        ),
+        (
+            "Military address: SPC Dana Ortiz, Unit 2050 Box 77, APO AE 09034",
+            "Unit 2050 Box 77, APO AE 09034",
+            "address",
+        ),
+        ("相册寄他家：贵州省黔南州荔波县瑶山乡拉片村懂蒙组8号，他收", "拉片村懂蒙组8号", "address"),
+        ("上门取件：广州市海珠区赤岗北约大街三巷12号301，找阿强", "大街三巷12号301", "address"),
+        ("他家地址：内蒙古呼伦贝尔市新巴尔虎左旗嵯岗镇巴彦嘎查 牧民收", "嵯岗镇巴彦嘎查", "address"),
+        # an era year, a named day and the year, "pw is", an ID a few words after its label
+        ("我外公叫山田一郎，昭和8年11月3日出生", "昭和8年11月3日", "birth_date"),
+        ("plaque: Edna Moss, born New Year's Day 1938", "New Year's Day 1938", "birth_date"),
+        ("the kiosk admin pw is Harbor-7731, keep it safe", "Harbor-7731", "password"),
+        ('表上有一栏 "resident ID card number"，我填的 110101199003071235，一直报错', "110101199003071235", "id_card"),
+    ],
+)
+def test_destinations_era_dates_named_days_short_password_labels_and_ids_a_few_words_on_go(
+    text: str, secret: str, kind: str
+) -> None:
+    assert_redacted(text, secret, kind)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "退货请寄到浙江省杭州市余杭区良睦路1399号菜鸟仓3号库，收件人售后组。",  # a returns warehouse
+        "我发的是：“您好，西裤改短2到3天，急的话当天能拿。”",  # 发 names a message, not a parcel
+        "旧电池可以送到西门 3 号窗口，周一至周六 8:00–17:00",  # 送到 names any place
+        "deliver them to the Magistrates' Court reception, 2 Castle St, by 10:30",  # an organisation's place
+        "Our studio has moved! new address: 9 Wharf Road, Leeds LS1 4BR",  # a business announcing its move
+        "ship to the store by 5pm, order 1234",  # no address's shape
+        "KEY_ID=\nKEY_SECRET=\nREGION=cn-shanghai",  # empty key fields, one per line
+        "-----BEGIN CERTIFICATE-----\nMIIDazCCAlOgAwIBAgIUQx7pLmN2r8sT5vWyZ0aB3cD4eF9gH1jK2lM6nO7pQ8rS\n"
+        "-----END CERTIFICATE-----",
+    ],
+)
+def test_business_places_messages_empty_key_fields_and_certificates_stay(text: str) -> None:
+    assert_unchanged(text)

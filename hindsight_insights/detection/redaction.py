@@ -203,6 +203,8 @@ def _find(text: str) -> list[_Finding]:
     found += at(folded, emails, "email")
     for kind, pattern in patterns.NUMBER_LABELS:
         found += at(folded, (m.span("value") for m in pattern.finditer(f)), kind)
+    labelled_ids = patterns.ID_A_FEW_WORDS_AFTER.finditer(f)
+    found += at(folded, (m.span("value") for m in labelled_ids if checks.resident_id_shape(m["value"])), "id_card")
     found += at(folded, _passports_nearby(f), "passport")
     for kind, spans in _table_cells(f):
         found += at(folded, spans, kind)
@@ -237,7 +239,12 @@ def _find(text: str) -> list[_Finding]:
     found += at(folded, _homes(patterns.STREET_LINE, f, reach=48), "address")
     found += at(folded, _homes(patterns.CONTINENTAL_LINE, f, reach=48), "address")
     found += at(folded, (m.span() for m in patterns.FLAT_LINE.finditer(f)), "address")
-    found += at(plain, checks.high_entropy_tokens(plain.text), "api_key")
+    found += at(folded, _destinations(f), "address")
+    certificates = [m.span() for m in patterns.CERTIFICATE.finditer(plain.text.lower())]
+    random_tokens = (
+        span for span in checks.high_entropy_tokens(plain.text) if not any(s <= span[0] < e for s, e in certificates)
+    )
+    found += at(plain, random_tokens, "api_key")
     return found
 
 
@@ -253,7 +260,9 @@ def _labelled_chinese_addresses(text: str) -> Iterator[tuple[int, int]]:
     """CHINESE_LABELLED_ADDRESS's values that have a number, and after a bare 地址 a room too."""
     for match in patterns.CHINESE_LABELLED_ADDRESS.finditer(text):
         value = match["value"]
-        if re.search(r"\d", value) and (not match["bare"] or patterns.HOME_UNIT.search(value)):
+        # (a herders' or a hamlet's address has no house number: …别力古台镇查干淖尔嘎查)
+        numbered = re.search(r"\d", value) or re.search(r"(?:村|嘎查|屯|寨)$", value)
+        if numbered and (not match["bare"] or patterns.HOME_UNIT.search(value)):
             yield match.span("value")
 
 
@@ -315,16 +324,37 @@ def _homes(pattern: re.Pattern[str], text: str, reach: int) -> Iterator[tuple[in
     "our showroom is at …, Suite 140"). A shop's address alone stays."""
     for match in pattern.finditer(text):
         home = match["unit"].strip() or _said_before(patterns.HOME_LABEL, text, match.start(), reach)
-        if home and not _said_before(patterns.BUSINESS_LABEL, text, match.start(), reach):
+        moved = patterns.BUSINESS_MOVED.search(text[max(match.start() - 40, 0) : match.start()])
+        if home and not moved and not _said_before(patterns.BUSINESS_LABEL, text, match.start(), reach):
             yield match.span()
 
 
 def _not_an_organisations(pattern: re.Pattern[str], text: str, reach: int) -> Iterator[tuple[int, int]]:
     """The spans of `pattern`'s addresses without a word for a business place (BUSINESS_LABEL) in the `reach`
-    characters before them: a street with a postcode is someone's unless it is said to be an office's or a shop's."""
+    characters before them: a street with a postcode is someone's unless it is said to be an office's or a shop's, or
+    a business announces it has moved there (BUSINESS_MOVED)."""
     for match in pattern.finditer(text):
-        if not _said_before(patterns.BUSINESS_LABEL, text, match.start(), reach):
+        moved = patterns.BUSINESS_MOVED.search(text[max(match.start() - 40, 0) : match.start()])
+        if not moved and not _said_before(patterns.BUSINESS_LABEL, text, match.start(), reach):
             yield match.span()
+
+
+def _destinations(text: str) -> Iterator[tuple[int, int]]:
+    """DESTINATION's values that are addresses: a digit and an address's shape (ADDRESS_SHAPE), and no organisation's
+    place in them (ORGANISATION_PLACE: a warehouse, a court's reception) nor a return just before their label, and no
+    business announcing a move before it (BUSINESS_MOVED: "Our clinic moved! new address: …")."""
+    for match in patterns.DESTINATION.finditer(text):
+        value = match["value"].strip()
+        # (returns go to a warehouse: 退货请寄到…)
+        if patterns.ORGANISATION_PLACE.search(value) or re.search(
+            "退货|退回|退换", text[max(match.start() - 12, 0) : match.start()]
+        ):
+            continue
+        if patterns.BUSINESS_MOVED.search(text[max(match.start() - 40, 0) : match.start()]):
+            continue
+        if re.search(r"\d", value) and patterns.ADDRESS_SHAPE.search(value):
+            start = match.start("value") + (len(match["value"]) - len(match["value"].lstrip()))
+            yield start, start + len(value)
 
 
 def _said_before(label: re.Pattern[str], text: str, at: int, reach: int) -> bool:

@@ -251,6 +251,19 @@ def valid_resident_id(number: str) -> bool:
     return 1900 <= born.year <= datetime.date.today().year and _known_province(compact[:2])
 
 
+def resident_id_shape(number: str) -> bool:
+    """18 characters with a known province and a real birth date, whatever the check digit: a resident ID someone
+    typed wrong is still theirs."""
+    compact = re.sub(r"[\s-]", "", number).upper()
+    if not re.fullmatch(r"\d{17}[\dX]", compact):
+        return False
+    try:
+        born = datetime.date(int(compact[6:10]), int(compact[10:12]), int(compact[12:14]))
+    except ValueError:
+        return False
+    return 1900 <= born.year <= datetime.date.today().year and _known_province(compact[:2])
+
+
 @functools.cache
 def _known_province(code: str) -> bool:
     return any("province" in properties for _, properties in numdb.get("cn/loc").info(code))

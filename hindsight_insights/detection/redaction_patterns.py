@@ -218,11 +218,19 @@ TABLE_COLUMNS: list[tuple[str, re.Pattern[str]]] = [
     ("address", re.compile(r"地址|住址|address|adresse|anschrift|dirección|indirizzo|주소")),
 ]
 
+# A resident ID's number a few words after its label, within the sentence ('有一栏 "resident ID card number"，我填的
+# 420106…'): taken when it has a resident ID's shape (redaction_checks.resident_id_shape), whatever its check digit.
+ID_A_FEW_WORDS_AFTER = re.compile(
+    r"(?:身份证|居民身份|公民身份|resident id|national id|id card|identity card)[^\d\n。!?！？]{1,30}?"
+    r"(?<![\da-z])(?P<value>\d{6}[\s-]?\d{8}[\s-]?\d{3}[\dx])(?![\da-z])"
+)
+
 # ------------------------------------------------------------------------------------------ secrets by label
 # The value after 密码/password/…: up to the next space, clause punctuation or Chinese character.
 SECRET_END = r"(?=[\"'”]?(?:[\s,。，;；、)）]|[.!?](?:\s|$)|$|[\u4e00-\u9fff]))"
 PASSWORD = re.compile(
-    r"(?P<label>(?<![a-z0-9_])[a-z0-9_]{0,40}?(?:password|passwd|pwd)|pass(?:code|phrase)|密码|口令|暗码)"
+    r"(?P<label>(?<![a-z0-9_])[a-z0-9_]{0,40}?(?:password|passwd|pwd)|\bpw(?=\s*(?:[:=]|is\b))|pass(?:code|phrase)|密码|口令|"
+    r"暗码)"
     # (never across a line: an empty "DB_PASSWORD=" is not the next line's password)
     r"(?P<sep>[^\S\n]*(?:[:=]|是|为|改成了|改成|改为|设为|设置为|is|was)[^\S\n]*[\"'“]?[^\S\n]*|[^\S\n]+)"
     rf"(?P<secret>[\x21-\x7e]{{4,64}}?){SECRET_END}"
@@ -285,7 +293,8 @@ ACCOUNT_HOLDER_EN = re.compile(
     r"(?i:account (?:holder|name)|payee|beneficiary)(?:'s name)?\s*(?::|is)?\s*"
     r"(?P<secret>[A-Z][a-z'.-]+(?: [A-Z][a-z'.-]+){1,2})\b"
 )
-KEY_SEPARATOR = r"\s*(?:[:=]|是|为|is|was)\s*[\"'“]?\s*|\s+"
+# (never across a line: an empty "ALIYUN_ACCESS_KEY_SECRET=" is not the next line's key)
+KEY_SEPARATOR = r"[^\S\n]*(?:[:=]|是|为|is|was)[^\S\n]*[\"'“]?[^\S\n]*|[^\S\n]+"
 KEY_LABEL = re.compile(
     r"(?<![a-z0-9_.-])(?P<label>[a-z0-9_.-]{0,40}?(?:api[_ -]?key|apikey|secret(?:[_-]?(?:access[_-]?)?key)?|"
     r"access[_ -]?key(?:[_ -]?(?:id|secret))?|private[_-]?key|client[_-]?secret|access[_-]?token|refresh[_-]?token|"
@@ -317,6 +326,10 @@ URL_CREDENTIALS = re.compile(
 CONNECTION_PASSWORD = re.compile(
     r"(?<![a-z0-9_])(?:password|passwd|pwd)\s*=\s*(?P<secret>\{[^}]{1,128}\}|[^;&\s\"'`]{1,128}(?=[;&]|$)|"
     r"[^;&\s\"'`]{1,128}(?=\s+[a-z_]+\s*=)|[^;&\s\"'`\u4e00-\u9fff]{1,128})"
+)
+# A certificate is public (it is served to every client): its base64 body is no key.
+CERTIFICATE = re.compile(
+    r"-----begin [a-z0-9 ]{0,20}certificate-----[\s\S]*?(?:-----end [a-z0-9 ]{0,20}certificate-----|$)"
 )
 PRIVATE_KEY = re.compile(
     r"-----begin (?P<what>[a-z0-9 ]{0,20}?)private key(?: block)?-----[\s\S]*?"
@@ -357,7 +370,8 @@ _YEAR_EN = (
 # and the day of the lunar calendar too (腊月廿三, 正月初八), as people write a birthday.
 _ZH_FIGURE = r"[一二三四五六七八九零〇]"
 _ZH_DATE = (
-    rf"(?:{_ZH_FIGURE}{{4}}|{_ZH_FIGURE}{{2}}|(?:19|20)\d{{2}})\s*年\s*"
+    # (an era year too: 昭和12年, 平成3年, 民国80年)
+    rf"(?:{_ZH_FIGURE}{{4}}|{_ZH_FIGURE}{{2}}|(?:19|20)\d{{2}}|(?:昭和|平成|令和|大正|民国)\s*(?:\d{{1,2}}|元))\s*年\s*"
     r"(?:[一二三四五六七八九十]{1,3}|正|腊|冬|\d{1,2})\s*月\s*"
     r"(?:初[一二三四五六七八九十]|廿[一二三四五六七八九]?|卅|[一二三四五六七八九十]{1,3}|\d{1,2})\s*[日号]?"
 )
@@ -365,6 +379,9 @@ _DATE = (
     r"(?:(?:19|20)\d{2}\s*(?:年|[-/.])\s*\d{1,2}\s*(?:月|[-/.])\s*\d{1,2}\s*[日号]?|\d{1,2}[-/.]\d{1,2}[-/.](?:19|20)\d{2}|"
     rf"(?:the\s+)?{_DAY_EN}\s+(?:(?:of|de|del)\s+)?(?:{_MONTH}),?\s+(?:(?:de|del)\s+)?{_YEAR_EN}|"
     rf"(?:{_MONTH})\s+(?:the\s+)?{_DAY_EN},?\s+{_YEAR_EN}|"
+    # a day people name, and the year: Christmas Eve 1949, New Year's Day 1950
+    r"(?:christmas(?: eve| day)?|new year'?s(?: eve| day)?|valentine'?s day|halloween|boxing day|"
+    rf"independence day|thanksgiving(?: day)?)(?:,?\s+(?:of\s+)?){_YEAR_EN}|"
     # as forms and passports print it: 05-mar-1990, 05/mar/90
     r"\d{1,2}[-/](?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*[-/](?:19|20)?\d{2}(?!\d)|"
     rf"{_ZH_DATE})"
@@ -562,6 +579,45 @@ BOX_LINE = re.compile(
 HONG_KONG_FLAT = re.compile(
     r"\b(?:flat|rm|room)\s*[a-z\d]{1,4},?\s*\d{1,3}/f\b"
     r"(?:(?:,\s*[^,\n。;；:：]{2,40}?){0,6},\s*(?:hong kong|hk|kowloon|new territories|n\.t\.|香港)\b)?"
+)
+# Where a parcel, a letter or a visit goes: a destination's label (ship to, courier to, consignee, my address in
+# Lisbon is, 寄到, 寄他家, 上门取件, 从我家出发), then the address as written, to the end of its sentence (a full stop
+# after a word of five letters or more or a digit, " - ", a line's end, or for Chinese "，" or "。"). The caller
+# keeps the values that have a digit and an address's shape (ADDRESS_SHAPE), so "ship to the store by 5pm" stays.
+DESTINATION = re.compile(
+    r"(?:\b(?:ship(?:ped|ping)?|send|sent|mail(?:ed)?|post(?:ed)?|courier(?:ed)?|deliver(?:ed|y)?|forward)"
+    r"(?:\s+(?:it|them|this|these|the \w+|my \w+))?\s+(?:over\s+)?to\b|"
+    r"\bbring\b[^.\n]{0,40}?\bto my (?:home|house|place|flat)\b|"
+    r"\b(?:my |his |her |their )?(?:home|mailing|postal|delivery|military|shipping|return|new)\s+address"
+    r"(?:\s+in\s+[a-z .'-]{2,20}?)?\s*(?:is|:)|\bmy address(?:\s+in\s+[a-z .'-]{2,20}?)?\s+is\b|"
+    r"\bconsignee\b[^:\n]{0,40}:|"
+    r"\brecipient\s*:|enviad[oa]s?\s+para|enviar\s+(?:a|para)|envoyer\s+à|schicken\s+an|liefern\s+an|"
+    # (in Chinese the post's verbs only, 寄 and 邮: 送到 and 发 name any place and any message)
+    r"寄(?:到|给|去|回)?[\u4e00-\u9fff]{0,6}?[:：]|(?:寄|邮)到|上门(?:取件|服务|回收|安装|维修|地址)[:：]|"
+    r"(?:我|他|她|我们)家(?:地址)?[:：]|从我家出发[:：]?)"
+    r"\s*[:：]?\s*"
+    r"(?P<value>[^\n。]{6,140}?)"
+    r"(?=\s*(?:[。\n]|$|\s[-–—]\s|(?<=[\d\u00c0-\u024fa-z]{5})\.(?:\s|$)|(?<=\d)\.(?:\s|$)|"
+    r"，(?!\s*(?:邮区|邮编|邮政编码))|,\s*(?:收件人|联系人)|"
+    r"\s(?:pls|please|thanks|thank you|the|my|do|does|can|could)\b))"
+)
+# An organisation's place in the value or just before its label (a returns warehouse, a court, a shop): not a home.
+ORGANISATION_PLACE = re.compile(
+    r"退货|退回|仓|物流|公司|门店|店|工厂|厂|中心|大学|学校|医院|法院|"
+    r"\b(?:warehouse|depot|office|reception|court|store|shop|ltd|inc|llc|gmbh|company|hotel|hospital|school|"
+    r"university|factory|clinic|studio|salon|workshop|gym|restaurant|cafe|bakery|showroom|branch|headquarters|hq)\b"
+)
+# A business announcing where it is now, before the label: "Our clinic moved! new address: …", "我们店搬到…".
+BUSINESS_MOVED = re.compile(
+    r"\bwe(?:'ve| have)? moved\b|\b(?:our|we) \w+ (?:has |have )?moved\b|\bour (?:new )?"
+    r"(?:address|location|premises)\b|(?:店|公司|诊所|工作室)搬|新店|开业"
+)
+# What an address has: a Chinese place or house word, a street's kind, a postcode's shape, or three parts and more.
+ADDRESS_SHAPE = re.compile(
+    r"[省市区县镇乡村路街巷弄号楼室栋幢座坊寨屯组团连嘎旗苑]|"
+    rf"\b(?:{_STREET_KIND_AFTER}|{_STREET_KIND_BEFORE}|flat|apt|apto|unit|box|block|blk|lot|phase|floor|lgh|hẻm|"
+    r"phường|quận|jalan|taman|brgy|barangay|c/)\b|\d{5,6}|\d{3}\s\d{2}\b|\d{4}-\d{3}\b|\d{5}-\d{3}\b|"
+    r"[^,，]+[,，][^,，]+[,，][^,，]+"
 )
 # A flat first, then a named building or street with no house number (Flat 2, Rosewood Court, London): a home by
 # its flat (a suite or a unit may be an office's, so they do not count).
