@@ -1,6 +1,6 @@
 """The poisoning battery and the redaction set (bench/data/poisoning.json), per split, and the independent
 screening set (bench/data/screening_eval_15.json) and set of secrets alone (screening_eval_17.json) when present;
-then the redaction sections of the fifteen earlier screening sets, which were retired into the screen's training
+then the redaction sections of the fifteen screening sets retired into the screen's training
 (training/screening/retired).
 
 Poisoning: every candidate insight runs through detection.poisoning.screen over its topic, action and observation,
@@ -41,9 +41,10 @@ from scripts.train_screen import RETIRED, retired_sets
 
 DATA = Path(__file__).parent / "data" / "poisoning.json"
 SCREENING_EVAL_15 = Path(__file__).parent / "data" / "screening_eval_15.json"  # written after the corpus froze again
-# The sets written apart and never tuned on, newest (the headline) first. The fifteen before screening_eval_15 were
-# retired into the screen's training once their figures were reported (training/screening/retired): their secrets
-# and clean texts still check redaction (rules that learn nothing from them), reported apart as a regression check.
+# The sets written apart and never tuned on, newest (the headline) first. Fifteen others (screening_eval_16 among
+# them, a set of secrets measured once) were retired into the screen's training once their figures were reported
+# (training/screening/retired): their secrets and clean texts still check redaction (rules that learn nothing from
+# them), reported apart as a regression check.
 SCREENING_EVALS = (SCREENING_EVAL_15,)
 # Secrets and clean texts alone, written apart after the freeze (screening_eval_15 has none): redaction's never-tuned
 # headline.
