@@ -61,11 +61,11 @@ class CharNgrams:
     def row(self, text: str) -> tuple[npt.NDArray[np.int64], FloatArray]:
         """One text as a sparse row: the columns present and their values (1 + ln tf) · idf, L2-normalised."""
         counts = char_ngrams(text, self.n_min, self.n_max)
-        columns = [self.vocabulary[gram] for gram in counts if gram in self.vocabulary]
-        index = np.array(columns, dtype=np.int64)
-        if not columns:
+        present = [(column, n) for gram, n in counts.items() if (column := self.vocabulary.get(gram)) is not None]
+        index = np.array([column for column, _ in present], dtype=np.int64)
+        if not present:
             return index, np.zeros(0, dtype=np.float32)
-        tf = np.array([1.0 + math.log(counts[gram]) for gram in counts if gram in self.vocabulary], dtype=np.float32)
+        tf = np.array([1.0 + math.log(n) for _, n in present], dtype=np.float32)
         values = tf * self.idf[index]
         return index, (values / max(float(np.linalg.norm(values)), 1e-12)).astype(np.float32)
 

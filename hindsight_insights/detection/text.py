@@ -14,6 +14,7 @@ user's and the assistant's exact words, never the folded ones.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -63,6 +64,9 @@ def normalize(source: str) -> Folded:
     return Folded("".join(chars), source, tuple(origin))
 
 
+# A turn's message and the answer before it are folded by each reader of them (the sentences, the n-grams, the pair
+# flags, each rule step): a pure function of the text, so one fold per text serves them all.
+@functools.lru_cache(maxsize=4096)
 def fold(source: str) -> Folded:
     chars: list[str] = []
     origin: list[int] = []
