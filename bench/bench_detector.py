@@ -34,7 +34,7 @@ from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import Correction
 from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
-from hindsight_insights.detection.text import fold
+from hindsight_insights.detection.text import forget_folds
 from hindsight_insights.detector_model import MODEL_PATH, learned_detector, load_detector_model
 from hindsight_insights.embedder import UseM3Embedder, Vectors
 from scripts.train_detector import load_corpus
@@ -42,8 +42,8 @@ from scripts.train_detector import load_corpus
 
 def detect_a_new_turn(message: str, previous: str, learned: LearnedDetector | None = None) -> Correction:
     """detect() as on a turn never seen: the folded texts that one call shares among its readers (text.fold's cache)
-    are dropped first, so a later round does not find them folded by an earlier one."""
-    fold.cache_clear()
+    are dropped first (text.forget_folds), so a later round does not find them folded by an earlier one."""
+    forget_folds()
     return detect(message, previous, learned)
 
 

@@ -65,9 +65,27 @@ def normalize(source: str) -> Folded:
 
 
 # A turn's message and the answer before it are folded by each reader of them (the sentences, the n-grams, the pair
-# flags, each rule step): a pure function of the text, so one fold per text serves them all.
-@functools.lru_cache(maxsize=4096)
+# flags, each rule step): a pure function of the text, so one fold per text serves them all. Only texts of a chat
+# message's length are kept (a fold holds an index per character), and only the latest few hundred.
+_FOLDS_KEPT = 512
+_LONGEST_KEPT = 2000
+
+
 def fold(source: str) -> Folded:
+    return _fold_kept(source) if len(source) <= _LONGEST_KEPT else _fold(source)
+
+
+@functools.lru_cache(maxsize=_FOLDS_KEPT)
+def _fold_kept(source: str) -> Folded:
+    return _fold(source)
+
+
+def forget_folds() -> None:
+    """Drop the kept folds (a benchmark times each call on a text never folded before)."""
+    _fold_kept.cache_clear()
+
+
+def _fold(source: str) -> Folded:
     chars: list[str] = []
     origin: list[int] = []
     for index, char in enumerate(source):
