@@ -346,9 +346,7 @@ def _destinations(text: str) -> Iterator[tuple[int, int]]:
     for match in patterns.DESTINATION.finditer(text):
         value = match["value"].strip()
         # (returns go to a warehouse: 退货请寄到…)
-        if patterns.ORGANISATION_PLACE.search(value) or re.search(
-            "退货|退回|退换", text[max(match.start() - 12, 0) : match.start()]
-        ):
+        if patterns.ORGANISATION_PLACE.search(value) or _said_before(patterns.RETURNS, text, match.start(), 12):
             continue
         if patterns.BUSINESS_MOVED.search(text[max(match.start() - 40, 0) : match.start()]):
             continue

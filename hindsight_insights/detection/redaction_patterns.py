@@ -607,6 +607,8 @@ ORGANISATION_PLACE = re.compile(
     r"\b(?:warehouse|depot|office|reception|court|store|shop|ltd|inc|llc|gmbh|company|hotel|hospital|school|"
     r"university|factory|clinic|studio|salon|workshop|gym|restaurant|cafe|bakery|showroom|branch|headquarters|hq)\b"
 )
+# Returns go to a warehouse: "退货请寄到…" names no one's home (within a few characters before the label).
+RETURNS = re.compile(r"(?:退货|退回|退换)\W{0,2}\w{0,4}$")
 # A business announcing where it is now, before the label: "Our clinic moved! new address: …", "我们店搬到…".
 BUSINESS_MOVED = re.compile(
     r"\bwe(?:'ve| have)? moved\b|\b(?:our|we) \w+ (?:has |have )?moved\b|\bour (?:new )?"

@@ -57,10 +57,10 @@ class Wording:
     observation: str
     condition: Condition
     condition_detail: str | None
+    # The user's words the lesson comes from (lesson_paragraphs): its evidence quote.
+    said: str
     # False when the detector found no subject apart from the corrected words themselves (都说了是开不了机).
     names_a_subject: bool = True
-    # The user's words the lesson comes from (lesson_paragraphs): its evidence quote.
-    said: str = ""
 
 
 def wording(
