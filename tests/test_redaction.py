@@ -1345,6 +1345,7 @@ def test_destinations_era_dates_named_days_short_password_labels_and_ids_a_few_w
     "text",
     [
         "退货请寄到浙江省杭州市余杭区良睦路1399号菜鸟仓3号库，收件人售后组。",  # a returns warehouse
+        "请寄到上海市嘉定区宝安公路 2999 号。",  # a business telling where to send: no person named
         "我发的是：“您好，西裤改短2到3天，急的话当天能拿。”",  # 发 names a message, not a parcel
         "旧电池可以送到西门 3 号窗口，周一至周六 8:00–17:00",  # 送到 names any place
         "deliver them to the Magistrates' Court reception, 2 Castle St, by 10:30",  # an organisation's place

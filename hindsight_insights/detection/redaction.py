@@ -350,9 +350,19 @@ def _destinations(text: str) -> Iterator[tuple[int, int]]:
             continue
         if patterns.BUSINESS_MOVED.search(text[max(match.start() - 40, 0) : match.start()]):
             continue
+        label = text[match.start() : match.start("value")]
+        if patterns.SENDING_VERB.search(label) and not _someones(label, value, text[match.end("value") :]):
+            continue
         if re.search(r"\d", value) and patterns.ADDRESS_SHAPE.search(value):
             start = match.start("value") + (len(match["value"]) - len(match["value"].lstrip()))
             yield start, start + len(value)
+
+
+def _someones(label: str, value: str, after: str) -> bool:
+    """Whether a destination after a verb of sending names a person (SENDING_VERB's comment)."""
+    if has_han(label):
+        return bool(patterns.PERSON_IN_LABEL.search(label) or patterns.RECIPIENT_AFTER.search(after))
+    return bool(patterns.NAME_FIRST.search(value))
 
 
 def _said_before(label: re.Pattern[str], text: str, at: int, reach: int) -> bool:

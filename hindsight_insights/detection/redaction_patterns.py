@@ -588,7 +588,7 @@ DESTINATION = re.compile(
     r"(?:\b(?:ship(?:ped|ping)?|send|sent|mail(?:ed)?|post(?:ed)?|courier(?:ed)?|deliver(?:ed|y)?|forward)"
     r"(?:\s+(?:it|them|this|these|the \w+|my \w+))?\s+(?:over\s+)?to\b|"
     r"\bbring\b[^.\n]{0,40}?\bto my (?:home|house|place|flat)\b|"
-    r"\b(?:my |his |her |their )?(?:home|mailing|postal|delivery|military|shipping|return|new)\s+address"
+    r"\b(?:my |his |her |their )?(?:home|mailing|postal|delivery|military|shipping)\s+address"
     r"(?:\s+in\s+[a-z .'-]{2,20}?)?\s*(?:is|:)|\bmy address(?:\s+in\s+[a-z .'-]{2,20}?)?\s+is\b|"
     r"\bconsignee\b[^:\n]{0,40}:|"
     r"\brecipient\s*:|enviad[oa]s?\s+para|enviar\s+(?:a|para)|envoyer\s+à|schicken\s+an|liefern\s+an|"
@@ -614,6 +614,18 @@ BUSINESS_MOVED = re.compile(
     r"\bwe(?:'ve| have)? moved\b|\b(?:our|we) \w+ (?:has |have )?moved\b|\bour (?:new )?"
     r"(?:address|location|premises)\b|(?:店|公司|诊所|工作室)搬|新店|开业"
 )
+# Whose a destination is. A verb of sending ("ship to", "enviadas para", 寄到) names a person's address only with
+# the person: a name and a comma after it in Latin script ("courier to Meera Iyer, Flat 5C, …"), in Chinese a home,
+# a person or 给 in the label (寄到我舅舅家, 寄给表姐, 寄他家) or a recipient after the address (…，收件人 黄志伟).
+# "请寄到上海市嘉定区宝安公路 2999 号" is where a business takes its returns.
+SENDING_VERB = re.compile(
+    r"^(?:ship|send|sent|mail|post|courier|deliver|forward|enviad|enviar|envoyer|schicken|liefern|寄|邮)"
+)
+NAME_FIRST = re.compile(
+    r"^[a-z\u00c0-\u024f][a-z\u00c0-\u024f'.-]+(?:\s+[a-z\u00c0-\u024f][a-z\u00c0-\u024f'.-]+){1,3}\s*,"
+)
+PERSON_IN_LABEL = re.compile(r"家|我|你|他|她|给|亲|友|妈|爸|哥|姐|弟|妹|舅|姨|叔|婶|姑|奶|爷|婆|公")
+RECIPIENT_AFTER = re.compile(r"^\W{0,3}(?:收件人|收货人|联系人|[\u4e00-\u9fff]{2,4}收)")
 # What an address has: a Chinese place or house word, a street's kind, a postcode's shape, or three parts and more.
 ADDRESS_SHAPE = re.compile(
     r"[省市区县镇乡村路街巷弄号楼室栋幢座坊寨屯组团连嘎旗苑]|"
