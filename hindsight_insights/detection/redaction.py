@@ -324,8 +324,7 @@ def _homes(pattern: re.Pattern[str], text: str, reach: int) -> Iterator[tuple[in
     "our showroom is at …, Suite 140"). A shop's address alone stays."""
     for match in pattern.finditer(text):
         home = match["unit"].strip() or _said_before(patterns.HOME_LABEL, text, match.start(), reach)
-        moved = patterns.BUSINESS_MOVED.search(text[max(match.start() - 40, 0) : match.start()])
-        if home and not moved and not _said_before(patterns.BUSINESS_LABEL, text, match.start(), reach):
+        if home and not _a_business_place(text, match.start(), reach):
             yield match.span()
 
 
@@ -334,9 +333,14 @@ def _not_an_organisations(pattern: re.Pattern[str], text: str, reach: int) -> It
     characters before them: a street with a postcode is someone's unless it is said to be an office's or a shop's, or
     a business announces it has moved there (BUSINESS_MOVED)."""
     for match in pattern.finditer(text):
-        moved = patterns.BUSINESS_MOVED.search(text[max(match.start() - 40, 0) : match.start()])
-        if not moved and not _said_before(patterns.BUSINESS_LABEL, text, match.start(), reach):
+        if not _a_business_place(text, match.start(), reach):
             yield match.span()
+
+
+def _a_business_place(text: str, at: int, reach: int) -> bool:
+    """A word for a business place in the `reach` characters before `at` (BUSINESS_LABEL), or a business announcing
+    its move in the 40 before (BUSINESS_MOVED)."""
+    return _said_before(patterns.BUSINESS_MOVED, text, at, 40) or _said_before(patterns.BUSINESS_LABEL, text, at, reach)
 
 
 def _destinations(text: str) -> Iterator[tuple[int, int]]:
@@ -348,7 +352,7 @@ def _destinations(text: str) -> Iterator[tuple[int, int]]:
         # (returns go to a warehouse: 退货请寄到…)
         if patterns.ORGANISATION_PLACE.search(value) or _said_before(patterns.RETURNS, text, match.start(), 12):
             continue
-        if patterns.BUSINESS_MOVED.search(text[max(match.start() - 40, 0) : match.start()]):
+        if _said_before(patterns.BUSINESS_MOVED, text, match.start(), 40):
             continue
         label = text[match.start() : match.start("value")]
         if patterns.SENDING_VERB.search(label) and not _someones(label, value, text[match.end("value") :]):
