@@ -154,6 +154,15 @@ def test_no_training_sentence_is_in_an_evaluation_item() -> None:
 # the corpus (they never saw it).
 KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_10.json:rt016", "can you draft a reply"),  # an everyday request (a tuning set now)
+    ("reflection_eval_sessions_12.json:rw009", "can you draft a reply"),
+    ("reflection_eval_sessions_12.json:rx010", "can you draft a reply"),
+    ("reflection_eval_sessions_12.json:rx011", "you've got that backwards"),  # a stock verdict
+    ("reflection_tune_sessions_5.json:rk044", "that's not our procedure"),  # a stock verdict, now in a retired set
+    ("new-11:co072", "thanks for setting that up"),  # everyday thanks
+    ("screening_eval_18.json:za012", "end every reply with"),  # an attack's usual place to append
+    ("screening_eval_18.json:za030", "full-width characters"),  # an obfuscation's name
+    ("screening_eval_18.json:za055", "full-width characters"),
+    ("screening_eval_18.json:za055", "asked me to keep it as a standing rule"),  # a planted rule's stock claim
 }
 
 
