@@ -1358,3 +1358,52 @@ def test_destinations_era_dates_named_days_short_password_labels_and_ids_a_few_w
 )
 def test_business_places_messages_empty_key_fields_and_certificates_stay(text: str) -> None:
     assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        # a name, a comma, a word or two, then a date of birth: the label in any language
+        ("Jelentkezem: Kovács Réka, született 1979. október 3., Pécs", "1979. október 3.", "birth_date"),
+        ("Ilmoittautuminen: Eero Laine, syntynyt 4.9.1961. Kiitos!", "4.9.1961", "birth_date"),
+        ("mwanachama mpya: Juma Mrisho, alizaliwa tarehe 3 Aprili 1988, Tanga", "3 Aprili 1988", "birth_date"),
+        # a name, a comma, then an address with a house number and a postcode, whatever the label's language
+        (
+            "kirim ke: Siti Rahma, Jl. Melati No. 9, RT 02/RW 05, Kota Depok 16411. Makasih",
+            "Jl. Melati No. 9, RT 02/RW 05, Kota Depok 16411",
+            "address",
+        ),
+        ("graag naar: P. de Vries, Lindengracht 12-3hoog, 1015 KL Amsterdam. Dank", "Lindengracht 12-3hoog", "address"),
+        # the word for password in the languages of forms, a Hong Kong estate, a named village group, a recipient
+        ("usuario lucia.m, contraseña Pinar_2031 para el club", "Pinar_2031", "password"),
+        ("Nomor paspor: C4419027, berlaku sampai 2030", "C4419027", "passport"),
+        ("寄去：新界沙田禾輋邨豐順樓12樓1205室，黃生收。", "1205", "address"),
+        ("地址：贵州省黔东南州从江县丙妹镇岜沙村大寨小组18号，家长王阿金。", "大寨小组18号", "address"),
+        ("配件发快递到：河北省保定市清苑区东闾乡南街村北街6号，刘振华。", "北街6号", "address"),
+        # a code a few words after its lock, a door entry code after 门禁, eight digits after the word passport, a
+        # login and its password after "log in with"
+        ("- key safe by the garden gate, code 5183, spare keys inside", "5183", "password"),
+        ("单元门禁：#2946，进门左转", "2946", "password"),
+        ("his passport number for the register, he sent it: 73920481 - please copy it", "73920481", "passport"),
+        ("Log in with anna.k@example.net / Heron#Pier27 to see the bookings.", "Heron#Pier27", "password"),
+    ],
+)
+def test_dates_and_addresses_after_a_name_password_words_and_chinese_recipients_go(
+    text: str, secret: str, kind: str
+) -> None:
+    assert_redacted(text, secret, kind)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Item #4471: signed stub, Hammersmith Odeon, Saturday 12 March 1983, Row H",  # a weekday: an event's date
+        "Batch check: Amber Ale, lot L2304B, bottled 02.11.2026, best before 14.05.2027",  # dates, no postcode
+        "Attendees: John Smith, 3 guests, arriving 14:00, table 12.",  # numbers, no address
+        "la contraseña nueva llega por correo",  # the word for password, no password after it
+        "我们发货到：杭州市西湖区文三路90号仓库。",  # goods to a warehouse, no person
+        "passport photos cost £8.\nOrder 73920481 ships Monday.",  # eight digits, a line after the word
+    ],
+)
+def test_event_dates_lots_organisations_and_password_words_alone_stay(text: str) -> None:
+    assert_unchanged(text)

@@ -222,6 +222,7 @@ def _find(text: str) -> list[_Finding]:
     for match in patterns.BIRTH_DATE.finditer(f):
         group = next(name for name in ("value", "before", "year_before") if match[name])
         found += at(folded, [match.span(group)], "birth_date")
+    found += at(plain, (m.span("value") for m in patterns.NAME_THEN_BIRTH.finditer(plain.text)), "birth_date")
     found += at(folded, _homes(patterns.CHINESE_ADDRESS, f, reach=20), "address")
     found += at(folded, _homes(patterns.CHINESE_ESTATE, f, reach=20), "address")
     found += at(folded, _homes(patterns.CHINESE_VILLAGE, f, reach=20), "address")
@@ -240,6 +241,7 @@ def _find(text: str) -> list[_Finding]:
     found += at(folded, _homes(patterns.CONTINENTAL_LINE, f, reach=48), "address")
     found += at(folded, (m.span() for m in patterns.FLAT_LINE.finditer(f)), "address")
     found += at(folded, _destinations(f), "address")
+    found += at(plain, _named_homes(plain.text), "address")
     certificates = [m.span() for m in patterns.CERTIFICATE.finditer(plain.text.lower())]
     random_tokens = (
         span for span in checks.high_entropy_tokens(plain.text) if not any(s <= span[0] < e for s, e in certificates)
@@ -309,7 +311,14 @@ def _passports_nearby(text: str) -> Iterator[tuple[int, int]]:
     introduced as an order, invoice or ticket number."""
     words = [match.span() for match in patterns.PASSPORT_WORD.finditer(text)]
     for match in patterns.PASSPORT_SHAPE.finditer(text):
-        near = any(abs(match.start() - start) <= patterns.PASSPORT_NEARBY for start, _ in words)
+        if len(match.group()) == 8 and match.group().isdigit():
+            reach = patterns.PASSPORT_EIGHT_DIGITS_AFTER
+            near = any(
+                0 <= match.start() - end <= reach and not patterns.SENTENCE_END.search(text[end : match.start()])
+                for _, end in words
+            )
+        else:
+            near = any(abs(match.start() - start) <= patterns.PASSPORT_NEARBY for start, _ in words)
         # "passport no. …": the "no." is the passport's, not an order's
         labelled = any(
             end <= match.start() and patterns.PASSPORT_JOIN.fullmatch(text[end : match.start()]) for _, end in words
@@ -343,6 +352,16 @@ def _a_business_place(text: str, at: int, reach: int) -> bool:
     return _said_before(patterns.BUSINESS_MOVED, text, at, 40) or _said_before(patterns.BUSINESS_LABEL, text, at, reach)
 
 
+def _named_homes(text: str) -> Iterator[tuple[int, int]]:
+    """NAME_THEN_ADDRESS's addresses, unless the name is an organisation's (Acme Ltd) or a business place is said
+    before it ("Our office: …")."""
+    lowered = text.lower()
+    for match in patterns.NAME_THEN_ADDRESS.finditer(text):
+        if patterns.ORGANISATION_PLACE.search(match["name"].lower()) or _a_business_place(lowered, match.start(), 48):
+            continue
+        yield match.span("value")
+
+
 def _destinations(text: str) -> Iterator[tuple[int, int]]:
     """DESTINATION's values that are addresses: a digit and an address's shape (ADDRESS_SHAPE), and no organisation's
     place in them (ORGANISATION_PLACE: a warehouse, a court's reception) nor a return just before their label, and no
@@ -365,7 +384,11 @@ def _destinations(text: str) -> Iterator[tuple[int, int]]:
 def _someones(label: str, value: str, after: str) -> bool:
     """Whether a destination after a verb of sending names a person (SENDING_VERB's comment)."""
     if has_han(label):
-        return bool(patterns.PERSON_IN_LABEL.search(label) or patterns.RECIPIENT_AFTER.search(after))
+        return bool(
+            patterns.PERSON_IN_LABEL.search(label)
+            or patterns.RECIPIENT_AFTER.search(after)
+            or patterns.RECIPIENT_LAST.search(value)
+        )
     return bool(patterns.NAME_FIRST.search(value))
 
 

@@ -55,7 +55,7 @@ _LABELLED_PASSPORT_NUMBER = rf"{_PASSPORT_NUMBER}|(?=(?:[a-z]*\d){{2}})[a-z\d]{{
 # A passport in the languages people travel with.
 _PASSPORT_WORDS = (
     r"护照|passport|passeport|reisepass|pasaporte|passaporto|passaporte|paspoort|旅券|パスポート|여권|pasaport|paszport|"
-    r"паспорт|pasport|passnummer|pass-nr|hộ chiếu|หนังสือเดินทาง"
+    r"паспорт|pasport|paspor|passnummer|pass-nr|hộ chiếu|หนังสือเดินทาง|passi|passeport"
 )
 # Near a number, the names of a passport's parts and of travel documents say the same (not as a label: "证件" alone
 # is any card).
@@ -63,15 +63,19 @@ PASSPORT_WORD = re.compile(
     rf"{_PASSPORT_WORDS}|data page|travel document|identity document|id document|资料页|旅行证件|出入境证件"
 )
 # What passport numbers look like when no label sits right before them (ICAO 9303 leaves the shape to each state):
-# one to three letters and six to eight digits (E12345678, EH1234567, PAC123456, MI123456), nine digits (US, UK),
+# one to three letters and six to eight digits (E12345678, EH1234567, PAC123456, MI123456), eight or nine digits,
 # two digits, two letters and five digits (France), or nine letters and digits from the German alphabet with at least
 # two digits (C01X00T47). Taken only near a word for a passport (PASSPORT_NEARBY characters either side): in a table
 # under its column, after the country's name, or a sentence apart.
 PASSPORT_SHAPE = re.compile(
-    r"(?<![\da-z-])(?:[a-z]{1,3}\d{6,8}|\d{9}|\d{2}[a-z]{2}\d{5}|"
+    r"(?<![\da-z-])(?:[a-z]{1,3}\d{6,8}|\d{8,9}|\d{2}[a-z]{2}\d{5}|"
     r"(?=(?:[a-z]*\d){2})[cfghjklmnprtvwxyz][cfghjklmnprtvwxyz\d]{8})(?![\da-z-])"
 )
 PASSPORT_NEARBY = 160
+# Eight digits alone (Sweden's, Norway's) are any number's shape: a passport's only after the word, in the same
+# sentence and within this many characters ("passport number …, he emailed it: 84719306").
+PASSPORT_EIGHT_DIGITS_AFTER = 80
+SENTENCE_END = re.compile(r"[?!。？！\n]|\.(?:\s|$)")
 # What may stand between the word and its number for the number to be labelled by it: "passport no. ", "护照号码："
 PASSPORT_JOIN = re.compile(r"[^\w]*(?:号码|号|编号|证号|no\.?|number|num|nr\.?|n°|nº)?[^\w]*")
 NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
@@ -230,7 +234,9 @@ ID_A_FEW_WORDS_AFTER = re.compile(
 SECRET_END = r"(?=[\"'”]?(?:[\s,。，;；、)）]|[.!?](?:\s|$)|$|[\u4e00-\u9fff]))"
 PASSWORD = re.compile(
     r"(?P<label>(?<![a-z0-9_])[a-z0-9_]{0,40}?(?:password|passwd|pwd)|\bpw(?=\s*(?:[:=]|is\b))|pass(?:code|phrase)|密码|口令|"
-    r"暗码)"
+    # the word in the languages of the forms people fill in
+    r"暗码|\b(?:contraseña|contrasena|senha|passwort|kennwort|mot de passe|wachtwoord|hasło|haslo|пароль|kata sandi|"
+    r"şifre|lösenord|salasana|heslo|jelszó|passord|adgangskode)\b|パスワード|비밀번호)"
     # (never across a line: an empty "DB_PASSWORD=" is not the next line's password)
     r"(?P<sep>[^\S\n]*(?:[:=]|是|为|改成了|改成|改为|设为|设置为|is|was)[^\S\n]*[\"'“]?[^\S\n]*|[^\S\n]+)"
     rf"(?P<secret>[\x21-\x7e]{{4,64}}?){SECRET_END}"
@@ -246,10 +252,11 @@ PASSWORD_FOR = re.compile(
 # "key safe by the back door: 9032", 门禁码 2580#). A few words may come between the label and "is" or ":".
 ACCESS_CODE = re.compile(
     r"(?:\bpin(?: code| number)?|(?:alarm|door|gate|access|entry|entrance|lockbox|garage|building|safe)\s?code|"
-    r"key ?safe|lock ?box|门禁码|门禁密码|开门码|门锁码|保险箱码|"
+    r"key ?safe|lock ?box|门禁码|门禁密码|门禁(?=\s*[:：])|开门码|门锁码|保险箱码|"
     # a locker's or a parcel station's code (快递柜码, 取件码, locker code)
     r"(?:快递柜|储物柜|寄存柜|丰巢|柜子)\s*(?:码|密码)|取件码|提货码|(?:locker|parcel|pick-?up|collection)\s?(?:code|pin))"
-    r"(?:[^\d\n.;,。，；]{0,30}?(?:\bis\b|:|是|为))?\s*[\"'“]?"
+    # (or the word code a few words on: "key safe by the side porch, code 2619")
+    r"(?:[^\d\n.;,。，；]{0,30}?(?:\bis\b|:|是|为)|[^\d\n.;。；]{0,30}?\bcode\b\s*(?:is\b|:)?)?\s*[\"'“]?"
     r"(?P<secret>[\d#*]{3,10}|[a-z]?\d{3,8}[a-z#*]?)(?![\da-z])"
 )
 # In a sentence that speaks of a code lock, a number after a door's or a gate's name is its code ("都是密码锁，单元门
@@ -264,7 +271,7 @@ DOOR_NUMBER = re.compile(
 # "账号密码：admin01/Qw3rty!" (both go: the pair is the credential).
 LOGIN_PAIR = re.compile(
     r"(?:\blog ?in|\bsign ?in|credentials?|账号密码|账号和密码|用户名和密码|用户名密码|登录账号|登录信息)"
-    r"\s*(?:is|are|:|是|为)?\s*(?P<secret>[a-z0-9._@-]{2,40}\s*[/:|]\s*[\x21-\x7e]{4,64}?)"
+    r"\s*(?:is|are|:|是|为|with|using)?\s*(?P<secret>[a-z0-9._@-]{2,40}\s*[/:|]\s*[\x21-\x7e]{4,64}?)"
     rf"{SECRET_END}"
 )
 # Signing in somewhere as a user with a password, no label before either ("I log into the box office as r.ames with
@@ -405,6 +412,36 @@ BIRTH_DATE = re.compile(
     # a year and a day named in words before 出生: 2001年元旦出生, 1990年出生
     r"(?P<year_before>(?:19|20)\d{2}\s*年[\u4e00-\u9fff]{0,4}?)\s*出生"
 )
+# A person's name, a comma, at most two words, then a date with a year of birth (1900-2015): "Szabó Eszter, született
+# 1984. május 6.", "Aino Rautio, syntynyt 8.12.1953", "Amani Mwakyusa, alizaliwa tarehe 12 Machi 1990". A sign-up
+# names the person and then their birth, in whatever language its label is: the shape holds where no label list
+# does. Read on the text with its case: a name is capitalised, the words between are not (no weekday, no place
+# ending a sentence: "Hammersmith Odeon, Saturday 12 March 1983"); the month may be a word of any language.
+_BIRTH_YEAR = r"(?:19\d{2}|200\d|201[0-5])(?!\d)"
+_NAME_PARTICLE = r"(?:de|van|von|der|den|da|di|du|del|dos|le|la|bin|binti|al)"
+_NAME_WORD = r"[A-ZÀ-ÖØ-ÞĀ-Ž][a-zß-öø-ÿā-ž'’-]+"
+NAME_THEN_BIRTH = re.compile(
+    rf"(?<![\w,])(?:{_NAME_WORD}\s+){{1,3}}{_NAME_WORD},\s+(?:[a-zß-öø-ÿā-ž]{{2,12}}\.?:?\s+){{1,2}}"
+    rf"(?P<value>\d{{1,2}}\.\s?\d{{1,2}}\.\s?{_BIRTH_YEAR}|\d{{1,2}}[/-]\d{{1,2}}[/-]{_BIRTH_YEAR}|"
+    rf"\d{{1,2}}\.?\s+[^\W\d_]{{3,12}}\.?,?\s+{_BIRTH_YEAR}|{_BIRTH_YEAR}\.?\s+[^\W\d_]{{3,12}}\s+\d{{1,2}}\.?|"
+    rf"{_BIRTH_YEAR}-\d{{2}}-\d{{2}})"
+)
+# After a colon, a person's name, a comma, then an address in any country's order: a house number and a postcode
+# among at least two parts ("bezorgen bij: Y. Bakker, Van Speijkstraat 88-2hoog, 1057 HB Amsterdam", "dikirim ke: Rina
+# Marlina, Jl. Kenanga No. 17, RT 04/RW 09, Kota Bogor 16142"). An order names its recipient and then where they
+# live, whatever the language of the label; read on the text with its case. A postcode is four to six digits (not a
+# date's year: 02.11.2026), 1057 HB, an Eircode (Y34 KX72) or a British one (LS1 4AB).
+_POSTCODE_ANY = (
+    r"(?:(?<![./:-])\b\d{4,6}\b(?![./:-]\d)"
+    r"|\b\d{4}\s?[A-Z]{2}\b|\b[A-Z]\d{2}\s?[A-Z\d]{4}\b|\b[A-Z]{1,2}\d[A-Z\d]?\s?\d[A-Z]{2}\b)"
+)
+NAME_THEN_ADDRESS = re.compile(
+    rf"[:：]\s*(?P<name>(?:(?:[A-Z]\.\s?)+|{_NAME_WORD}\s+)(?:(?:{_NAME_WORD}|{_NAME_PARTICLE})\s+){{0,3}}{_NAME_WORD}),\s+"
+    # the first part with its house number, then the parts up to the postcode, then the town and region after it
+    r"(?P<value>[^\n,]{0,40}?\d[^\n,]{0,40},[^\n]{0,100}?"
+    + _POSTCODE_ANY
+    + r"(?:\s+[A-Z][\w'’-]+){0,3}(?:,\s*[A-Z][^\n,.\d]{1,30}\.?){0,2})"
+)
 _HAN = r"[\u4e00-\u9fff]"
 # A character of a place name: not one of the words that come before an address (是, 在, 住, 寄到, 地址, 我的 …), so a
 # region does not swallow its label ("我家地址是广东省…" starts at 广东省).
@@ -440,10 +477,13 @@ CHINESE_ADDRESS = re.compile(
 # is an office's and stays.
 CHINESE_ESTATE = re.compile(
     rf"{_CHINESE_REGION}"
-    rf"{_PLACE}{{1,12}}(?:小区|花园|家园|园|公寓|苑|新村|村|社区|里|庭|府|湾|城|居|邸|庄|坊|墅)"
+    # (邨: a Hong Kong housing estate)
+    rf"{_PLACE}{{1,12}}(?:小区|花园|家园|园|公寓|苑|新村|村|邨|社区|里|庭|府|湾|城|居|邸|庄|坊|墅)"
     r"(?:\s*[a-z\d一二三四五六七八九十]{1,4}\s*(?:期|区))?"
     r"(?P<unit>(?:\s*[a-z\d一二三四五六七八九十]{1,5}\s*(?:栋|幢|号楼|座|单元|组))+"
-    r"(?:\s*[a-z\d]{1,5}\s*(?:室|号|房|户)?)?)"
+    r"(?:\s*[a-z\d]{1,5}\s*(?:室|号|房|户)?)?|"
+    # a block named, not numbered, then its floor and flat (翠峰邨朗云楼18楼1807室)
+    rf"{_PLACE}{{1,4}}(?:楼|阁|座)\s*\d{{1,3}}\s*(?:楼|层)\s*\d{{1,5}}\s*(?:室|号|房))"
 )
 # After a label that only a person's address has (家庭住址, 收货地址, 寄给我), the address as written, from its region
 # to the clause's end, when it has a number: the grammar above need not know every level (盟/旗/嘎查, 附3号21-4, an
@@ -463,7 +503,8 @@ HOME_UNIT = re.compile(r"[室房户]|单元|\d\s*[-－]\s*\d+$")
 # (三组), then the house number (下山口村46号). A village's house numbers are homes.
 CHINESE_VILLAGE = re.compile(
     rf"{_CHINESE_REGION}(?<=[县旗镇乡道市])(?:{_PLACE}{{1,8}}村(?:委会)?){{1,2}}"
-    r"(?P<unit>(?:\s*[\d一二三四五六七八九十]{1,3}\s*(?:组|队|社))?\s*\d{1,5}\s*号(?!楼))"
+    # (a group numbered or named: 3组, 上寨小组)
+    r"(?P<unit>(?:\s*[\d一二三四五六七八九十]{1,3}\s*(?:组|队|社)|" + _PLACE + r"{1,4}小组)?\s*\d{1,5}\s*号(?!楼))"
 )
 # What makes an address someone's: a room or unit, or a word for home before it (a shop's 路 88 号 stays).
 HOME_LABEL = re.compile(
@@ -592,8 +633,9 @@ DESTINATION = re.compile(
     r"(?:\s+in\s+[a-z .'-]{2,20}?)?\s*(?:is|:)|\bmy address(?:\s+in\s+[a-z .'-]{2,20}?)?\s+is\b|"
     r"\bconsignee\b[^:\n]{0,40}:|"
     r"\brecipient\s*:|enviad[oa]s?\s+para|enviar\s+(?:a|para)|envoyer\s+à|schicken\s+an|liefern\s+an|"
-    # (in Chinese the post's verbs only, 寄 and 邮: 送到 and 发 name any place and any message)
-    r"寄(?:到|给|去|回)?[\u4e00-\u9fff]{0,6}?[:：]|(?:寄|邮)到|上门(?:取件|服务|回收|安装|维修|地址)[:：]|"
+    # (in Chinese the post's verbs only, 寄 and 邮, and 发 with the carrier or the goods: 送到 and 发 alone name any
+    # place and any message)
+    r"寄(?:到|给|去|回)?[\u4e00-\u9fff]{0,6}?[:：]|(?:寄|邮|发(?:物流|快递|货))到|上门(?:取件|服务|回收|安装|维修|地址)[:：]|"
     r"(?:我|他|她|我们)家(?:地址)?[:：]|从我家出发[:：]?)"
     r"\s*[:：]?\s*"
     r"(?P<value>[^\n。]{6,140}?)"
@@ -619,13 +661,22 @@ BUSINESS_MOVED = re.compile(
 # a person or 给 in the label (寄到我舅舅家, 寄给表姐, 寄他家) or a recipient after the address (…，收件人 黄志伟).
 # "请寄到上海市嘉定区宝安公路 2999 号" is where a business takes its returns.
 SENDING_VERB = re.compile(
-    r"^(?:ship|send|sent|mail|post|courier|deliver|forward|enviad|enviar|envoyer|schicken|liefern|寄|邮)"
+    r"^(?:ship|send|sent|mail|post|courier|deliver|forward|enviad|enviar|envoyer|schicken|liefern|寄|邮|发)"
 )
 NAME_FIRST = re.compile(
     r"^[a-z\u00c0-\u024f][a-z\u00c0-\u024f'.-]+(?:\s+[a-z\u00c0-\u024f][a-z\u00c0-\u024f'.-]+){1,3}\s*,"
 )
 PERSON_IN_LABEL = re.compile(r"家|我|你|他|她|给|亲|友|妈|爸|哥|姐|弟|妹|舅|姨|叔|婶|姑|奶|爷|婆|公")
-RECIPIENT_AFTER = re.compile(r"^\W{0,3}(?:收件人|收货人|联系人|[\u4e00-\u9fff]{2,4}收)")
+# The hundred commonest Chinese surnames: a name of two or three characters after an address, alone in its clause
+# ("…西街9号（262400），孙立军。"), is its recipient.
+_SURNAME = (
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢姜崔钟谭陆"
+    "汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤"
+)
+RECIPIENT_LAST = re.compile(rf"[,，]\s*[{_SURNAME}][\u4e00-\u9fff]{{1,2}}\s*$")
+RECIPIENT_AFTER = re.compile(
+    rf"^\W{{0,3}}(?:收件人|收货人|联系人|[\u4e00-\u9fff]{{2,4}}收|[{_SURNAME}][\u4e00-\u9fff]{{1,2}}(?=[。，,.；;!！]|$))"
+)
 # What an address has: a Chinese place or house word, a street's kind, a postcode's shape, or three parts and more.
 ADDRESS_SHAPE = re.compile(
     r"[省市区县镇乡村路街巷弄号楼室栋幢座坊寨屯组团连嘎旗苑]|"
