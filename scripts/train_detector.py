@@ -15,8 +15,8 @@ weights (embedding, n-grams, rules) by out-of-fold log loss; then the combinatio
 tried) and `correction_at`, by macro F1 over the five classes among the choices whose false corrections on `none`
 stay at most MAX_FALSE_CORRECTIONS (1.5%), preferring those that keep factual and preference recall at MIN_RECALL
 (0.8) when any does. Then `factual_at`, what a fact put right needs unless the rules found it with an explicit
-verdict: the lowest value from correction_at up whose false corrections on the messages of the sets written apart
-(retired into the corpus) stay at most MAX_FALSE_CORRECTIONS_APART (1%). The unsure band is [correction_at -
+verdict: the lowest value from correction_at up whose false facts on the none messages of the sets written apart
+(retired into the corpus) stay at most MAX_FALSE_FACTS_APART (0.5%). The unsure band is [correction_at -
 UNSURE_BELOW, correction_at + half the way to 1): the corrections the model nearly found and the ones it barely found.
 No evaluation set is read here;
 scripts/detector_oof.py prints a candidate setting's out-of-fold confusion matrix and per-class figures (and the
@@ -50,7 +50,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from hindsight_insights.detection.classifier import LinearTextModel, blocks, fit_ngrams
 from hindsight_insights.detection.correction_types import CorrectionType
-from hindsight_insights.detection.corrections import detect
+from hindsight_insights.detection.corrections import detect, ruled_out
 from hindsight_insights.detection.learned_corrections import (
     NONE,
     SELF_FIX,
@@ -82,10 +82,13 @@ GRID_CORRECTION_AT = tuple(round(x, 2) for x in np.arange(0.3, 0.99, 0.02))
 # Out-of-fold false corrections on `none` allowed; the unseen sets have run at about twice the out-of-fold rate or
 # more (3.0% out of fold and 8.3% unseen, then 1.7% and 3.6%), and the bar there is 3%: half of it.
 MAX_FALSE_CORRECTIONS = 0.015
-# The same on the messages of the sets written apart (retired into the corpus: other writers, the closest to unseen
-# text), for a fact put right (Combination.factual_at). Their false corrections ran at 1.9% out of fold when the
-# newest set's ran at 5% unseen, most of them facts read into a number or a name about another thing.
-MAX_FALSE_CORRECTIONS_APART = 0.01
+# The none messages of the sets written apart (retired into the corpus: other writers, the closest to unseen text)
+# read as a fact put right, for Combination.factual_at. Their false corrections ran at 1.9% out of fold when the
+# newest set's ran at 5% unseen, most of them facts read into a number or a name about another thing. factual_at
+# decides facts only, so only false facts count here (half of the 1% once allowed for every type): the other types'
+# are correction_at's. Counting them too made factual_at 0.98 after the tenth retirement, for 8 false corrections of
+# which 2 were facts, and factual recall fell from 73% to 62% on those sets.
+MAX_FALSE_FACTS_APART = 0.005
 MIN_RECALL = 0.8  # factual and preference recall preferred among the allowed choices, when any reaches it
 UNSURE_BELOW = 0.3
 OUTCOMES = (*CLASSES[:4], SELF_FIX)
@@ -118,6 +121,8 @@ class Prepared:
         self.rows = list(rows)
         self.messages = [row["message"] for row in rows]
         self.found = [detect(row["message"], row.get("previous_assistant") or None) for row in rows]
+        # The types a look-alike guard keeps the model alone from finding: detect applies them after the combination.
+        self.ruled_out = [ruled_out(row["message"], row.get("previous_assistant") or None) for row in rows]
         self.flags = [
             families(found, row.get("previous_assistant") or None, row["message"])
             for found, row in zip(self.found, rows, strict=True)
@@ -197,10 +202,12 @@ def temperature(scores: npt.NDArray[np.float64], labels: npt.NDArray[np.int64]) 
 
 
 def decisions(data: Prepared, probabilities: npt.NDArray[np.float64], combination: Combination) -> list[str]:
-    return [
+    """What detect decides for each row: the combination, then the look-alike guards (corrections.ruled_out)."""
+    decided = (
         decide(found, dict(zip(CLASSES, row.tolist(), strict=True)), combination)[0]
         for found, row in zip(data.found, probabilities, strict=True)
-    ]
+    )
+    return [NONE if kind in out else kind for kind, out in zip(decided, data.ruled_out, strict=True)]
 
 
 def scores_of(labels: Sequence[str], predicted: Sequence[str]) -> dict[str, float]:
@@ -244,19 +251,18 @@ def choose_combination(data: Prepared, probabilities: npt.NDArray[np.float64]) -
 
 
 def choose_factual_at(data: Prepared, probabilities: npt.NDArray[np.float64], combination: Combination) -> Combination:
-    """`combination` with the lowest factual_at (from correction_at up) whose out-of-fold false corrections on the
-    messages written apart (the retired sets) stay at most MAX_FALSE_CORRECTIONS_APART; when none does, the lowest
-    with the fewest."""
-    apart = data.written_apart
-    labels = [CLASSES[data.labels[i]] for i in apart]
+    """`combination` with the lowest factual_at (from correction_at up) whose out-of-fold false facts on the none
+    messages written apart (the retired sets) stay at most MAX_FALSE_FACTS_APART; when none does, the lowest with the
+    fewest."""
+    nones = [i for i in data.written_apart if CLASSES[data.labels[i]] == NONE]
     tried = []
     for at in (x for x in GRID_CORRECTION_AT if x >= combination.correction_at):
         candidate = dataclasses.replace(combination, factual_at=at)
         decided = decisions(data, probabilities, candidate)
-        false_corrections = scores_of(labels, [decided[i] for i in apart])["false_corrections"]
-        if false_corrections <= MAX_FALSE_CORRECTIONS_APART:
+        false_facts = sum(decided[i] == CorrectionType.FACTUAL.value for i in nones) / max(len(nones), 1)
+        if false_facts <= MAX_FALSE_FACTS_APART:
             return candidate
-        tried.append((false_corrections, at, candidate))
+        tried.append((false_facts, at, candidate))
     return min(tried, key=lambda t: (t[0], t[1]))[2]
 
 

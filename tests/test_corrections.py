@@ -7,7 +7,7 @@ import pytest
 
 from bench.eval_corrections import evaluate, load
 from hindsight_insights.detection.correction_turn import read
-from hindsight_insights.detection.corrections import Condition, CorrectionType, detect
+from hindsight_insights.detection.corrections import Condition, CorrectionType, detect, ruled_out
 
 FACTUAL, PREFERENCE, PROCESS, NEGATIVE, NONE = (
     CorrectionType.FACTUAL,
@@ -413,3 +413,27 @@ def test_look_alikes_an_own_input_fixed_a_hypothetical_asked_and_an_answer_to_a_
 ) -> None:
     turn = read(message, previous)
     assert (turn.fixes_own_input, turn.asks_a_hypothetical, turn.answers_a_question) == (fixes, hypothetical, answers)
+
+
+@pytest.mark.parametrize(
+    ("previous", "message", "approves", "document"),
+    [
+        ("Here is the handover note for Marta.", "Lovely. Thanks!", True, False),
+        ("已经发给您了。", "好的，谢谢", True, False),
+        ("Shall I call you Mr Okafor or Jim?", "Jim is fine.", False, False),  # a name chosen: may be a wish
+        ("Here is the summary.", "ok thanks, and always put the totals first", False, False),
+        ("Her request is complete.", "Draft her a reply saying we'll reply in 10 days.", False, True),
+    ],
+)
+def test_look_alikes_an_approval_alone_and_a_document_asked_for(
+    previous: str, message: str, approves: bool, document: bool
+) -> None:
+    turn = read(message, previous)
+    assert (turn.only_approves, turn.asks_for_a_document) == (approves, document)
+
+
+def test_the_types_a_look_alike_rules_out_are_what_training_decides_by() -> None:
+    assert ruled_out("Lovely. Thanks!", "Here is the note.") == {"factual", "preference", "process"}
+    assert ruled_out("Draft her a reply saying we'll reply in 10 days.", "Done.") == {"factual"}
+    # the rules' own finding stands, so nothing is ruled out
+    assert ruled_out("No, the fee is $45, not $40.", "The fee is $40.") == frozenset()

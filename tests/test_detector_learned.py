@@ -455,3 +455,40 @@ def test_the_pair_flags_say_when_the_assistant_answered_in_generalities(
 ) -> None:
     found = families(Correction(CorrectionType.NONE, 0.0), previous, message)
     assert {flag for flag in found if flag.startswith("pair:") and "generic" in flag} == flags
+
+
+def test_an_approval_alone_and_a_reply_asked_for_teach_nothing(learned: LearnedDetector) -> None:
+    long_answer = "Here is the handover note for Marta: bookings come through Staylark, check-in from 4 pm."
+    assert detect("Lovely. Thanks!", long_answer, learned).type is CorrectionType.NONE
+    asked = detect(
+        "Draft her a reply saying we've received it and the SENCo will be in touch within 10 school days.",
+        "She needs 25% extra time and a separate room; the evidence is the specialist's report.",
+        learned,
+    )
+    assert asked.type is not CorrectionType.FACTUAL
+    carried_on = detect(
+        "Lovely, that's exactly right for him. Now a normal one for Jade Osei, check-up Wednesday 16:00 with Dr Kaur.",
+        "Dear Mr Penhaligon, this is a reminder of your hygienist appointment on Tuesday at 10:20 with Sarah.",
+        learned,
+    )
+    assert carried_on.type is CorrectionType.NONE
+
+
+def test_a_fact_the_rules_read_as_a_rule_quotes_the_whole_message() -> None:
+    message = "包邮门槛不是 500 了，上周一开始改成 800。这个 policy 是我定的，回复就按这个来"
+    rules = Correction(CorrectionType.PROCESS, 0.8, corrected="这个 policy 是我定的，回复就按这个来", topic="policy")
+    probabilities = {"factual": 0.99, "preference": 0.0, "process": 0.005, "negative": 0.0, "none": 0.005}
+    found = combine(rules, message, probabilities, Combination(frozenset(), 0.9, 0.8, 0.95, 0.95))
+    assert found.type is CorrectionType.FACTUAL and found.corrected == message
+
+
+def test_a_clause_marked_standing_is_read_alone(learned: LearnedDetector) -> None:
+    """A standing wish in the last clause of a long sentence of reasons is read alone too: whole, the reasons outweigh
+    it."""
+    found = detect(
+        "报价能不能直接给我港币？我平时在香港上班，工资也是港币，脑子里算账都是港币，每次还得自己换算挺烦的，"
+        "以后都按港币报吧。另外它的表冠有点松，要一起换吗？",
+        "您好，洗油加换防水圈一共 1280 元人民币，大约需要两周。",
+        learned,
+    )
+    assert found.type is CorrectionType.PREFERENCE, found.signals

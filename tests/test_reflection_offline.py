@@ -11,6 +11,7 @@ from hindsight_insights.detection.correction_types import Correction, Correction
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detector_model import learned_detector
 from hindsight_insights.embedder import Embedder
+from hindsight_insights.governance.lessons import wording
 from hindsight_insights.models import InsightStatus, Scope, TurnDraft
 from hindsight_insights.reflection import ReflectionEngine
 from hindsight_insights.reflection.offline import OfflineExtractor, repeated_wish, restates
@@ -282,3 +283,35 @@ def test_a_message_for_this_time_only_is_no_returning_wish(store: MemoryStore, l
     )
     extractor = OfflineExtractor(store.settings).with_detector(learned)
     assert ReflectionEngine(store, extractor).reflect_session("h4").saved_ids == []
+
+
+def test_an_approval_or_a_task_carried_on_is_no_returning_wish() -> None:
+    """ "ok cool just top rope then" names words the user said before, yet it approves the answer; "now do the same
+    for the armchair" carries the task on: neither is a wish repeated."""
+    others = ["been top roping with my brother since", "the armchair has one seat cushion"]
+    answer = "Lead climbing needs a separate lead test."
+    for guard, message in (
+        ("guard:approval", "ok cool just top rope then"),
+        ("guard:continues_the_task", "now do the same for the armchair, one seat cushion"),
+    ):
+        leaning = Correction(
+            CorrectionType.NONE,
+            0.0,
+            signals=(guard,),
+            probabilities={"factual": 0.0, "preference": 0.5, "process": 0.0, "negative": 0.0, "none": 0.5},
+        )
+        assert repeated_wish(leaning, message, answer, others).type is CorrectionType.NONE
+
+
+def test_wishes_the_detector_names_no_subject_of_keep_a_slot_each(store: MemoryStore) -> None:
+    """Two preferences the detector found without a topic are two rules: the later one does not supersede the earlier
+    (a topic is a slot, and one wish must not silence another)."""
+    first = Correction(CorrectionType.PREFERENCE, 0.9, corrected="Please write my stuff in British spelling")
+    second = Correction(CorrectionType.PREFERENCE, 0.9, corrected="Give walking times in minutes, not km")
+    topics = {wording(c, c.corrected or "", store.settings).topic for c in (first, second)}
+    assert len(topics) == 2 and all(topic.startswith("reply preference: ") for topic in topics)
+    said = "回复就按 800 来"
+    fact = wording(Correction(CorrectionType.FACTUAL, 0.9, corrected=said), said, store.settings)
+    assert fact.topic.startswith("事实纠正：") and not fact.names_a_subject
+    # (no "when corrected fact comes up": a rule without a subject says the correction alone)
+    assert "事实纠正" not in fact.action

@@ -118,7 +118,9 @@ ASKS_FOR_A_DOCUMENT = re.compile(
     r"\b(write|draft|give me|make|create|send|prepare|compose|do)(\s(up|out))?\s(me\s)?(a|an|the|my|our)\s"
     r"([\w-]+\s){0,2}"
     r"(email|letter|message|post|reply|note|memo|bio|summary|table|list|report|draft|version|confirmation|notice|"
-    r"response|proposal|announcement|agenda|minutes|outline|description|caption|invoice|quote)\b"
+    r"response|proposal|announcement|agenda|minutes|outline|description|caption|invoice|quote)\b|"
+    # a reply to someone: "draft her a reply saying we've received it"
+    r"\b(write|draft|compose)\s(him|her|them|us)\s(a|an|the)\s([\w-]+\s){0,2}(email|letter|message|reply|note|response)\b"
 )
 
 # A request for this time only (the class definition's one-off request: "this time, make it formal", 这次用英文回复):
@@ -148,7 +150,10 @@ CONTINUES_THE_TASK = re.compile(
     r"^\W*(?:好的?|行|ok)?\W*(?:那|再|然后)?(?:同样|一样|照这样|照这个)(?:的|地)?(?:再|也)?(?:帮我|给我)?"
     r"(?:算|做|来|弄|查|写|估|报|排)|"
     # another task asked for next: "可以。再帮我给小李发个微信，说明天的会改到 10 点"
-    r"^\W*(?:(?:好的?|可以|行|ok|嗯)\W*)?(?:再|另外|顺便)(?:帮我|帮忙|麻烦你)"
+    r"^\W*(?:(?:好的?|可以|行|ok|嗯)\W*)?(?:再|另外|顺便)(?:帮我|帮忙|麻烦你)|"
+    # the next item of the same task: "Now a normal one for Jade Osei"
+    r"^\W*(?:(?:ok(?:ay)?|great|thanks|lovely|right|and)\W+){0,2}now\W+(?:do\W+|write\W+)?(?:a|an|another|one)\b"
+    r"[^.!?]{0,30}?\bfor\b"
 )
 
 # "Actually, can you also…", "Actually 我还想问一下": actually opening a new request, not a correction.

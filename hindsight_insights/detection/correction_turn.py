@@ -78,6 +78,22 @@ class ReadMessage:
         return hypothetical and not (patterns.MARKED_STANDING.search(text) or patterns.RULE_LIKE.search(text))
 
     @property
+    def asks_for_a_document(self) -> bool:
+        """A sentence asks for something to be written (patterns.ASKS_FOR_A_DOCUMENT: "draft her a reply saying …"):
+        the values in it are the document's."""
+        return any("asks_for_a_document" in sentence.guards for sentence in self.sentences)
+
+    @property
+    def only_approves(self) -> bool:
+        """The message approves or thanks and says nothing else ("Lovely. Thanks!", "好的，谢谢", "ok thx"): at most
+        one word (two Chinese characters) is left beside patterns.APPROVAL. Not a name it approves ("Jim is fine")."""
+        text = self.message.text
+        if not any("approval" in sentence.guards for sentence in self.sentences) or _APPROVES_A_NAME.search(text):
+            return False
+        rest = _FILLER.sub(" ", patterns.APPROVAL.sub(" ", text)).strip()
+        return len(rest.replace(" ", "")) <= 2 if has_han(rest) else len(rest.split()) <= 1
+
+    @property
     def answers_a_question(self) -> bool:
         """The assistant's turn asked a question: the message is likely its answer ("intermediate, 去年上过一周课" after
         "请问你们的水平是 beginner 还是 intermediate? 我们按水平分组上课。")."""
@@ -202,6 +218,9 @@ _CONFIRMATION = re.compile(
     r"(对吧|是吧|对吗|是吗|没错吧|吧\s*[?？]|"
     r"\b(?:right|correct|isn'?t it|aren'?t you|don'?t you|didn'?t you|is that right|yes or no)\s*[?？])"
 )
+
+# A word the approval is about: a name or an option chosen ("Jim is fine", "Tuesday works"), not an approval alone.
+_APPROVES_A_NAME = re.compile(r"^\W*[a-z]+\s+(?:is|are|works)\s+(?:fine|good|ok|okay|perfect|great)\b")
 
 # What carries no content in a short reply: punctuation and the sentence-final particles (吧, 呢, 啊, 吗 …).
 _FILLER = re.compile(r"[\W_吧呢啊呀哦嗯的了吗]+")

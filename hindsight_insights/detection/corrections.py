@@ -65,7 +65,7 @@ from hindsight_insights.detection.learned_corrections import (
     rule_outcome,
     settle,
 )
-from hindsight_insights.detection.text import fold
+from hindsight_insights.detection.text import Span, clauses, fold
 from hindsight_insights.models import Condition
 
 __all__ = ["Condition", "Correction", "CorrectionType", "SecondOpinion", "detect"]
@@ -116,6 +116,10 @@ def detect(
 #                          states no wish (116 training messages with no standing mark, none a preference)
 #   answers_a_question     "intermediate, 去年上过一周课" after the assistant asked: an answer, no fact put right (189
 #                          training messages after a question where the rules find nothing: 4 factual, 171 none)
+#   asks_for_a_document   "Draft her a reply saying the SENCo will be in touch within 10 school days": the values
+#                          are the document's (6 training messages where the rules find nothing, all none)
+#   only_approves          "Lovely. Thanks!", "好的，谢谢": an approval alone teaches nothing (35 training messages, all
+#                          none); the model read a wish into it after a long answer
 _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[CorrectionType]], ...] = (
     (
         "one_time_only",
@@ -136,7 +140,22 @@ _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[Correcti
     ),
     ("asks_a_hypothetical", lambda turn: turn.asks_a_hypothetical, frozenset({CorrectionType.PREFERENCE})),
     ("answers_a_question", lambda turn: turn.answers_a_question, frozenset({CorrectionType.FACTUAL})),
+    ("asks_for_a_document", lambda turn: turn.asks_for_a_document, frozenset({CorrectionType.FACTUAL})),
+    (
+        "only_approves",
+        lambda turn: turn.only_approves,
+        frozenset({CorrectionType.FACTUAL, CorrectionType.PREFERENCE, CorrectionType.PROCESS}),
+    ),
 )
+
+
+def ruled_out(message: str, previous_assistant: str | None = None) -> frozenset[str]:
+    """The types a look-alike guard (_LOOK_ALIKES) keeps the model alone from finding in `message` (none when the
+    rules find a correction): training judges its thresholds by the decision detect makes, guards included."""
+    turn = read(own_words(message), previous_assistant)
+    if _rules(turn).is_correction:
+        return frozenset()
+    return frozenset(kind.value for _, holds, types in _LOOK_ALIKES if holds(turn) for kind in types)
 
 
 def _look_alike(found: Correction, turn: ReadMessage, rules: Correction) -> Correction:
@@ -172,6 +191,28 @@ def _readings(
         # Nor is a sentence the rules hold to be a look-alike (a guard fired and they found nothing): a declined offer
         # or the status quo accepted ("no need, gallons is fine"), a one-off request ("just this time make it formal"),
         # reported speech. Alone, the model reads the wish words in it as a standing wish.
+        if not alone.is_correction and any(signal.startswith("guard:") for signal in alone.signals):
+            continue
+        readings.append((text, families(alone, previous_assistant, text)))
+        readings += _standing_clauses(turn, sentence.span, previous_assistant)
+    return readings
+
+
+def _standing_clauses(
+    turn: ReadMessage, sentence: Span, previous_assistant: str | None
+) -> list[tuple[str, frozenset[str]]]:
+    """The clauses of a sentence of several that mark a standing wish (patterns.MARKED_STANDING: 以后, from now on),
+    each read alone too: "我平时在香港上班，工资也是港币，…，以后都按港币报吧" is mostly the reason, and read whole the
+    wish weighs less than alone."""
+    parts = clauses(sentence)
+    if len(parts) < 2:
+        return []
+    readings = []
+    for clause in parts:
+        text = clause.text.strip(" ,，;；")
+        if len(text) < _SHORTEST_READING or not patterns.MARKED_STANDING.search(text):
+            continue
+        alone = _rules(turn.alone(text))
         if not alone.is_correction and any(signal.startswith("guard:") for signal in alone.signals):
             continue
         readings.append((text, families(alone, previous_assistant, text)))

@@ -14,8 +14,8 @@ The combination (its parameters chosen on the training corpus's out-of-fold pred
     correction class it finds likeliest; else none. `correction_at` is set for at most 1.5% out-of-fold false
     corrections on `none` (scripts/train_detector.py; docs/architecture.md has the figures), and the rule block
     weighs little in the model, so a rule firing on topic words alone does not carry a plain message over it;
-  * a fact put right needs P(correction) ≥ `factual_at` (at least `correction_at`), set for at most 1% false
-    corrections on the messages of the sets written apart and retired into training: most false corrections on
+  * a fact put right needs P(correction) ≥ `factual_at` (at least `correction_at`), set for at most 0.5% of the none
+    messages of the sets written apart and retired into training read as facts: most false corrections on
     unseen sets were facts read into a number or a name about another thing. Between the two it is none and unsure,
     unless the rules found the fact with an explicit verdict ("Wrong, …", "不对，…").
 
@@ -46,6 +46,7 @@ _NEEDS_AN_ANSWER = frozenset({CorrectionType.FACTUAL.value, CorrectionType.NEGAT
 SELF_FIX = "self_fix"  # the rules' none because the user fixed their own typo: an outcome of its own
 _LANGUAGE_SUFFIX = re.compile(r"_(zh|en)$")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+_WISH_OR_RULE = frozenset({CorrectionType.PREFERENCE, CorrectionType.PROCESS})
 _QUESTION_END = re.compile(r"[?？]\s*$")
 
 
@@ -233,12 +234,15 @@ def _retyped(
     unsure: bool,
 ) -> Correction:
     """The rules' finding under a type a model chose: the rules' quotes stay (a clause of the message they read), the
-    whole message otherwise; a rejection replaces nothing, so it quotes no original."""
+    whole message otherwise; a rejection replaces nothing, so it quotes no original. A fact put right that the rules
+    read as a wish or a rule quotes the whole message too: their clause is the wish's or the rule's, not the value's
+    ("包邮门槛不是 500 了，改成 800。这个 policy 是我定的，回复就按这个来" quoted only its last sentence)."""
+    kept = found.corrected if not (kind is CorrectionType.FACTUAL and found.type in _WISH_OR_RULE) else None
     return dataclasses.replace(
         found,
         type=kind,
         confidence=confidence,
-        corrected=found.corrected or message.strip() or None,
+        corrected=kept or message.strip() or None,
         original=found.original if kind is not CorrectionType.NEGATIVE else None,
         signals=signals,
         probabilities=probabilities,

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from hindsight_insights.commands import Provenance, WriteCommand
 from hindsight_insights.config import Settings
-from hindsight_insights.detection.correction_turn import read
+from hindsight_insights.detection.correction_turn import read, short
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
@@ -69,13 +69,19 @@ def wording(
     """The rule a correction teaches, from a template per language (prompts/corrections/), in the user's words;
     `learned`, the detector that found it, also reads a preference's later sentences (every_wish)."""
     language = "zh" if has_han(message) else "en"
-    topic = (correction.topic or "").strip() or _FALLBACK_TOPIC[(correction.type, language)]
     corrected = (correction.corrected or message).strip()
     if correction.type is CorrectionType.PREFERENCE:
         corrected = every_wish(corrected, message, learned)
+    topic = (correction.topic or "").strip()
     # When the detector found no subject apart from the corrected words themselves, "when X comes up" would only
     # repeat them; the rule then says the correction alone.
-    has_subject = names_a_subject(topic, corrected)
+    has_subject = bool(topic) and names_a_subject(topic, corrected)
+    if not topic:
+        # A topic is a slot, and a newer rule in it supersedes the older: a lesson whose subject the detector did not
+        # name gets a slot of its own, named by its first words, so one such wish never silences another ("Write my
+        # stuff in British spelling" replaced by a "Lovely. Thanks!" read as a wish).
+        separator = "：" if language == "zh" else ": "
+        topic = f"{_FALLBACK_TOPIC[(correction.type, language)]}{separator}{short(corrected, language == 'zh') or ''}"
     action = render_prompt(
         settings.prompts_dir,
         f"corrections/action.{language}.md.j2",

@@ -56,8 +56,12 @@ MAX_QUOTE_CHARS = 1000
 REPEATED_WISH_AT = 0.3
 _PREFERENCE = CorrectionType.PREFERENCE.value
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
-# The rules' guards that say a message asks for this time only or declines: no standing wish, repeated or not.
-_NOT_STANDING = frozenset({"guard:one_time", "guard:one_off_request", "guard:decline"})
+# The rules' guards that say a message asks for this time only, declines, approves the answer ("ok cool just top
+# rope then", "Lovely. Thanks!") or carries the task on ("now do the same for the armchair"): no standing wish,
+# repeated or not.
+_NOT_STANDING = frozenset(
+    {"guard:one_time", "guard:one_off_request", "guard:decline", "guard:approval", "guard:continues_the_task"}
+)
 # Words of courtesy that any two messages may share: they show no returning wish.
 _COURTESY = frozenset({"please", "pls", "plz", "thank", "thanks", "请用", "麻烦", "谢谢"})
 
