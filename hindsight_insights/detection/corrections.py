@@ -187,15 +187,22 @@ def _readings(
         # A question is no correction (the rules' guard): alone, "按我们每月用高筋40袋，每月多花多少" read as one.
         if len(text) < _SHORTEST_READING or sentence.asks:
             continue
-        alone = _rules(turn.alone(text))
-        # Nor is a sentence the rules hold to be a look-alike (a guard fired and they found nothing): a declined offer
-        # or the status quo accepted ("no need, gallons is fine"), a one-off request ("just this time make it formal"),
-        # reported speech. Alone, the model reads the wish words in it as a standing wish.
-        if not alone.is_correction and any(signal.startswith("guard:") for signal in alone.signals):
-            continue
-        readings.append((text, families(alone, previous_assistant, text)))
-        readings += _standing_clauses(turn, sentence.span, previous_assistant)
+        reading = _alone(turn, text, previous_assistant)
+        if reading is not None:
+            readings.append(reading)
+            readings += _standing_clauses(turn, sentence.span, previous_assistant)
     return readings
+
+
+def _alone(turn: ReadMessage, text: str, previous_assistant: str | None) -> tuple[str, frozenset[str]] | None:
+    """`text`, a part of the message, as the model reads it alone with the rule families that fired on it; None when
+    the rules hold it to be a look-alike (a guard fired and they found nothing): a declined offer or the status quo
+    accepted ("no need, gallons is fine"), a one-off request ("just this time make it formal"), reported speech.
+    Alone, the model reads the wish words in it as a standing wish."""
+    alone = _rules(turn.alone(text))
+    if not alone.is_correction and any(signal.startswith("guard:") for signal in alone.signals):
+        return None
+    return text, families(alone, previous_assistant, text)
 
 
 def _standing_clauses(
@@ -207,16 +214,9 @@ def _standing_clauses(
     parts = clauses(sentence)
     if len(parts) < 2:
         return []
-    readings = []
-    for clause in parts:
-        text = clause.text.strip(" ,，;；")
-        if len(text) < _SHORTEST_READING or not patterns.MARKED_STANDING.search(text):
-            continue
-        alone = _rules(turn.alone(text))
-        if not alone.is_correction and any(signal.startswith("guard:") for signal in alone.signals):
-            continue
-        readings.append((text, families(alone, previous_assistant, text)))
-    return readings
+    texts = (clause.text.strip(" ,，;；") for clause in parts)
+    marked = (text for text in texts if len(text) >= _SHORTEST_READING and patterns.MARKED_STANDING.search(text))
+    return [reading for text in marked if (reading := _alone(turn, text, previous_assistant)) is not None]
 
 
 _STANDING = frozenset({CorrectionType.PREFERENCE, CorrectionType.PROCESS})
