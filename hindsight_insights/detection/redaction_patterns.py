@@ -673,9 +673,10 @@ _SURNAME = (
     "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢姜崔钟谭陆"
     "汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤"
 )
-RECIPIENT_LAST = re.compile(rf"[,，]\s*[{_SURNAME}][\u4e00-\u9fff]{{1,2}}\s*$")
+_CHINESE_NAME = rf"[{_SURNAME}][\u4e00-\u9fff]{{1,2}}"
+RECIPIENT_LAST = re.compile(rf"[,，]\s*{_CHINESE_NAME}\s*$")
 RECIPIENT_AFTER = re.compile(
-    rf"^\W{{0,3}}(?:收件人|收货人|联系人|[\u4e00-\u9fff]{{2,4}}收|[{_SURNAME}][\u4e00-\u9fff]{{1,2}}(?=[。，,.；;!！]|$))"
+    rf"^\W{{0,3}}(?:收件人|收货人|联系人|[\u4e00-\u9fff]{{2,4}}收|{_CHINESE_NAME}(?=[。，,.；;!！]|$))"
 )
 # What an address has: a Chinese place or house word, a street's kind, a postcode's shape, or three parts and more.
 ADDRESS_SHAPE = re.compile(
