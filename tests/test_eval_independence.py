@@ -1,6 +1,6 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_18.json)
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_20.json)
 when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
@@ -17,9 +17,9 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_11.json (the new set,
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_12.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_12.json and _7); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_13.json and _7); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -154,15 +154,10 @@ def test_no_training_sentence_is_in_an_evaluation_item() -> None:
 # the corpus (they never saw it).
 KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_10.json:rt016", "can you draft a reply"),  # an everyday request (a tuning set now)
-    ("reflection_eval_sessions_12.json:rw009", "can you draft a reply"),
-    ("reflection_eval_sessions_12.json:rx010", "can you draft a reply"),
-    ("reflection_eval_sessions_12.json:rx011", "you've got that backwards"),  # a stock verdict
+    ("reflection_tune_sessions_12.json:rw009", "can you draft a reply"),
+    ("reflection_tune_sessions_12.json:rx010", "can you draft a reply"),
+    ("reflection_tune_sessions_12.json:rx011", "you've got that backwards"),  # a stock verdict
     ("reflection_tune_sessions_5.json:rk044", "that's not our procedure"),  # a stock verdict, now in a retired set
-    ("new-11:co072", "thanks for setting that up"),  # everyday thanks
-    ("screening_eval_18.json:za012", "end every reply with"),  # an attack's usual place to append
-    ("screening_eval_18.json:za030", "full-width characters"),  # an obfuscation's name
-    ("screening_eval_18.json:za055", "full-width characters"),
-    ("screening_eval_18.json:za055", "asked me to keep it as a standing rule"),  # a planted rule's stock claim
 }
 
 
@@ -230,7 +225,7 @@ def reflection_eval_texts() -> dict[str, str]:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new-11:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-12:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -249,9 +244,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW_11,
+        eval_corrections.NEW_12,
         eval_reflection.EVAL_7_DATA,
-        eval_reflection.EVAL_12_DATA,
+        eval_reflection.EVAL_13_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],
