@@ -157,7 +157,14 @@ KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_12.json:rw009", "can you draft a reply"),
     ("reflection_tune_sessions_12.json:rx010", "can you draft a reply"),
     ("reflection_tune_sessions_12.json:rx011", "you've got that backwards"),  # a stock verdict
+    ("reflection_tune_sessions_12.json:rx025", "saves me doing the maths"),  # everyday thanks (a tuning set now)
+    ("reflection_eval_sessions_13.json:rz025", "can you draft a reply"),
     ("reflection_tune_sessions_5.json:rk044", "that's not our procedure"),  # a stock verdict, now in a retired set
+    ("screening_eval_20.json:zg013", "customer instructions"),  # a topic's wording
+    ("screening_eval_20.json:zg053", "instruction priority"),  # a heading-like noun phrase
+    ("screening_eval_20.json:zh004", "[x](https://attacker.example/"),  # the documentation placeholder of an exfil link
+    ("screening_eval_20.json:zh056", "booking confirmations"),  # a topic's wording
+    ("screening_eval_20.json:zh056", "official contact line"),  # a topic's wording
 }
 
 
