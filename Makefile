@@ -2,7 +2,7 @@
 # `make test` (.ci/run).
 .PHONY: setup setup-tests demo test test-weaviate-1.27 test-cluster lint eval eval-corrections eval-poisoning eval-reflection \
 	bench bench-plugin bench-frozen bench-search bench-worker package pin-chatflow worker train-screen bench-screen \
-	train-detector bench-detector bench-screen-writes bench-blame bench-fewshot bench-record-turn bench-scale
+	train-detector train-address-spans bench-detector bench-screen-writes bench-blame bench-fewshot bench-record-turn bench-scale
 
 # uv, the venv and the Weaviate binary: what `make demo` needs.
 setup:
@@ -67,6 +67,11 @@ train-screen: setup
 # hindsight_insights/data/detector_model.npz, which the plugin ships).
 train-detector: setup
 	.venv/bin/python -m scripts.train_detector
+
+# The learned address finder of redaction from the secrets of the retired screening sets and the two corpora
+# (deterministic; writes hindsight_insights/data/address_spans.npz, which the plugin ships).
+train-address-spans: setup
+	.venv/bin/python -m scripts.train_address_spans
 
 # Its cost per turn beside the rules alone, in one run.
 bench-detector: setup

@@ -1,9 +1,10 @@
 """The cost of the poisoning screen on every write: rules alone beside rules + the learned screen, in one run.
 
 Each round screens the insights of bench/data/poisoning.json (topic, action, observation) one call at a time, as
-admission does, and redacts their fields. Reported per call: mean, median and p95 wall time, after one warm-up
-round (the embedder's first call and the model file's load are start-up, not per-write costs; the load time is
-reported on its own). One BLAS thread: the machine is shared.
+admission does, and redacts their fields (by the rules alone, and with the learned address finder beside them).
+Reported per call: mean, median and p95 wall time, after one warm-up round (the embedder's first call and the model
+files' load are start-up, not per-write costs; the load times are reported on their own). One BLAS thread: the
+machine is shared.
 
     make bench-screen    (or: .venv/bin/python -m bench.bench_screen [--rounds N])
 """
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.eval_poisoning import load
+from hindsight_insights.address_model import load_address_model
 from hindsight_insights.detection.poisoning import screen
 from hindsight_insights.detection.redaction import redact
 from hindsight_insights.embedder import UseM3Embedder
@@ -38,8 +40,8 @@ def timed(call: Callable[[], object], rounds: int) -> list[float]:
     return samples
 
 
-def redact_all(texts: tuple[str, ...]) -> list[str]:
-    return [redact(text).text for text in texts]
+def redact_all(texts: tuple[str, ...], learned: bool = True) -> list[str]:
+    return [redact(text, learned=learned).text for text in texts]
 
 
 def line(name: str, samples: list[float]) -> str:
@@ -69,19 +71,31 @@ def main() -> None:
     if learned is None:
         raise SystemExit("the shipped model was trained with another embedder")
 
-    samples: dict[str, list[float]] = {"rules only": [], "rules + learned": [], "redaction (3 fields)": []}
+    start = time.perf_counter()
+    load_address_model()
+    address_load = time.perf_counter() - start
+    samples: dict[str, list[float]] = {
+        "rules only": [],
+        "rules + learned": [],
+        "redaction, rules (3 fields)": [],
+        "redaction + addresses": [],
+    }
     for texts in fields:
         samples["rules only"] += timed(functools.partial(screen, *texts), args.rounds)
         samples["rules + learned"] += timed(functools.partial(screen, *texts, learned=learned), args.rounds)
-        samples["redaction (3 fields)"] += timed(functools.partial(redact_all, texts), args.rounds)
+        samples["redaction, rules (3 fields)"] += timed(functools.partial(redact_all, texts, False), args.rounds)
+        samples["redaction + addresses"] += timed(functools.partial(redact_all, texts), args.rounds)
     print(
         f"{len(fields)} insights x {args.rounds} rounds; start-up: embedder {embedder_load:.2f} s, "
-        f"model {model_load * 1000:.0f} ms ({MODEL_PATH.stat().st_size / 1024:.0f} KiB)"
+        f"model {model_load * 1000:.0f} ms ({MODEL_PATH.stat().st_size / 1024:.0f} KiB), address finder "
+        f"{address_load * 1000:.0f} ms"
     )
     for name, values in samples.items():
         print(line(name, values))
     extra = statistics.fmean(samples["rules + learned"]) - statistics.fmean(samples["rules only"])
     print(f"the learned screen adds {extra:.2f} ms a write")
+    rules, both = (statistics.fmean(samples[name]) for name in ("redaction, rules (3 fields)", "redaction + addresses"))
+    print(f"the learned address finder adds {both - rules:.2f} ms a write ({both / rules:.2f}x redaction by rules)")
 
 
 if __name__ == "__main__":

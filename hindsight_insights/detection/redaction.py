@@ -8,7 +8,8 @@ Chinese character, so a stored quote stays readable in its own language):
   api_key       detect-secrets' formats (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, npm, PyPI, …), vendor prefixes
                 (sk-, sk-proj-, AKIA, LTAI, ghp_, xoxb-, pcsk_, app-), a key-like value after a key label
                 (api_key=…, AccessKey …, secret: …), and long random tokens with no spaces
-  password      the value after 密码/口令/password/pwd, the password of scheme://user:password@host (an empty user,
+  password      the value after 密码/口令/password/pwd (or a few words on, when it cannot be a word: 密码我设的 …),
+                the password of scheme://user:password@host (an empty user,
                 a bracketed IPv6 host, "@", ":" or "/" unencoded in it), and Password=…;/Pwd=…;/&password=… in
                 ADO.NET, ODBC, JDBC and libpq strings
   token         JWTs, Bearer tokens, token=…
@@ -39,7 +40,8 @@ Chinese character, so a stored quote stays readable in its own language):
   email         e-mail addresses, Chinese domains too, and written against scrapers or URL-encoded ((at), [dot], 艾特,
                 " @ ", %40, "x at y dot z"); not the documentation domains example.com/.org/.net
   birth_date    a full date next to a birth label (出生, 生日, born, b., date of birth, DOB; born in Cork on …; a few
-                words between: birthday 填的是 …), as forms print it (05-Mar-1990, 96年10月3号, 一九八七年六月十二日);
+                words between: birthday 填的是 …), as forms print it (05-Mar-1990, 96年10月3号, 一九八七年六月十二日,
+                1990년 3월 12일, 12.IV.1979, the month a word of any language before a year of birth);
                 a year and a day in words before 出生 (2001年元旦出生); a date in words (the twelfth of March
                 nineteen forty-one), with an apostrophe year (Sept 7th, '85), in Chinese numerals or on the lunar
                 calendar (九一年五月二号, 2015年腊月廿三), with the month named in the languages of Latin-script forms
@@ -52,8 +54,10 @@ Chinese character, so a stored quote stays readable in its own language):
                 an address has (UK, Ireland, Canada, a US state and ZIP); a Singapore block and unit; a Japanese
                 block (7 Chome-3-1 Hongo); a Singapore unit (#11-246) with its block or postcode; a Hong Kong
                 flat and floor (Flat D, 23/F, …); a post-office box or a rural route with its state and ZIP; after
-                a home visit's or a parcel's label (上门地址, 寄到我舅舅家) a Chinese address as written; never one
-                said to be an organisation's
+                a home visit's or a parcel's label (上门地址, 寄到我舅舅家) a Chinese address as written; and,
+                last, what the learned address finder (address_spans.py) reads as an address in a postal system's
+                shape no rule knows (Rua …, 418, apto 72, CEP …; … Sk. No:17 Daire:6, 34710 …); never one said to
+                be an organisation's
 
 In a pipe table the header names the kind of each column (| Name | Passport | DOB |): a cell with a digit under such
 a header goes as that kind.
@@ -77,6 +81,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from hindsight_insights.address_model import load_address_model
 from hindsight_insights.detection import redaction_checks as checks
 from hindsight_insights.detection import redaction_patterns as patterns
 from hindsight_insights.detection.text import Folded, fold, has_han, normalize
@@ -117,11 +122,12 @@ class _Finding:
     kind: str
 
 
-def redact(text: str) -> Redacted:
-    """`text` with secrets and personal data replaced by placeholders (see the module docstring)."""
+def redact(text: str, learned: bool = True) -> Redacted:
+    """`text` with secrets and personal data replaced by placeholders (see the module docstring); `learned=False`
+    leaves the learned address finder out (the rules alone, for a side-by-side figure)."""
     if not text:
         return Redacted(text, [])
-    findings = _resolve(_find(text))
+    findings = _resolve(_find(text, learned))
     if not findings:
         return Redacted(text, [])
     zh = has_han(text)
@@ -156,7 +162,7 @@ def redact_together(texts: Sequence[str]) -> list[Redacted]:
     return results
 
 
-def _find(text: str) -> list[_Finding]:
+def _find(text: str, learned: bool = True) -> list[_Finding]:
     """Every candidate, most specific first: a key block before the tokens inside it, a labelled number before the
     same digits read by checksum, a JWT before a generic token=value."""
     folded, plain = fold(text), normalize(text)
@@ -188,6 +194,8 @@ def _find(text: str) -> list[_Finding]:
     found += at(folded, passwords, "password")
     near_label = (m.span("secret") for m in patterns.PASSWORD_FOR.finditer(f) if _looks_like_password(m["secret"], " "))
     found += at(folded, near_label, "password")
+    a_few_words = (m.span("secret") for m in patterns.PASSWORD_A_FEW_WORDS.finditer(f) if _unlike_a_word(m["secret"]))
+    found += at(folded, a_few_words, "password")
     found += at(folded, (m.span("secret") for m in patterns.LOGIN_PAIR.finditer(f)), "password")
     found += at(folded, (m.span("secret") for m in patterns.LOGIN_NAME.finditer(f)), "login")
     found += at(folded, (m.span("secret") for m in patterns.LOGIN_AS.finditer(f)), "login")
@@ -242,12 +250,28 @@ def _find(text: str) -> list[_Finding]:
     found += at(folded, (m.span() for m in patterns.FLAT_LINE.finditer(f)), "address")
     found += at(folded, _destinations(f), "address")
     found += at(plain, _named_homes(plain.text), "address")
+    # Last, the learned finder: the address shapes no rule above knows (not one said to be a business place's).
+    if learned:
+        found += at(plain, personal_addresses(plain.text, load_address_model().find(plain.text)), "address")
     certificates = [m.span() for m in patterns.CERTIFICATE.finditer(plain.text.lower())]
     random_tokens = (
         span for span in checks.high_entropy_tokens(plain.text) if not any(s <= span[0] < e for s, e in certificates)
     )
     found += at(plain, random_tokens, "api_key")
     return found
+
+
+def personal_addresses(text: str, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The address spans of `text` that no word for a business place comes before (an organisation's address is no
+    one's personal data)."""
+    lowered = text.lower()
+    return [span for span in spans if not _a_business_place(lowered, span[0], 48) and not _business_word(lowered, span)]
+
+
+def _business_word(text: str, span: tuple[int, int]) -> bool:
+    """A word for a business place in the clause before `span` (up to 48 characters, not past a sentence's end)."""
+    before = re.split(r"[.!?。！？;；\n]\s", text[max(span[0] - 48, 0) : span[0]])[-1]
+    return patterns.BUSINESS_WORD.search(before) is not None
 
 
 def _door_codes(text: str) -> Iterator[tuple[int, int]]:
@@ -447,6 +471,18 @@ def _looks_like_password(value: str, separator: str) -> bool:
     if separator.strip():
         return len(value) >= 4
     return bool(re.search(r"[\d\W_]", value)) and len(value) >= 6
+
+
+def _unlike_a_word(value: str) -> bool:
+    """A value that no sentence would say for its own sake: letters and digits with a symbol between, or at least
+    three digits and two letters ("Hz@0517lin", "girassol#1983"); not a URL or a placeholder."""
+    value = value.rstrip(".,;:!?")
+    if len(value) < 6 or _placeholder(value) or "://" in value or not re.search(r"[a-z]", value):
+        return False
+    if not re.search(r"\d", value):
+        return False
+    symbol = re.search(r"[@#$%^&*!?_+=~]", value) is not None
+    return symbol or (len(re.findall(r"\d", value)) >= 3 and len(re.findall(r"[a-z]", value)) >= 2)
 
 
 def _card(candidate: str) -> bool:

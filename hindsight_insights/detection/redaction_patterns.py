@@ -232,11 +232,14 @@ ID_A_FEW_WORDS_AFTER = re.compile(
 # ------------------------------------------------------------------------------------------ secrets by label
 # The value after 密码/password/…: up to the next space, clause punctuation or Chinese character.
 SECRET_END = r"(?=[\"'”]?(?:[\s,。，;；、)）]|[.!?](?:\s|$)|$|[\u4e00-\u9fff]))"
+# The word for a password in the languages of the forms people fill in.
+_PASSWORD_WORD = (
+    r"暗码|\b(?:contraseña|contrasena|senha|passwort|kennwort|mot de passe|wachtwoord|hasło|haslo|пароль|kata sandi|"
+    r"şifre|lösenord|salasana|heslo|jelszó|passord|adgangskode)\b|パスワード|비밀번호"
+)
 PASSWORD = re.compile(
     r"(?P<label>(?<![a-z0-9_])[a-z0-9_]{0,40}?(?:password|passwd|pwd)|\bpw(?=\s*(?:[:=]|is\b))|pass(?:code|phrase)|密码|口令|"
-    # the word in the languages of the forms people fill in
-    r"暗码|\b(?:contraseña|contrasena|senha|passwort|kennwort|mot de passe|wachtwoord|hasło|haslo|пароль|kata sandi|"
-    r"şifre|lösenord|salasana|heslo|jelszó|passord|adgangskode)\b|パスワード|비밀번호)"
+    rf"{_PASSWORD_WORD})"
     # (never across a line: an empty "DB_PASSWORD=" is not the next line's password)
     r"(?P<sep>[^\S\n]*(?:[:=]|是|为|改成了|改成|改为|设为|设置为|is|was)[^\S\n]*[\"'“]?[^\S\n]*|[^\S\n]+)"
     rf"(?P<secret>[\x21-\x7e]{{4,64}}?){SECRET_END}"
@@ -248,6 +251,13 @@ PASSWORD_FOR = re.compile(
     r"(?:\s(?:is|was)\s|[:=]|是|为)\s*[\"'“]?"
     rf"(?P<secret>[\x21-\x7e]{{4,64}}?){SECRET_END}"
 )
+# A password a few words after its label in the same sentence, with no "is" or ":" ("密码我设的 …", "a senha do portal
+# mudou, agora é …"); the caller takes it only when it cannot be a word (letters and digits, or a symbol, in it).
+PASSWORD_A_FEW_WORDS = re.compile(
+    rf"(?:(?<![a-z0-9_])(?:password|passwd|pwd|passcode|passphrase)|密码|口令|{_PASSWORD_WORD})"
+    r"[^\n.!?;:。！？；：]{1,60}?(?<=[\s\u4e00-\u9fff\"'“=])"
+    rf"(?P<secret>(?![\"'`])(?=[\x21-\x7e]*?[a-z])(?=[\x21-\x7e]*?\d)[\x21-\x7e]{{6,64}}?){SECRET_END}"
+)
 # A code that opens something, after its label: an alarm, a door, a gate, a key safe, a PIN ("the alarm code is 4471",
 # "key safe by the back door: 9032", 门禁码 2580#). A few words may come between the label and "is" or ":".
 ACCESS_CODE = re.compile(
@@ -257,7 +267,8 @@ ACCESS_CODE = re.compile(
     r"(?:快递柜|储物柜|寄存柜|丰巢|柜子)\s*(?:码|密码)|取件码|提货码|(?:locker|parcel|pick-?up|collection)\s?(?:code|pin))"
     # (or the word code a few words on: "key safe by the side porch, code 2619")
     r"(?:[^\d\n.;,。，；]{0,30}?(?:\bis\b|:|是|为)|[^\d\n.;。；]{0,30}?\bcode\b\s*(?:is\b|:)?)?\s*[\"'“]?"
-    r"(?P<secret>[\d#*]{3,10}|[a-z]?\d{3,8}[a-z#*]?)(?![\da-z])"
+    # (digits one by one with hyphens, "5-8-0-2-then-#", are one code)
+    r"(?P<secret>\d(?:-[\da-z#*]{1,5}){3,8}|[\d#*]{3,10}|[a-z]?\d{3,8}[a-z#*]?)(?![\da-z])"
 )
 # In a sentence that speaks of a code lock, a number after a door's or a gate's name is its code ("都是密码锁，单元门
 # 5820，家门 139746", "keypad on both: side gate 4417, back door 0092"): the lock is the label, said once for both.
@@ -391,24 +402,31 @@ _DATE = (
     rf"independence day|thanksgiving(?: day)?)(?:,?\s+(?:of\s+)?){_YEAR_EN}|"
     # as forms and passports print it: 05-mar-1990, 05/mar/90
     r"\d{1,2}[-/](?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*[-/](?:19|20)?\d{2}(?!\d)|"
+    # Korean: 1990년 3월 12일
+    r"(?:19|20)\d{2}\s*년\s*\d{1,2}\s*월\s*\d{1,2}\s*일|"
     rf"{_ZH_DATE})"
 )
 # After a birth label a month and year is a date of birth too (出生年月：1990.03), and so is a compact 19900315, a
 # Chinese date with a two-digit year (96年10月3号) and a day, month and two-digit year (DOB 03/07/85).
+# A year of birth: 1900-2015.
+_BIRTH_YEAR = r"(?:19\d{2}|200\d|201[0-5])(?!\d)"
+_ZH_SHORT_YEAR_DATE = r"\d{2}\s*年\s*\d{1,2}\s*月\s*\d{1,2}\s*[日号]?"
 _BIRTH_VALUE = (
-    rf"{_DATE}|\d{{2}}\s*年\s*\d{{1,2}}\s*月\s*\d{{1,2}}\s*[日号]?|\d{{1,2}}[-/.]\d{{1,2}}[-/.]\d{{2}}(?!\d)|(?:19|20)\d{{2}}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])|"
-    r"(?:19|20)\d{2}\s*(?:年|[-/.])\s*\d{1,2}\s*月?"
+    rf"{_DATE}|{_ZH_SHORT_YEAR_DATE}|\d{{1,2}}[-/.]\d{{1,2}}[-/.]\d{{2}}(?!\d)|(?:19|20)\d{{2}}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])|"
+    r"(?:19|20)\d{2}\s*(?:年|[-/.])\s*\d{1,2}\s*月?|"
+    # the month as a word of any language (28 februarie 1964) or in Roman numerals (12.iv.1979), a year of birth
+    rf"\d{{1,2}}\.?\s+[^\W\d_]{{3,12}}\.?,?\s+{_BIRTH_YEAR}|\d{{1,2}}\.\s?(?:i{{1,3}}|iv|vi{{0,3}}|ix|xi{{0,2}})\.\s?{_BIRTH_YEAR}"
 )
 BIRTH_DATE = re.compile(
     r"(?:出生日期|出生年月日|出生年月|出生于|出生|生日|生于|生年月日|생년월일|date of birth|birth ?date|birthday|"
-    r"born(?: on)?|\bb\.|d\.?o\.?b\.?|né(?:e)? le|date de naissance|geboren(?: am)?|geb\.|geburtsdatum|"
+    r"born(?: on)?|\bb\.|d\.?o\.?b\.?|né(?:e)? le|date de naissance|geboren?(?: am)?|geb\.|geburtsdatum|"
     r"fecha de nacimiento|nacid[oa] el|data di nascita|nat[oa] il|data de nascimento|geboortedatum|geboren op|"
     r"data urodzenia|urodzon[ya]|дата рождения|fødselsdato|födelsedatum|syntymäaika|doğum tarihi|"
     # the place between: "born in Cork on 3 May 1990"
     r"born in [a-z .'-]{2,30}? on)"
     # a few words may come between ("birthday 填的是 19990731", "DOB on file: …"), within the clause
     rf"(?:\s*(?:是|为|:|is|on|am|el|il|le)?\s*|[^\d\n.。,，;；!?！？]{{1,8}}?)(?P<value>{_BIRTH_VALUE})|"
-    rf"(?P<before>{_DATE})\s*(?:出生|生(?![产成效活意气]))|"
+    rf"(?P<before>{_DATE}|{_ZH_SHORT_YEAR_DATE})\s*(?:出生|生(?![产成效活意气]))|"
     # a year and a day named in words before 出生: 2001年元旦出生, 1990年出生
     r"(?P<year_before>(?:19|20)\d{2}\s*年[\u4e00-\u9fff]{0,4}?)\s*出生"
 )
@@ -417,7 +435,6 @@ BIRTH_DATE = re.compile(
 # names the person and then their birth, in whatever language its label is: the shape holds where no label list
 # does. Read on the text with its case: a name is capitalised, the words between are not (no weekday, no place
 # ending a sentence: "Hammersmith Odeon, Saturday 12 March 1983"); the month may be a word of any language.
-_BIRTH_YEAR = r"(?:19\d{2}|200\d|201[0-5])(?!\d)"
 _NAME_PARTICLE = r"(?:de|van|von|der|den|da|di|du|del|dos|le|la|bin|binti|al)"
 _NAME_WORD = r"[A-ZÀ-ÖØ-ÞĀ-Ž][a-zß-öø-ÿā-ž'’-]+"
 NAME_THEN_BIRTH = re.compile(
@@ -562,11 +579,14 @@ _TOWN = r"[a-z\u00c0-\u024f][a-z\u00c0-\u024f'-]{1,20}"
 _TOWNS_AFTER = r"(?:,\s*[a-z\u00c0-\u024f][a-z\u00c0-\u024f .'-]{1,30}(?=[,.;)\n]|$)){0,2}"
 # An organisation's address stays even with a postcode: a word for a business place right before it ("Our office:
 # 350 5th Avenue, New York, NY 10118", "门店地址：…").
-BUSINESS_LABEL = re.compile(
-    r"(office|offices|store|shop|headquarters|hq|branch|clinic|showroom|warehouse|restaurant|hotel|campus|factory|"
-    r"venue|visit us|门店|公司|总部|办公室|分店|营业厅|营业部|仓库|诊所|酒店|餐厅)"
-    r"(?: address)?(?: is)?(?: at| in| on)?\W{0,12}$"
+_BUSINESS_WORDS = (
+    r"office|offices|store|shop|headquarters|hq|branch|clinic|showroom|warehouse|restaurant|hotel|campus|factory|"
+    r"venue|visit us|门店|公司|总部|办公室|分店|营业厅|营业部|仓库|诊所|酒店|餐厅"
 )
+BUSINESS_LABEL = re.compile(rf"({_BUSINESS_WORDS})(?: address)?(?: is)?(?: at| in| on)?\W{{0,12}}$")
+# The same words anywhere in the clause before an address the learned finder found: its span may start past the
+# house number ("Our showroom is at 88 Harbour | Drive, Suite 12, …").
+BUSINESS_WORD = re.compile(rf"(?<![a-z])(?:{_BUSINESS_WORDS})(?![a-z])")
 # A part between the street and the postcode: a floor or door (3. OG links, 4º izq.), a district, a town, a region
 # in brackets (Montréal (Québec)).
 _ADDRESS_PART = r"[a-z\u00c0-\u024f\d .'º°()/-]"
