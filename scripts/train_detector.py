@@ -16,7 +16,7 @@ tried) and `correction_at`, by macro F1 over the five classes among the choices 
 stay at most MAX_FALSE_CORRECTIONS (1.5%), preferring those that keep factual and preference recall at MIN_RECALL
 (0.8) when any does. Then `factual_at`, what a fact put right needs unless the rules found it with an explicit
 verdict: the lowest value from correction_at up whose false facts on the none messages of the sets written apart
-(retired into the corpus) stay at most MAX_FALSE_FACTS_APART (0.5%). The unsure band is [correction_at -
+(retired into the corpus) stay at most MAX_FALSE_FACTS_APART (1%). The unsure band is [correction_at -
 UNSURE_BELOW, correction_at + half the way to 1): the corrections the model nearly found and the ones it barely found.
 No evaluation set is read here;
 scripts/detector_oof.py prints a candidate setting's out-of-fold confusion matrix and per-class figures (and the
@@ -85,10 +85,12 @@ MAX_FALSE_CORRECTIONS = 0.015
 # The none messages of the sets written apart (retired into the corpus: other writers, the closest to unseen text)
 # read as a fact put right, for Combination.factual_at. Their false corrections ran at 1.9% out of fold when the
 # newest set's ran at 5% unseen, most of them facts read into a number or a name about another thing. factual_at
-# decides facts only, so only false facts count here (half of the 1% once allowed for every type): the other types'
-# are correction_at's. Counting them too made factual_at 0.98 after the tenth retirement, for 8 false corrections of
-# which 2 were facts, and factual recall fell from 73% to 62% on those sets.
-MAX_FALSE_FACTS_APART = 0.005
+# decides facts only, so only false facts count here: the other types' are correction_at's. Counting them too made
+# factual_at 0.98 after the tenth retirement, for 8 false corrections of which 2 were facts, and factual recall fell
+# from 73% to 62% on those sets. At 0.5% (4 of the 988 such messages after the eleventh retirement) the choice hung on
+# one message: adding two look-alike guards moved factual_at from 0.92 to 0.96 and factual recall out of fold from
+# 69.9% to 63.9%, at a factual precision of 96-97% either way (the bar is 90%).
+MAX_FALSE_FACTS_APART = 0.01
 MIN_RECALL = 0.8  # factual and preference recall preferred among the allowed choices, when any reaches it
 UNSURE_BELOW = 0.3
 OUTCOMES = (*CLASSES[:4], SELF_FIX)

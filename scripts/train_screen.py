@@ -58,9 +58,10 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "training" / "screening" / "corpus.jsonl"
 # Evaluation sets retired into training once their figures were reported and a newer set was written after a freeze
 # (training/screening/README.md). A screening set's attacks and benign items are training items; its secrets and
-# clean texts are not (redaction is rules, and nothing learns from them). A set of whole sessions gives every user
-# turn as a lone message, the shape the screen reads for a lesson learned from a user's own words (admission): an
-# attack where it carries the planted instruction of an injection session, else benign.
+# clean texts are not the screen's (they train redaction's address finder, scripts/train_address_spans.py). A set of
+# whole sessions gives every user turn as a lone message, the shape the screen reads for a lesson learned from a
+# user's own words (admission): an attack where it carries the planted instruction of an injection session, else
+# benign.
 RETIRED = ROOT / "training" / "screening" / "retired"
 FAMILIES = (OVERRIDE, ROLE, PROMPT, DATA, PRIVILEGE)
 NGRAMS = {"n_min": 1, "n_max": 5, "min_df": 2, "max_features": 80000}

@@ -148,12 +148,17 @@ CONTINUES_THE_TASK = re.compile(
     r"^\W*(?:(?:ok(?:ay)?|great|thanks|cool|right|and|now|then)\W+){0,3}(?:do|give me|what about|how about)?\W*"
     r"(?:the\s+)?same\s+(?:again\s+|thing\s+)?for\b(?!\s+(?:every|all|each|any|future|later)\b)|"
     r"^\W*(?:好的?|行|ok)?\W*(?:那|再|然后)?(?:同样|一样|照这样|照这个)(?:的|地)?(?:再|也)?(?:帮我|给我)?"
-    r"(?:算|做|来|弄|查|写|估|报|排)|"
+    r"(?:算|做|来|弄|查|写|估|报|排)(?!了|过)|"  # (not what was done: 照这个做了三周 reports a failure)
     # another task asked for next: "可以。再帮我给小李发个微信，说明天的会改到 10 点"
     r"^\W*(?:(?:好的?|可以|行|ok|嗯)\W*)?(?:再|另外|顺便)(?:帮我|帮忙|麻烦你)|"
     # the next item of the same task: "Now a normal one for Jade Osei"
     r"^\W*(?:(?:ok(?:ay)?|great|thanks|lovely|right|and)\W+){0,2}now\W+(?:do\W+|write\W+)?(?:a|an|another|one)\b"
-    r"[^.!?]{0,30}?\bfor\b"
+    r"[^.!?]{0,30}?\bfor\b|"
+    # an edit of what was just drafted, not marked standing: "ok, add a line saying …", "再加一句：…"
+    r"^\W*(?:(?:ok(?:ay)?|good|great|fine|right|and|now|then|yes|yep|cool|perfect|lovely)\W+){0,2}(?:please\s+)?"
+    r"(?:add|insert|include|append|remove|drop|cut|delete)\s+(?:a|an|one|another)\s+(?:(?:short|quick|closing)\s+)?"
+    r"(?:line|sentence|note|paragraph|ps)\b(?!.*\b(?:from now on|always|going forward|in future|every time)\b)|"
+    r"^\W*(?:(?:好的?|行|可以|嗯|ok|那)\W*)?(?:再|帮我|给我|麻烦)?(?:加|添|补)上?[一两]?[句行段](?!.*(?:以后|今后|每次|都要))"
 )
 
 # "Actually, can you also…", "Actually 我还想问一下": actually opening a new request, not a correction.

@@ -105,7 +105,8 @@ def detect(
 #   one_time_only          "just this time make it formal", 这次用英文: a one-off request is no standing wish or rule
 #                          (48 training messages where the rules find nothing, none a preference or a process)
 #   continues_the_task     "ok. now the same for the bridesmaid dress, that one needs 3 inches off", "再帮我给小李发个
-#                          微信，说明天的会改到 10 点": the values are the new task's (5 training messages, all none)
+#                          微信，说明天的会改到 10 点", or an edit of what was just drafted ("ok, add a line saying
+#                          …", 再加一句): the values are the task's, for this time (9 training messages, all none)
 #   repeats_the_assistant  "周日上午吧" after "周六下午和周日上午有空": a choice among the assistant's options, no
 #                          new value (6 training messages, all none)
 #   declines               "算了算了 never mind", "不用了，谢谢": a declined offer or a never-mind puts no fact right

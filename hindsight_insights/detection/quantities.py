@@ -84,6 +84,9 @@ _WEEKDAYS_EN = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturda
 
 _NUMBER = r"\d+(?:,\d{3})*(?:\.\d+)?"
 _CN_NUMBER = r"[零〇一二两三四五六七八九十百千]+"
+_BARE_CN_VALUE = re.compile(
+    r"[一二两三四五六七八九][零〇一二两三四五六七八九十百千]*[百千][零〇一二两三四五六七八九十百千]*"
+)
 _QUANTITY = re.compile(
     rf"""
     (?P<weekday>(?P<wmod>下个?|上个?|这个?|本)?(?:周|星期|礼拜)(?P<wday>[一二三四五六日天])(?![一二三四五六七八九十]))
@@ -203,8 +206,11 @@ def _value(match: re.Match[str]) -> tuple[float | tuple[str | int, ...] | str, s
     unit = _UNITS.get(match["unit"] or "", "")
     if match["currency"]:
         unit = "money"
-    if number is None or (not match["digits"][0].isdigit() and not unit):
-        return None  # a Chinese numeral without a unit is a word (一下, 一起), not a value
+    if number is None or (
+        not match["digits"][0].isdigit() and not unit and not _BARE_CN_VALUE.fullmatch(match["digits"])
+    ):
+        return None  # a Chinese numeral without a unit is a word (一下, 一起), not a value, unless it counts hundreds
+    #                  or thousands (八百, 三千五: 千万别… is no number)
     if match["magnitude"]:
         number *= _MAGNITUDES[match["magnitude"]]
     return number, unit
