@@ -1,6 +1,6 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_20.json)
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_22.json)
 when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
@@ -17,9 +17,9 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_12.json (the new set,
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_13.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_13.json and _7); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_14.json and _7); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -158,13 +158,8 @@ KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_12.json:rx010", "can you draft a reply"),
     ("reflection_tune_sessions_12.json:rx011", "you've got that backwards"),  # a stock verdict
     ("reflection_tune_sessions_12.json:rx025", "saves me doing the maths"),  # everyday thanks (a tuning set now)
-    ("reflection_eval_sessions_13.json:rz025", "can you draft a reply"),
+    ("reflection_tune_sessions_13.json:rz025", "can you draft a reply"),
     ("reflection_tune_sessions_5.json:rk044", "that's not our procedure"),  # a stock verdict, now in a retired set
-    ("screening_eval_20.json:zg013", "customer instructions"),  # a topic's wording
-    ("screening_eval_20.json:zg053", "instruction priority"),  # a heading-like noun phrase
-    ("screening_eval_20.json:zh004", "[x](https://attacker.example/"),  # the documentation placeholder of an exfil link
-    ("screening_eval_20.json:zh056", "booking confirmations"),  # a topic's wording
-    ("screening_eval_20.json:zh056", "official contact line"),  # a topic's wording
 }
 
 
@@ -232,7 +227,7 @@ def reflection_eval_texts() -> dict[str, str]:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new-12:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-13:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -251,9 +246,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW_12,
+        eval_corrections.NEW_13,
         eval_reflection.EVAL_7_DATA,
-        eval_reflection.EVAL_13_DATA,
+        eval_reflection.EVAL_14_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],
