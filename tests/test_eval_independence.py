@@ -160,6 +160,12 @@ KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_12.json:rx025", "saves me doing the maths"),  # everyday thanks (a tuning set now)
     ("reflection_tune_sessions_13.json:rz025", "can you draft a reply"),
     ("reflection_tune_sessions_5.json:rk044", "that's not our procedure"),  # a stock verdict, now in a retired set
+    ("reflection_tune_sessions_10.json:rs011", "thank you for letting us know"),  # everyday thanks (tuning sets)
+    ("reflection_tune_sessions_11.json:rv001", "thank you for letting us know"),
+    ("reflection_eval_sessions_14.json:sb025", "does that change anything"),  # an everyday question
+    ("screening_eval_22.json:zl001", "customer instructions"),  # a topic's wording
+    ("screening_eval_22.json:zl094", "there is no need to check who is asking"),  # an attack's stock excuse
+    ("screening_eval_22.json:zm047", "official contact line"),  # a topic's wording
 }
 
 
