@@ -77,7 +77,8 @@ def test_a_follow_up_request_is_quoted_without_its_connective_and_one_per_row_is
     # "一行一个维度" describes a standing format; "另外" only joins the request to the one before it.
     correction = detect("另外以后对比方案的时候直接给我一张表，一行一个维度。", "好的老王！")
     assert (correction.type.value, correction.topic) == ("preference", "输出格式")
-    assert correction.corrected == "以后对比方案的时候直接给我一张表"
+    # (the clause after the directive says what the table holds: it is part of the wish)
+    assert correction.corrected == "以后对比方案的时候直接给我一张表，一行一个维度"
     assert correction.condition_detail == "以后对比方案的时候"
     english = detect("Also, please always use percentages, not decimals.", "The refund rate was 0.034.")
     assert english.corrected == "please always use percentages, not decimals"

@@ -7,7 +7,7 @@ import pytest
 
 from bench.eval_corrections import evaluate, load
 from hindsight_insights.detection.correction_turn import read
-from hindsight_insights.detection.corrections import Condition, CorrectionType, detect, ruled_out
+from hindsight_insights.detection.corrections import Condition, CorrectionType, detect, further_wishes, ruled_out
 
 FACTUAL, PREFERENCE, PROCESS, NEGATIVE, NONE = (
     CorrectionType.FACTUAL,
@@ -403,6 +403,15 @@ def test_the_rules_own_wish_in_a_one_off_sentence_is_held_by_the_one_off_guard()
         # a standing mark: no mere hypothetical
         ("好的。", "如果下个月换了供应商，以后都按新的报价给我吗？", False, False, False),
         ("好的。", "如果下个月换了供应商，你会按新的报价给我吗？", False, True, False),
+        # a wish stated in a sentence of its own before the hypothetical question: no mere hypothetical
+        (
+            "Bring a list of questions.",
+            "I can't hear on the phone. I'd be grateful if you never sent me to a phone line. "
+            "How would I cancel if my son can't drive me?",
+            False,
+            False,
+            False,
+        ),
         ("请问你们是 beginner 还是 intermediate? 我们按水平分组。", "intermediate, 去年上过一周课", False, False, True),
         ("你们总部在南山对吧？", "总部去年搬到前海了", False, False, False),  # a confirmation asked: may be put right
         ("Your cat is a Maine Coon, right?", "ragdoll haha", False, False, False),
@@ -437,3 +446,38 @@ def test_the_types_a_look_alike_rules_out_are_what_training_decides_by() -> None
     assert ruled_out("Draft her a reply saying we'll reply in 10 days.", "Done.") == {"factual"}
     # the rules' own finding stands, so nothing is ruled out
     assert ruled_out("No, the fee is $45, not $40.", "The fee is $40.") == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("message", "previous", "further"),
+    [
+        # a wish of the user's own, then a company rule in a sentence of its own
+        (
+            "以后回复我别用表格，我在开车听语音。另外我们公司规定：凡是旧楼改水管的，报价之前必须先上门试压，"
+            "测试单签字后才能报价。你把给王先生的重写一下。",
+            "好的，给王先生的报价如下：……",
+            [("process", "我们公司规定：凡是旧楼改水管的，报价之前必须先上门试压，测试单签字后才能报价")],
+        ),
+        # two standing wishes, each a sentence
+        (
+            "From now on, leave the star ratings out of anything you suggest to me. And please always tell me "
+            "whether a tea is caffeine-free. Can you redo the list?",
+            "Here are four teas: 1. Sencha, rated 4.5 stars...",
+            [("preference", "please always tell me whether a tea is caffeine-free")],
+        ),
+        # one wish and a question: nothing further
+        ("以后你给我推荐书，每一本都告诉我有没有大字版。那刚才那三本哪本适合入门？", "推荐三本……", []),
+        # a one-off message teaches no further wish
+        ("这次先用正式一点的语气，下周的通知也一样。", "好的", []),
+    ],
+)
+def test_a_message_may_teach_a_further_wish_or_rule_in_a_sentence_of_its_own(
+    message: str, previous: str, further: list[tuple[str, str]]
+) -> None:
+    found = detect(message, previous)
+    assert [(wish.type.value, wish.corrected) for wish in further_wishes(message, previous, found)] == further
+
+
+def test_a_message_that_teaches_nothing_has_no_further_wish() -> None:
+    message = "谢谢。我们公司规定：报价之前必须先上门试压？"
+    assert further_wishes(message, "好的", detect(message, "好的")) == []

@@ -311,6 +311,18 @@ def test_a_deliverable_named_with_its_article_is_a_one_off_request() -> None:
 
 
 @pytest.mark.parametrize(
+    "message",
+    ["这条是发给老客户群的，写得热情一点，多用点感叹号", "这篇是给投资人看的，语气正式一点"],
+)
+def test_a_wish_beside_a_clause_about_the_one_thing_at_hand_is_a_one_off_request(message: str) -> None:
+    """The clause before names the single post it is for: the tone is that post's, no standing wish. "These" may be
+    every such post: 语气正式一点，这些都是发给投资人的 stays a wish."""
+    found = detect(message, "好的，这是活动通知的草稿。")
+    assert found.type is CorrectionType.NONE and "guard:one_off_request" in found.signals
+    assert detect("语气正式一点，这些都是发给投资人的", "好的，这是活动通知的草稿。").type is CorrectionType.PREFERENCE
+
+
+@pytest.mark.parametrize(
     ("message", "own"),
     [
         (

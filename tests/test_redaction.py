@@ -1407,3 +1407,66 @@ def test_dates_and_addresses_after_a_name_password_words_and_chinese_recipients_
 )
 def test_event_dates_lots_organisations_and_password_words_alone_stay(text: str) -> None:
     assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        # a delimited table (CSV, tab-separated) labels its values in the header line, as a pipe table does
+        (
+            "guest list:\nname,dob,passport,seat\nIda Berg,1979-04-12,X4471902,12A\nOle Lund,1983-09-30,Y5528714,12B",
+            "Y5528714",
+            "passport",
+        ),
+        ("name,dob,passport,seat\nIda Berg,1979-04-12,X4471902,12A", "1979-04-12", "birth_date"),
+        ("姓名\t生日\t手机\n周敏\t1991-07-08\t13912345678", "1991-07-08", "birth_date"),
+        # a user name before "/ pw" or "pass:", and the password after them
+        ("vendor site: user bay_rentals04 / pw Lantern!88 for the invoices", "bay_rentals04", "login"),
+        ("vendor site: user bay_rentals04 / pw Lantern!88 for the invoices", "Lantern!88", "password"),
+        ("the nas is back, login nasadmin pass: quartz_Run7 dont share", "quartz_Run7", "password"),
+        ("会员系统账号: liu_wei2020 / 密码 Peony#55", "liu_wei2020", "login"),
+        # a short code with a digit after 密码 and a space; a door's code after another door's 密码
+        ("仓库门密码 7391#  侧门 2204*", "7391#", "password"),
+        ("仓库门密码 7391#  侧门 2204*", "2204*", "password"),
+        # a resident ID read in fours after its label; a card after its network's name and a comma
+        ("her 身份证 number is 3301 0619 8811 2301 27, she moved in 2019", "3301 0619 8811 2301 27", "id_card"),
+        ("charge my mastercard, number is 5412-7501-8823-4410 please", "5412-7501-8823-4410", "bank_card"),
+        # an account's label with a note in brackets
+        ("退款账户（储蓄卡）：6217 0011 3340 5521，建行", "6217 0011 3340 5521", "bank_account"),
+        # a date of birth after nascida a / before 생, an employee number in German, a number to ring the speaker on
+        ("Inscrição: Ana Lúcia Ferraz, nascida a 14 de março de 1982, contralto", "14 de março de 1982", "birth_date"),
+        ("프로필: 92년 11월 5일생, 서울 거주", "92년 11월 5일", "birth_date"),
+        ("Meine Personalnummer ist 55018342, Abteilung Logistik", "55018342", "employee_id"),
+        ("if the van is late ring me on 07700 123456 after five", "07700 123456", "phone"),
+        # a parcel's address with its recipient after it, however the sender labels it
+        ("奖品寄这里：浙江省丽水市莲都区白云街道桂竹巷12号 叶晓彤，谢谢！", "桂竹巷12号", "address"),
+        ("种苗寄到甘肃省张掖市甘州区乌江镇九闸村五社31号 王建林 收。", "五社31号", "address"),
+        ("新的：杭州市上城区孩儿巷58号后院，邮编310003，收件人何静。", "孩儿巷58号后院", "address"),
+    ],
+)
+def test_delimited_tables_login_pairs_short_codes_and_parcels_with_their_recipient_go(
+    text: str, secret: str, kind: str
+) -> None:
+    assert_redacted(text, secret, kind)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the user forgot password again, send the reset link",  # a word between user and password, no name
+        "门禁卡丢了，前门 1234 是房间号",  # an access card, no code lock: 1234 is a room
+        "淘宝搜口令 QJ888 立减20",  # a promo's 口令, no password
+        "auth:\n  existingSecret: booking-db-credentials\n  replicaCount: 2",  # the name of where a secret is kept
+        "收件地址：西门大街12号，锦程设计工作室，收件人前台",  # a studio's address, its front desk the recipient
+        "退货寄到：杭州市余杭区良睦路1399号菜鸟仓3号库，收件人仓管",  # a warehouse's
+        "name,role,start\nIda Berg,chef,2021-03-01",  # a table whose columns name no personal data
+        "Impressum\nKäserei Almblick GmbH\nBergstraße 14, 83700 Rottach-Egern\nHRB 4471",  # a company's imprint
+        "Papelaria Central — Rua do Carmo 51, 1200-093 Lisboa. Aberta de segunda a sábado.",  # opening hours after it
+    ],
+)
+def test_user_words_access_cards_promo_codes_secret_names_and_business_parcels_stay(text: str) -> None:
+    assert_unchanged(text)
+
+
+def test_a_home_address_after_a_persons_name_still_goes_where_a_company_would_stay() -> None:
+    assert_redacted("Lieferung an: Jonas Weber\nBergstraße 14, 83700 Rottach-Egern", "Bergstraße 14", "address")

@@ -66,6 +66,27 @@ def test_stated_preferences_and_corrections_become_rules_quoted_verbatim(store: 
     assert again.created == [] and again.unchanged == [created]  # reflecting twice never duplicates
 
 
+def test_two_wishes_in_one_message_become_two_rules(store: MemoryStore) -> None:
+    record(
+        store,
+        "s-two",
+        "tea-buyer",
+        "tea_shop",
+        [
+            ("Suggest four teas for the autumn shelf.", "Here are four teas: 1. Sencha, rated 4.5 stars..."),
+            (
+                "From now on, leave the star ratings out of anything you suggest to me. And please always tell me "
+                "whether a tea is caffeine-free. Can you redo the list?",
+                "Sure: 1. Sencha (contains caffeine) ...",
+            ),
+        ],
+    )
+    report = ReflectionEngine(store, OfflineExtractor(store.settings)).reflect_session("s-two")
+    rules = [store.get(created) for created in report.created]
+    assert [(rule.kind, rule.scope, rule.evidence.turn) for rule in rules] == [("preference", Scope.USER, 1)] * 2
+    assert "star ratings" in rules[0].action and "caffeine-free" in rules[1].action
+
+
 def test_a_session_with_nothing_to_learn_leaves_nothing(store: MemoryStore) -> None:
     record(store, "s2", "carol", "general", [("Thanks, that was exactly what I needed!", "Glad it helped!")])
     report = ReflectionEngine(store, OfflineExtractor(store.settings)).reflect_session("s2")

@@ -404,9 +404,25 @@ MARKED_STANDING = re.compile(
 )
 # A reason about the user ("我都是在手机上看", "I'm in Germany") makes a wish a standing one.
 REASON = re.compile(r"(我|我们|咱们|\bi\b|\bi'?m\b|\bwe\b|\bwe'?re\b|\bour\b|\bmy\b|\bme\b)")
+# A clause that gives the reason after a wish: the user speaking of themself, or a word for why.
+REASON_CLAUSE = re.compile(
+    r"^\W*(因为|由于|毕竟|这是|这样|不然|否则|免得|省得|我|我们|咱们|because|since|as\b|cause\b|cos\b|so that\b|"
+    r"otherwise\b|that'?s\b|it'?s\b|i\b|i'?m\b|i'?ve\b|we\b|we'?re\b|my\b|our\b)"
+)
 # A one-off object: this report, 这句话, "make it…" (not a distributive 一行一个). Translation and how-to questions are
 # requests, not preferences.
 ONE_OFF_ITEM = re.compile(r"(把它|\b(make|write|get) it\b)")
+# A request put as a statement ("I'd be grateful if you didn't …", "tell me the text route instead"): beside a
+# hypothetical question, a wish of its own.
+REQUEST_STATED = re.compile(
+    r"\bi'?d (be grateful|prefer|rather|appreciate|like it)\b|\b(tell|give|send|show) me\b|请|麻烦|希望你|希望您"
+)
+# A clause whose subject is the single thing being written (这条是给宝妈们看的, "this one's for the parents'
+# group"): the wish beside it is for that thing. One of them, not "these" (which may be every such thing).
+ONE_OFF_SUBJECT = re.compile(
+    r"^\W*(这条|这篇|这封|这段|这张|这份|这一条|这一篇)(是|要|得|会)|"
+    r"^\W*this (one|post|message|email|e-mail|note|caption|draft|letter)('s| is| will be| goes)\b"
+)
 ONE_OFF = re.compile(
     r"(这句|这段|这篇|这份|这张|这个表|这封|这条|这些|这几|这次|上面|下面的|刚才的|一下|(?<!一[行列段条项页人天])一[个份篇封段条](?!就|即可)|"
     r"翻译|\btranslate\b|\b(this|these|the following|the above|attached)\s(?!is\b|was\b|one\b|way\b|sounds\b|looks\b|"

@@ -75,7 +75,15 @@ class ReadMessage:
             for sentence in self.sentences
         )
         text = self.message.text
-        return hypothetical and not (patterns.MARKED_STANDING.search(text) or patterns.RULE_LIKE.search(text))
+        # (a wish stated in a sentence of its own before the question stands: "I'd be grateful if you didn't point
+        # me to phone numbers at all. ... How would I rearrange it if my daughter can't drive me?")
+        stated_apart = any(
+            not sentence.question
+            and (patterns.DIRECTIVE.search(sentence.text) or patterns.REQUEST_STATED.search(sentence.text))
+            for sentence in self.sentences
+        )
+        marked = patterns.MARKED_STANDING.search(text) or patterns.RULE_LIKE.search(text)
+        return hypothetical and not marked and not stated_apart
 
     @property
     def asks_for_a_document(self) -> bool:

@@ -73,8 +73,12 @@ def preference(turn: ReadMessage) -> Correction | None:
 
 def _one_off(sentence: Sentence, reason: bool) -> bool:
     """A wish about one thing (this report, 这段话, "make it…"), judged in the clauses that name the aspect: "keep the
-    tone professional, these go to clients" is general, whatever the next clause says."""
-    named = [c.text for c in clauses(sentence.span) if any(aspect[3].search(c.text) for aspect in patterns.ASPECTS)]
+    tone professional, these go to clients" is general, whatever the next clause says; or a clause whose subject is
+    the one thing at hand (ONE_OFF_SUBJECT: 这条是…, "this one's for …")."""
+    parts = clauses(sentence.span)
+    if any(patterns.ONE_OFF_SUBJECT.search(c.text) for c in parts):
+        return True  # "这条是给宝妈们看的，写可爱一点": the clause before names the one thing it is for
+    named = [c.text for c in parts if any(aspect[3].search(c.text) for aspect in patterns.ASPECTS)]
     text = " ".join(named) or sentence.text
     return bool(patterns.ONE_OFF.search(text) or (patterns.ONE_OFF_ITEM.search(text) and not reason))
 
@@ -120,12 +124,18 @@ def _has_reason(turn: ReadMessage, directive: Sentence, at: int) -> bool:
 
 
 def _directive_span(turn: ReadMessage, sentence: Sentence) -> str | None:
-    """The clauses of the sentence that carry the wish, without a trailing reason clause."""
+    """The sentence from the first clause that carries the wish to its end, without trailing reason clauses: the
+    clauses after the directive say what it asks for ("以后你跟我说到任何药，药名后面都加个括号写它是治什么的"), the
+    user speaking of themself after them says why ("…，我好心里有数")."""
     parts = clauses(sentence.span)
     kept = [c for c in parts if any(a[3].search(c.text) for a in patterns.ASPECTS) or patterns.DIRECTIVE.search(c.text)]
     if not kept:
         return quote(turn.message, sentence.span.start, sentence.span.end)
-    return quote(turn.message, kept[0].start, kept[-1].end)
+    tail = parts[parts.index(kept[-1]) + 1 :]
+    while tail and patterns.REASON_CLAUSE.search(tail[-1].text):
+        tail.pop()
+    last = tail[-1] if tail else kept[-1]
+    return quote(turn.message, kept[0].start, last.end)
 
 
 def _address(turn: ReadMessage, sentence: Sentence, name: str, match: re.Match[str]) -> Correction:

@@ -150,6 +150,35 @@ _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[Correcti
 )
 
 
+def further_wishes(message: str, previous_assistant: str | None, found: Correction) -> list[Correction]:
+    """The standing wishes and rules of the message's other sentences, beside `found` (what detect found in the whole
+    message): one message may teach two things ("leave the critic scores out entirely ... And please always tell me
+    whether a wine is vegan", a company rule and, after it, the user's own wish for short replies). Each sentence is
+    read alone by the rules (no model: a sentence out of its message is where a model reads the most into words), and
+    kept when they find a preference or a process outright (FURTHER_WISH_AT or more) that `found` does not already
+    quote. Only in a message that teaches (`found` is a correction) and is not for this time only."""
+    turn = read(own_words(message), previous_assistant)
+    if not found.is_correction or len(turn.sentences) < 2 or turn.for_this_time_only:
+        return []
+    taught = [fold(found.corrected).text] if found.corrected else []
+    topics = {found.topic}
+    further: list[Correction] = []
+    for sentence in turn.sentences:
+        text = quote(turn.message, sentence.span.start, sentence.span.end)
+        if not text or any(said in fold(text).text or fold(text).text in said for said in taught):
+            continue
+        alone = detect(text, previous_assistant)
+        if alone.type in _STANDING and alone.confidence >= FURTHER_WISH_AT and alone.corrected:
+            said = fold(alone.corrected).text
+            if not any(said in earlier or earlier in said for earlier in taught):
+                # A topic is a slot, and a newer rule in it supersedes the older: a second wish under the same aspect
+                # ("how to answer") gets a slot of its own, named by its words (governance.lessons.wording).
+                further.append(alone if alone.topic not in topics else dataclasses.replace(alone, topic=None))
+                taught.append(said)
+                topics.add(alone.topic)
+    return further
+
+
 def ruled_out(message: str, previous_assistant: str | None = None) -> frozenset[str]:
     """The types a look-alike guard (_LOOK_ALIKES) keeps the model alone from finding in `message` (none when the
     rules find a correction): training judges its thresholds by the decision detect makes, guards included."""
@@ -221,6 +250,8 @@ def _standing_clauses(
 
 
 _STANDING = frozenset({CorrectionType.PREFERENCE, CorrectionType.PROCESS})
+# What a further wish of a message needs (further_wishes): a stated preference or a binding process (0.85).
+FURTHER_WISH_AT = 0.85
 
 
 def _marks_a_standing_rule(turn: ReadMessage) -> bool:

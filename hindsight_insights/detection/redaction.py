@@ -60,7 +60,7 @@ Chinese character, so a stored quote stays readable in its own language):
                 be an organisation's
 
 In a pipe table the header names the kind of each column (| Name | Passport | DOB |): a cell with a digit under such
-a header goes as that kind.
+a header goes as that kind; so in a delimited one (name,dob,passport,mobile pasted from a spreadsheet).
 
 `redact_together(texts)` redacts the fields of one write (an insight's topic, action, observation, evidence and tags;
 a turn's messages, sources and tool calls) as one text as well: a value found in any of them, its label perhaps in
@@ -187,10 +187,16 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
     for match in patterns.KEY_LABEL.finditer(f):
         if patterns.PUBLIC_KEY_TYPE.fullmatch(match["secret"]):
             continue  # "public key: ssh-ed25519 AAAA…": the key's type, and a public key
+        if re.fullmatch(r"[a-z]+(?:-[a-z]+)+", match["secret"]):
+            continue  # "existingSecret: mqtt-broker-creds": the name of where a secret is kept, words and hyphens
         if _looks_secret(match["secret"]) or _labelled_secret(match["secret"], match["sep"]):
             kind = "token" if "token" in match["label"] or match["label"] == "令牌" else "api_key"
             found += at(folded, [match.span("secret")], kind)
-    passwords = (m.span("secret") for m in patterns.PASSWORD.finditer(f) if _looks_like_password(m["secret"], m["sep"]))
+    passwords = (
+        m.span("secret")
+        for m in patterns.PASSWORD.finditer(f)
+        if _looks_like_password(m["secret"], m["sep"], chinese_label="密码" in m["label"])
+    )
     found += at(folded, passwords, "password")
     near_label = (m.span("secret") for m in patterns.PASSWORD_FOR.finditer(f) if _looks_like_password(m["secret"], " "))
     found += at(folded, near_label, "password")
@@ -214,7 +220,7 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
     labelled_ids = patterns.ID_A_FEW_WORDS_AFTER.finditer(f)
     found += at(folded, (m.span("value") for m in labelled_ids if checks.resident_id_shape(m["value"])), "id_card")
     found += at(folded, _passports_nearby(f), "passport")
-    for kind, spans in _table_cells(f):
+    for kind, spans in (*_table_cells(f), *_delimited_cells(f)):
         found += at(folded, spans, kind)
     holders = [m.span("secret") for m in patterns.ACCOUNT_HOLDER_ZH.finditer(f)]
     found += at(folded, holders, "account_holder")
@@ -265,7 +271,13 @@ def personal_addresses(text: str, spans: Iterable[tuple[int, int]]) -> list[tupl
     """The address spans of `text` that no word for a business place comes before (an organisation's address is no
     one's personal data)."""
     lowered = text.lower()
-    return [span for span in spans if not _a_business_place(lowered, span[0], 48) and not _business_word(lowered, span)]
+    return [
+        span
+        for span in spans
+        if not _a_business_place(lowered, span[0], 48)
+        and not _business_word(lowered, span)
+        and not _a_company_around(lowered, span)
+    ]
 
 
 def _business_word(text: str, span: tuple[int, int]) -> bool:
@@ -312,6 +324,53 @@ def _table_cells(text: str) -> Iterator[tuple[str, list[tuple[int, int]]]]:
                     yield kind, [(start, end)]
 
 
+def _delimited_cells(text: str) -> Iterator[tuple[str, list[tuple[int, int]]]]:
+    """The same for a delimited table (CSV, tab- or semicolon-separated, pasted from a spreadsheet or a phone memo): a
+    header line of three or more short fields, one naming a kind of personal data, then the lines with as many fields
+    under the same separator; the table ends at the first line that has not."""
+    lines = [(m.start(), m.group()) for m in re.finditer(r"[^\n]+", text)]
+    index = 0
+    while index < len(lines):
+        line = lines[index][1]
+        index += 1
+        separator = next((sep for sep in ("\t", ",", ";", "，") if line.count(sep) >= 2), None)
+        if separator is None:
+            continue
+        header = _fields(line, separator)
+        if any(len(cell) > 30 or re.search(r"\d", cell) for _, _, cell in header):
+            continue  # a header names its columns; a sentence with commas or a row of values is none
+        kinds = [_column_kind(cell) for _, _, cell in header]
+        if not any(kinds):
+            continue
+        while index < len(lines):
+            row_start, row = lines[index]
+            cells = _fields(row, separator)
+            if len(cells) != len(header):
+                break
+            index += 1
+            for kind, (cell_start, cell_end, cell) in zip(kinds, cells, strict=True):
+                if kind and (re.search(r"\d", cell) or (kind == "email" and "@" in cell)):
+                    yield kind, [(row_start + cell_start, row_start + cell_end)]
+
+
+def _fields(line: str, separator: str) -> list[tuple[int, int, str]]:
+    """A delimited line's fields as (start, end, stripped text); a separator inside double quotes is the field's."""
+    fields = []
+    start, quoted = 0, False
+    for at, char in enumerate(line + separator):
+        if char == '"':
+            quoted = not quoted
+        elif (char == separator and not quoted) or at == len(line):
+            part = line[start:at]
+            lead = len(part) - len(part.lstrip())
+            stripped = part.strip()
+            if len(stripped) >= 2 and stripped[0] == stripped[-1] == '"':
+                stripped, lead = stripped[1:-1], lead + 1
+            fields.append((start + lead, start + lead + len(stripped), stripped))
+            start = at + 1
+    return fields
+
+
 def _cells(row: re.Match[str]) -> list[tuple[int, int, str]]:
     """A table row's cells as (start, end, stripped text), the outer pipes' empty edges left out."""
     cells = []
@@ -353,21 +412,48 @@ def _passports_nearby(text: str) -> Iterator[tuple[int, int]]:
 
 def _homes(pattern: re.Pattern[str], text: str, reach: int) -> Iterator[tuple[int, int]]:
     """The spans of `pattern`'s addresses that are someone's: with a room or unit (its `unit` group), or a word for
-    home (HOME_LABEL) in the `reach` characters before it, and not said to be a business place's (BUSINESS_LABEL:
+    home (HOME_LABEL) in the `reach` characters before it, or a parcel's recipient named right after it
+    (RECIPIENT_SOON_AFTER), and not said to be a business place's (BUSINESS_LABEL:
     "our showroom is at …, Suite 140"). A shop's address alone stays."""
     for match in pattern.finditer(text):
+        end = match.end()
         home = match["unit"].strip() or _said_before(patterns.HOME_LABEL, text, match.start(), reach)
-        if home and not _a_business_place(text, match.start(), reach):
-            yield match.span()
+        if not home and (between := _before_a_recipient(text[end:])) is not None:
+            home, end = True, end + len(between)  # the parts up to the recipient are the address's
+        returns = _said_before(patterns.RETURNS, text, match.start(), 12)  # 退货寄到：… is a warehouse
+        if home and not returns and not _a_business_place(text, match.start(), reach):
+            yield match.start(), end
+
+
+def _before_a_recipient(after: str) -> str | None:
+    """What comes between an address and a recipient named soon after it (…9楼D座，收件人), its trailing commas left
+    out; None without a recipient, or with an organisation's place between (…，锦程设计工作室，收件人 is a studio's)."""
+    recipient = patterns.RECIPIENT_SOON_AFTER.search(after)
+    if recipient is None or patterns.ORGANISATION_PLACE.search(recipient["between"]):
+        return None
+    return recipient["between"].rstrip(" ,，:：")
 
 
 def _not_an_organisations(pattern: re.Pattern[str], text: str, reach: int) -> Iterator[tuple[int, int]]:
     """The spans of `pattern`'s addresses without a word for a business place (BUSINESS_LABEL) in the `reach`
-    characters before them: a street with a postcode is someone's unless it is said to be an office's or a shop's, or
-    a business announces it has moved there (BUSINESS_MOVED)."""
+    characters before them: a street with a postcode is someone's unless it is said to be an office's or a shop's, a
+    company's name ends right before it (LEGAL_FORM_BEFORE), opening hours follow it (OPEN_AFTER), or a business
+    announces it has moved there (BUSINESS_MOVED)."""
     for match in pattern.finditer(text):
-        if not _a_business_place(text, match.start(), reach):
+        if not _a_company_around(text, match.span()) and not _a_business_place(text, match.start(), reach):
             yield match.span()
+
+
+def _a_company_around(text: str, span: tuple[int, int]) -> bool:
+    """A company's name ending right before the address (LEGAL_FORM_BEFORE) or opening hours after it (OPEN_AFTER)."""
+    start, end = span
+    before = text[max(start - 60, 0) : start]
+    # The company's line may be the one before the span's (its street on a line of its own), or the span's own first
+    # line (the learned finder's span may start on it: "GmbH\nLindwurmstraße 201, 80337").
+    line_break = text.find("\n", start, end)
+    lines = (before, before.rpartition("\n")[0], text[max(start - 60, 0) : line_break] if line_break >= 0 else "")
+    company = any(patterns.LEGAL_FORM_BEFORE.search(line) for line in lines if line)
+    return company or patterns.OPEN_AFTER.search(text[end : end + 60]) is not None
 
 
 def _a_business_place(text: str, at: int, reach: int) -> bool:
@@ -397,8 +483,12 @@ def _destinations(text: str) -> Iterator[tuple[int, int]]:
             continue
         if _said_before(patterns.BUSINESS_MOVED, text, match.start(), 40):
             continue
-        label = text[match.start() : match.start("value")]
-        if patterns.SENDING_VERB.search(label) and not _someones(label, value, text[match.end("value") :]):
+        label, after = text[match.start() : match.start("value")], text[match.end("value") :]
+        if has_han(label) and (named := patterns.RECIPIENT_NAMED.search(value)):
+            value = value[: named.end()]  # the recipient ends the destination: what follows is the message's
+        if patterns.SENDING_VERB.search(label) and not _someones(label, value, after):
+            continue
+        if match["bare_address"] and not patterns.RECIPIENT_AFTER.search(after):
             continue
         if re.search(r"\d", value) and patterns.ADDRESS_SHAPE.search(value):
             start = match.start("value") + (len(match["value"]) - len(match["value"].lstrip()))
@@ -462,13 +552,14 @@ def _labelled_secret(value: str, separator: str) -> bool:
     return bool(separator.strip()) and bool(re.search(r"[\d\W_]", value)) and not _placeholder(value)
 
 
-def _looks_like_password(value: str, separator: str) -> bool:
+def _looks_like_password(value: str, separator: str, chinese_label: bool = False) -> bool:
     """After "password:" almost anything is the password; after a bare space ("密码 Test@2024") it must look like
-    one (a digit or a symbol), so "password reset link" keeps its words. Placeholders are not passwords."""
+    one (a digit or a symbol), so "password reset link" keeps its words; after 密码 and a space, a short code with a
+    digit is one too (店门密码 2580#: no Latin word follows 密码). Placeholders are not passwords."""
     value = value.rstrip(".,;:!?")
     if not value or re.fullmatch(r"[\W_]+", value) or _placeholder(value):
         return False
-    if separator.strip():
+    if separator.strip() or (chinese_label and re.search(r"\d", value)):
         return len(value) >= 4
     return bool(re.search(r"[\d\W_]", value)) and len(value) >= 6
 

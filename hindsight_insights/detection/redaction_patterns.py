@@ -32,7 +32,7 @@ import re
 # Between a label and its value: 号/号码/number/no./#, then 是/为/:/is.
 # The value may sit in quotes or brackets: 身份证号「…」, card no. (…), "…".
 _JOIN = (
-    r"(?:[\s-]*(?:号码|号|码|number|no\.?|num|#|id|nr\.?|n°|nº|n\.|numéro|número|numero|nummer))?\s*(?:[:=]|是|为|is|:)?\s*"
+    r"(?:[\s,-]*(?:号码|号|码|number|no\.?|num|#|id|nr\.?|n°|nº|n\.|numéro|número|numero|nummer))?\s*(?:[:=]|是|为|is|:)?\s*"
     r"[\"'“‘「『(\[【<]?\s*"
 )
 # Between a number and the label after it: "(", "is my", "是我的", "为他的".
@@ -43,8 +43,13 @@ _LABEL_AFTER = rf"{_BEFORE_LABEL}(?:my|his|her|their|our|{_OWNER_ZH})?\s*"
 _ACCOUNT_ZH = r"(?:账号|账户|帐号|帐户)"
 # 工号 and the other Chinese names of an employee number.
 _EMPLOYEE_NUMBER_ZH = r"工号|员工号|员工编号|职工号|工牌号"
-# A resident ID as people write it: 18 characters (or the old 15 digits), whole or in groups (6-8-4, 6-4-4-4).
-_RESIDENT_ID = r"\d{6}[\s-]?(?:\d{8}|\d{4}[\s-]?\d{4})[\s-]?\d{3}[\dx]|\d{6}[\s-]?\d{4,8}[\s-]?\d{3,4}[\dx]?"
+# A resident ID as people write it: 18 characters (or the old 15 digits), whole or in groups (6-8-4, 6-4-4-4,
+# 4-4-4-4-2).
+_RESIDENT_ID = (
+    r"\d{6}[\s-]?(?:\d{8}|\d{4}[\s-]?\d{4})[\s-]?\d{3}[\dx]|\d{6}[\s-]?\d{4,8}[\s-]?\d{3,4}[\dx]?|"
+    # (in fours, as a card is read out: 4201 1119 5607 0839 10)
+    r"\d{4}(?:[\s-]\d{4}){3}[\s-]\d[\dx]"
+)
 # ICAO 9303: up to 9 letters and digits (E12345678, 12AB34567, C01X00T47); five digits at least, so that a word
 # after the label ("passport office") is no number; printed in groups too (E1234 5678): one space or dash at most
 # between two characters.
@@ -151,9 +156,11 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
     (
         "employee_id",
         re.compile(
-            rf"(?:{_EMPLOYEE_NUMBER_ZH}|员工卡号|(?:employee|staff|emp)(?=\s*(?:number|no|id|#)))"
-            # a few words between, within the clause: "工号，我的是 HS207731", "staff ID - mine is …"
-            r"(?:[^\d\n:：=?!。？！]{1,12}?(?:[:：=]|\bis\b|为|是))?"
+            rf"(?:{_EMPLOYEE_NUMBER_ZH}|员工卡号|(?:employee|staff|emp)(?=\s*(?:number|no|id|#))|"
+            r"personalnummer|personalnr\.?|mitarbeiternummer|matricule|matrícula|matricola|"
+            r"número de empleado|numero di matricola|personeelsnummer)"
+            # a few words between, within the clause: "工号，我的是 HS207731", "staff ID - mine is …", "… ist"
+            r"(?:[^\d\n:：=?!。？！]{1,12}?(?:[:：=]|\b(?:is|ist|est|es|é|è)\b|为|是))?"
             rf"{_JOIN}"
             r"(?P<value>[a-z]{0,4}[-_]?\d{3,10})(?![\da-z])"
         ),
@@ -180,6 +187,8 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
             rf"(?:{_ACCOUNT_ZH}|[\u4e00-\u9fff]{{2,8}}银行(?:[\u4e00-\u9fff]{{1,8}}[支分]行)?"
             rf"(?:{_ACCOUNT_ZH}|卡号)?|\b(?:account|acct|a/c)(?:\s*(?:number|no\.?|num|#))?|"
             r"\bsort ?code|\bbsb|\brouting(?: number| no\.?)?)"
+            # (a note in brackets after the label: 退款账户（借记卡）：…)
+            r"(?:\s*[(（][^()（）\d]{1,16}[)）])?"
             r"\s*(?:[:=]|是|为|is|:)?\s*[\"'“‘「(\[]?\s*(?P<value>\d(?:[\s-]?\d){5,24})(?![\da-z])"
         ),
     ),
@@ -190,6 +199,14 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
             r"(?<![\d+])(?P<value>\+?[\d(][\d\s()-]{6,18}\d)(?!\d)\s*[-–—,:(（]?\s*"
             r"(?:that's|that is|this is|is|这是|是|就是)?\s*(?:my|我的|我)\s*(?:own\s+)?"
             r"(?:mobile|cell|phone|number|手机|电话)"
+        ),
+    ),
+    (
+        "phone",
+        # a number to reach the speaker on: "ring me on 07912 384556", "text me at …"
+        re.compile(
+            r"\b(?:ring|call|text|phone|reach|whatsapp|message)\s+me\s+(?:back\s+)?(?:on|at)\s*:?\s*"
+            r"(?P<value>\+?[\d(][\d\s()-]{6,18}\d)"
         ),
     ),
     (
@@ -238,7 +255,7 @@ _PASSWORD_WORD = (
     r"şifre|lösenord|salasana|heslo|jelszó|passord|adgangskode)\b|パスワード|비밀번호"
 )
 PASSWORD = re.compile(
-    r"(?P<label>(?<![a-z0-9_])[a-z0-9_]{0,40}?(?:password|passwd|pwd)|\bpw(?=\s*(?:[:=]|is\b))|pass(?:code|phrase)|密码|口令|"
+    r"(?P<label>(?<![a-z0-9_])[a-z0-9_]{0,40}?(?:password|passwd|pwd)|\bpw\b|\bpass(?=\s*[:=])|pass(?:code|phrase)|密码|口令|"
     rf"{_PASSWORD_WORD})"
     # (never across a line: an empty "DB_PASSWORD=" is not the next line's password)
     r"(?P<sep>[^\S\n]*(?:[:=]|是|为|改成了|改成|改为|设为|设置为|is|was)[^\S\n]*[\"'“]?[^\S\n]*|[^\S\n]+)"
@@ -272,11 +289,13 @@ ACCESS_CODE = re.compile(
 )
 # In a sentence that speaks of a code lock, a number after a door's or a gate's name is its code ("都是密码锁，单元门
 # 5820，家门 139746", "keypad on both: side gate 4417, back door 0092"): the lock is the label, said once for both.
-CODE_LOCK = re.compile(r"密码锁|密码门|电子锁|智能锁|keypad|key ?pad|code ?lock|combination lock|smart lock")
+CODE_LOCK = re.compile(
+    r"密码锁|密码门|电子锁|智能锁|门密码|keypad|key ?pad|code ?lock|combination lock|smart lock|door codes?"
+)
 SENTENCE = re.compile(r"[^。！？!?\n]+")
 DOOR_NUMBER = re.compile(
     r"(?:[\u4e00-\u9fff]{0,3}门|\b(?:front|back|side|main|garden|garage|lobby|building|street)?\s?(?:door|gate))"
-    r"\s*(?:码|code)?\s*(?:[:=]|是|为|\bis\b)?\s*(?P<secret>\d{4,8}#?)(?![\d])"
+    r"\s*(?:码|code)?\s*(?:[:=]|是|为|\bis\b)?\s*(?P<secret>\d{4,8}[#*]?)(?![\d])"
 )
 # A user name and its password together after a login label: "server login is projroot / Kestrel!2219",
 # "账号密码：admin01/Qw3rty!" (both go: the pair is the credential).
@@ -296,9 +315,10 @@ LOGIN_AS = re.compile(
 # A user name said just before its password ("my login is m.okafor.interp and password …", "用户名 zhangwei01 密码
 # …"): the name goes too, the pair is the credential.
 LOGIN_NAME = re.compile(
-    r"(?:\blog ?in(?: name| id)?|\buser ?name|\buser ?id|用户名|登录名|登录账号|账号)\s*(?:is|:|是|为)?\s*"
-    r"(?P<secret>[a-z0-9._@-]{3,40}?)\s*(?:,|，|;|、|and|&|with|和|及|以及)?\s*(?:the\s+|my\s+|its\s+)?"
-    r"(?:password|passwd|pwd|密码|口令)"
+    r"(?:\blog ?in(?: name| id)?|\buser ?name|\buser ?id|\buser(?=\s*:?\s*[a-z0-9.-]*[\d_@])|"
+    r"用户名|登录名|登录账号|账号)\s*(?:is|:|是|为)?\s*"
+    r"(?P<secret>[a-z0-9._@-]{3,40}?)\s*(?:,|，|;|、|/|\||and|&|with|和|及|以及)?\s*(?:the\s+|my\s+|its\s+)?"
+    r"(?:password|passwd|pwd|pw\b|pass(?=\s*[:=])|密码|口令)"
 )
 # The holder's name after an account's label (户名陈志远, "account name: Jane Doe"); English names are matched on the
 # text as written, capitalised.
@@ -411,22 +431,26 @@ _DATE = (
 # A year of birth: 1900-2015.
 _BIRTH_YEAR = r"(?:19\d{2}|200\d|201[0-5])(?!\d)"
 _ZH_SHORT_YEAR_DATE = r"\d{2}\s*年\s*\d{1,2}\s*月\s*\d{1,2}\s*[日号]?"
+# Korean with a two-digit year (85년 3월 2일), a date of birth before 생 (born)
+_KO_SHORT_YEAR_DATE = r"\d{2}\s*년\s*\d{1,2}\s*월\s*\d{1,2}\s*일"
 _BIRTH_VALUE = (
     rf"{_DATE}|{_ZH_SHORT_YEAR_DATE}|\d{{1,2}}[-/.]\d{{1,2}}[-/.]\d{{2}}(?!\d)|(?:19|20)\d{{2}}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])|"
     r"(?:19|20)\d{2}\s*(?:年|[-/.])\s*\d{1,2}\s*月?|"
     # the month as a word of any language (28 februarie 1964) or in Roman numerals (12.iv.1979), a year of birth
-    rf"\d{{1,2}}\.?\s+[^\W\d_]{{3,12}}\.?,?\s+{_BIRTH_YEAR}|\d{{1,2}}\.\s?(?:i{{1,3}}|iv|vi{{0,3}}|ix|xi{{0,2}})\.\s?{_BIRTH_YEAR}"
+    rf"\d{{1,2}}\.?\s+(?:de\s+)?[^\W\d_]{{3,12}}\.?,?\s+(?:de\s+)?{_BIRTH_YEAR}|"
+    rf"\d{{1,2}}\.\s?(?:i{{1,3}}|iv|vi{{0,3}}|ix|xi{{0,2}})\.\s?{_BIRTH_YEAR}"
 )
 BIRTH_DATE = re.compile(
     r"(?:出生日期|出生年月日|出生年月|出生于|出生|生日|生于|生年月日|생년월일|date of birth|birth ?date|birthday|"
     r"born(?: on)?|\bb\.|d\.?o\.?b\.?|né(?:e)? le|date de naissance|geboren?(?: am)?|geb\.|geburtsdatum|"
-    r"fecha de nacimiento|nacid[oa] el|data di nascita|nat[oa] il|data de nascimento|geboortedatum|geboren op|"
+    r"fecha de nacimiento|nacid[oa](?: el)?|nascid[oa](?: a| em)?|"
+    r"data di nascita|nat[oa] il|data de nascimento|geboortedatum|geboren op|"
     r"data urodzenia|urodzon[ya]|дата рождения|fødselsdato|födelsedatum|syntymäaika|doğum tarihi|"
     # the place between: "born in Cork on 3 May 1990"
     r"born in [a-z .'-]{2,30}? on)"
     # a few words may come between ("birthday 填的是 19990731", "DOB on file: …"), within the clause
     rf"(?:\s*(?:是|为|:|is|on|am|el|il|le)?\s*|[^\d\n.。,，;；!?！？]{{1,8}}?)(?P<value>{_BIRTH_VALUE})|"
-    rf"(?P<before>{_DATE}|{_ZH_SHORT_YEAR_DATE})\s*(?:出生|生(?![产成效活意气]))|"
+    rf"(?P<before>{_DATE}|{_ZH_SHORT_YEAR_DATE}|{_KO_SHORT_YEAR_DATE})\s*(?:出生|生(?![产成效活意气])|생)|"
     # a year and a day named in words before 出生: 2001年元旦出生, 1990年出生
     r"(?P<year_before>(?:19|20)\d{2}\s*年[\u4e00-\u9fff]{0,4}?)\s*出生"
 )
@@ -656,21 +680,35 @@ DESTINATION = re.compile(
     # (in Chinese the post's verbs only, 寄 and 邮, and 发 with the carrier or the goods: 送到 and 发 alone name any
     # place and any message)
     r"寄(?:到|给|去|回)?[\u4e00-\u9fff]{0,6}?[:：]|(?:寄|邮|发(?:物流|快递|货))到|上门(?:取件|服务|回收|安装|维修|地址)[:：]|"
-    r"(?:我|他|她|我们)家(?:地址)?[:：]|从我家出发[:：]?)"
+    r"(?:我|他|她|我们)家(?:地址)?[:：]|从我家出发[:：]?|"
+    # a bare 地址是: someone's only with a recipient after it (RECIPIENT_AFTER), else any shop's
+    r"(?P<bare_address>(?<![\u4e00-\u9fff])地址(?:是|为)))"
     r"\s*[:：]?\s*"
     r"(?P<value>[^\n。]{6,140}?)"
     r"(?=\s*(?:[。\n]|$|\s[-–—]\s|(?<=[\d\u00c0-\u024fa-z]{5})\.(?:\s|$)|(?<=\d)\.(?:\s|$)|"
     r"，(?!\s*(?:邮区|邮编|邮政编码))|,\s*(?:收件人|联系人)|"
     r"\s(?:pls|please|thanks|thank you|the|my|do|does|can|could)\b))"
 )
+# A company's name ends in its legal form: a line or a clause ending so, right before an address, names whose it is
+# (an imprint's "Brauerei Hollerbräu GmbH\n<street>, <postcode>").
+LEGAL_FORM_BEFORE = re.compile(
+    r"(?<![a-z])(?:gmbh|ag|kg|ug|ltd\.?|limited|inc\.?|llc|llp|plc|corp\.?|s\.a\.?|s\.l\.?|sarl|sas|s\.r\.l\.?|srl|"
+    r"s\.p\.a\.?|spa|b\.v\.?|n\.v\.?|pty\.?(?: ltd\.?)?|lda\.?|oy|a/s|aps|sp\. z o\.o\.|有限公司|株式会社)"
+    r"[^\S\n]*[,—–-]?\s*$"
+)
+# Opening hours right after an address make it a place of business ("…, 1200-067 Lisboa. Aberta de terça a domingo").
+OPEN_AFTER = re.compile(
+    r"^[^\n]{0,24}?(?<![a-z])(?:open(?:s|ing hours)?|aberta|aberto|abierto|abierta|geöffnet|öffnungszeiten|ouvert|"
+    r"horaires|aperto|orari)(?![a-z])|^[^\n]{0,24}?营业"
+)
 # An organisation's place in the value or just before its label (a returns warehouse, a court, a shop): not a home.
 ORGANISATION_PLACE = re.compile(
-    r"退货|退回|仓|物流|公司|门店|店|工厂|厂|中心|大学|学校|医院|法院|"
+    r"退货|退回|仓|物流|公司|门店|店|工厂|厂|中心|大学|学校|医院|法院|工作室|"
     r"\b(?:warehouse|depot|office|reception|court|store|shop|ltd|inc|llc|gmbh|company|hotel|hospital|school|"
     r"university|factory|clinic|studio|salon|workshop|gym|restaurant|cafe|bakery|showroom|branch|headquarters|hq)\b"
 )
 # Returns go to a warehouse: "退货请寄到…" names no one's home (within a few characters before the label).
-RETURNS = re.compile(r"(?:退货|退回|退换)\W{0,2}\w{0,4}$")
+RETURNS = re.compile(r"(?:退货|退回|退换)\W{0,2}\w{0,4}\W{0,3}$")
 # A business announcing where it is now, before the label: "Our clinic moved! new address: …", "我们店搬到…".
 BUSINESS_MOVED = re.compile(
     r"\bwe(?:'ve| have)? moved\b|\b(?:our|we) \w+ (?:has |have )?moved\b|\bour (?:new )?"
@@ -694,7 +732,12 @@ _SURNAME = (
     "汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤"
 )
 _CHINESE_NAME = rf"[{_SURNAME}][\u4e00-\u9fff]{{1,2}}"
-RECIPIENT_LAST = re.compile(rf"[,，]\s*{_CHINESE_NAME}\s*$")
+RECIPIENT_LAST = re.compile(rf"[,，\s]\s*{_CHINESE_NAME}\s*收?$")
+# A recipient named just after an address (…22号后厢房，邮编200021，收件人沈佳怡): a parcel's, so someone's home.
+RECIPIENT_SOON_AFTER = re.compile(r"^(?P<between>[^\n。]{0,20}?)(?:收件人|收货人)")
+# A recipient's name right after the house or the room, alone in its clause (…椰林坊巷9号 蔡雨桐，L码): the
+# destination ends there.
+RECIPIENT_NAMED = re.compile(rf"(?<=[号室楼座户房\d])\s*[,，]?\s*{_CHINESE_NAME}\s*收?(?=\s*[,，。!！]|$)")
 RECIPIENT_AFTER = re.compile(
     rf"^\W{{0,3}}(?:收件人|收货人|联系人|[\u4e00-\u9fff]{{2,4}}收|{_CHINESE_NAME}(?=[。，,.；;!！]|$))"
 )

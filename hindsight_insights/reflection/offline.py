@@ -38,7 +38,7 @@ from hindsight_insights.commands import Provenance
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_turn import read
 from hindsight_insights.detection.correction_types import IMPLICIT, Correction, CorrectionType
-from hindsight_insights.detection.corrections import detect
+from hindsight_insights.detection.corrections import detect, further_wishes
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.quantities import anchors
 from hindsight_insights.detection.text import HAN_RUN, fold
@@ -106,32 +106,34 @@ class OfflineExtractor:
                     correction = repeated_wish(correction, message, previous_answer, others)
                 if correction is None or correction.type in (CorrectionType.NONE, CorrectionType.NEGATIVE):
                     continue
-                asks = Provenance(self.name, session.user_id, session.session_id, correction=correction)
-                if decide_scope(asks, self._settings)[0].scope is Scope.SESSION:
-                    continue
-                words = wording(correction, message, self._settings, self._detector)
-                said = (correction.corrected or message).strip()
-                if any(
-                    (kind, scene) == (correction.type, turn.scene)
-                    and (echoes(said, earlier) or (not words.names_a_subject and restates(said, earlier)))
-                    for kind, scene, earlier in taught
-                ):
-                    log.debug("turn %d of %s restates an earlier correction: not learned again", index, session.label)
-                    continue
-                taught.append((correction.type, turn.scene, said))
-                insight = ReflectedInsight(
-                    topic=words.topic,
-                    kind=KIND_OF[correction.type],
-                    scene=turn.scene,
-                    observation=words.observation,
-                    action=words.action,
-                    evidence=ReflectedEvidence(quote=message[:MAX_QUOTE_CHARS], turn=index, session=session.label),
-                    confidence=correction.confidence,
-                    tags=[],
-                    condition=words.condition,
-                    condition_detail=words.condition_detail,
-                )
-                found.append(DetectedCandidate(insight, correction))
+                # A message may teach two things: its other sentences' own wishes and rules come after its finding.
+                for lesson in (correction, *further_wishes(message, previous_answer, correction)):
+                    asks = Provenance(self.name, session.user_id, session.session_id, correction=lesson)
+                    if decide_scope(asks, self._settings)[0].scope is Scope.SESSION:
+                        continue
+                    words = wording(lesson, message, self._settings, self._detector)
+                    said = (lesson.corrected or message).strip()
+                    if any(
+                        (kind, scene) == (lesson.type, turn.scene)
+                        and (echoes(said, earlier) or (not words.names_a_subject and restates(said, earlier)))
+                        for kind, scene, earlier in taught
+                    ):
+                        log.debug("turn %d of %s restates an earlier one: not learned again", index, session.label)
+                        continue
+                    taught.append((lesson.type, turn.scene, said))
+                    insight = ReflectedInsight(
+                        topic=words.topic,
+                        kind=KIND_OF[lesson.type],
+                        scene=turn.scene,
+                        observation=words.observation,
+                        action=words.action,
+                        evidence=ReflectedEvidence(quote=message[:MAX_QUOTE_CHARS], turn=index, session=session.label),
+                        confidence=lesson.confidence,
+                        tags=[],
+                        condition=words.condition,
+                        condition_detail=words.condition_detail,
+                    )
+                    found.append(DetectedCandidate(insight, lesson))
         return found
 
 
