@@ -458,12 +458,18 @@ def test_the_types_a_look_alike_rules_out_are_what_training_decides_by() -> None
             "好的，给王先生的报价如下：……",
             [("process", "我们公司规定：凡是旧楼改水管的，报价之前必须先上门试压，测试单签字后才能报价")],
         ),
-        # two standing wishes, each a sentence
+        # a company rule before the user's own standing wish (the rules find the wish in the whole message)
+        (
+            "我们店规定：凡是退换货的，必须先拍照上传系统，主管审核后才能退款。另外以后回复我别用表格。",
+            "好的，退货流程如下：……",
+            [("process", "我们店规定：凡是退换货的，必须先拍照上传系统，主管审核后才能退款")],
+        ),
+        # two standing wishes, each a sentence: the first one's rule reads on to the second (every_wish)
         (
             "From now on, leave the star ratings out of anything you suggest to me. And please always tell me "
             "whether a tea is caffeine-free. Can you redo the list?",
             "Here are four teas: 1. Sencha, rated 4.5 stars...",
-            [("preference", "please always tell me whether a tea is caffeine-free")],
+            [],
         ),
         # one wish and a question: nothing further
         ("以后你给我推荐书，每一本都告诉我有没有大字版。那刚才那三本哪本适合入门？", "推荐三本……", []),

@@ -66,7 +66,7 @@ def test_stated_preferences_and_corrections_become_rules_quoted_verbatim(store: 
     assert again.created == [] and again.unchanged == [created]  # reflecting twice never duplicates
 
 
-def test_two_wishes_in_one_message_become_two_rules(store: MemoryStore) -> None:
+def test_a_company_rule_and_a_wish_in_one_message_become_two_rules_and_two_wishes_one(store: MemoryStore) -> None:
     record(
         store,
         "s-two",
@@ -82,9 +82,26 @@ def test_two_wishes_in_one_message_become_two_rules(store: MemoryStore) -> None:
         ],
     )
     report = ReflectionEngine(store, OfflineExtractor(store.settings)).reflect_session("s-two")
-    rules = [store.get(created) for created in report.created]
-    assert [(rule.kind, rule.scope, rule.evidence.turn) for rule in rules] == [("preference", Scope.USER, 1)] * 2
-    assert "star ratings" in rules[0].action and "caffeine-free" in rules[1].action
+    (wishes,) = [store.get(created) for created in report.created]
+    assert (wishes.kind, wishes.scope, wishes.evidence.turn) == ("preference", Scope.USER, 1)
+    assert "star ratings" in wishes.action and "caffeine-free" in wishes.action  # one rule reads on to the next wish
+    record(
+        store,
+        "s-rule",
+        "shop-lead",
+        "returns_desk",
+        [
+            ("怎么给客户退货？", "好的，退货流程如下：收到退货后直接退款。"),
+            (
+                "我们店规定：凡是退换货的，必须先拍照上传系统，主管审核后才能退款。另外以后回复我别用表格。",
+                "明白，已按新流程改好。",
+            ),
+        ],
+    )
+    report = ReflectionEngine(store, OfflineExtractor(store.settings)).reflect_session("s-rule")
+    # (the process is the project's: a copy for the user who taught it and one held for review)
+    kinds = {store.get(created).kind for created in report.created + report.pending_review}
+    assert kinds == {"preference", "process"}
 
 
 def test_a_session_with_nothing_to_learn_leaves_nothing(store: MemoryStore) -> None:

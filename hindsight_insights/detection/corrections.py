@@ -152,15 +152,18 @@ _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[Correcti
 
 def further_wishes(message: str, previous_assistant: str | None, found: Correction) -> list[Correction]:
     """The standing wishes and rules of the message's other sentences, beside `found` (what detect found in the whole
-    message): one message may teach two things ("leave the critic scores out entirely ... And please always tell me
-    whether a wine is vegan", a company rule and, after it, the user's own wish for short replies). Each sentence is
+    message): one message may teach two things (a company's rule and, after it, the user's own wish for short replies;
+    a fact put right and a standing wish beside it). Each sentence is
     read alone by the rules (no model: a sentence out of its message is where a model reads the most into words), and
     kept when they find a preference or a process outright (FURTHER_WISH_AT or more) that `found` does not already
-    quote. Only in a message that teaches (`found` is a correction) and is not for this time only."""
+    quote. Only in a message that teaches (`found` is a correction) and is not for this time only. A preference after
+    a preference found is not one: the first one's rule already reads on to the message's later wishes
+    (governance.lessons.every_wish)."""
     turn = read(own_words(message), previous_assistant)
     if not found.is_correction or len(turn.sentences) < 2 or turn.for_this_time_only:
         return []
     taught = [fold(found.corrected).text] if found.corrected else []
+    found_at = turn.message.text.find(taught[0]) if taught else -1
     topics = {found.topic}
     further: list[Correction] = []
     for sentence in turn.sentences:
@@ -168,6 +171,8 @@ def further_wishes(message: str, previous_assistant: str | None, found: Correcti
         if not text or any(said in fold(text).text or fold(text).text in said for said in taught):
             continue
         alone = detect(text, previous_assistant)
+        if alone.type is found.type is CorrectionType.PREFERENCE and 0 <= found_at < sentence.span.start:
+            continue  # in the first wish's rule already
         if alone.type in _STANDING and alone.confidence >= FURTHER_WISH_AT and alone.corrected:
             said = fold(alone.corrected).text
             if not any(said in earlier or earlier in said for earlier in taught):
