@@ -153,12 +153,11 @@ _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[Correcti
 def further_wishes(message: str, previous_assistant: str | None, found: Correction) -> list[Correction]:
     """The standing wishes and rules of the message's other sentences, beside `found` (what detect found in the whole
     message): one message may teach two things (a company's rule and, after it, the user's own wish for short replies;
-    a fact put right and a standing wish beside it). Each sentence is
-    read alone by the rules (no model: a sentence out of its message is where a model reads the most into words), and
-    kept when they find a preference or a process outright (FURTHER_WISH_AT or more) that `found` does not already
-    quote. Only in a message that teaches (`found` is a correction) and is not for this time only. A preference after
-    a preference found is not one: the first one's rule already reads on to the message's later wishes
-    (governance.lessons.every_wish)."""
+    a fact put right and a standing wish beside it). Each sentence is read alone by the rules (no model: a sentence out
+    of its message is where a model reads the most into words), and kept when they find a preference or a process
+    outright (FURTHER_WISH_AT or more) that `found` does not already quote. Only in a message that teaches (`found` is
+    a correction) and is not for this time only. A preference after a preference found is not one: the first one's
+    rule already reads on to the message's later wishes (governance.lessons.every_wish)."""
     turn = read(own_words(message), previous_assistant)
     if not found.is_correction or len(turn.sentences) < 2 or turn.for_this_time_only:
         return []
@@ -168,20 +167,25 @@ def further_wishes(message: str, previous_assistant: str | None, found: Correcti
     further: list[Correction] = []
     for sentence in turn.sentences:
         text = quote(turn.message, sentence.span.start, sentence.span.end)
-        if not text or any(said in fold(text).text or fold(text).text in said for said in taught):
+        if not text or _overlaps(fold(text).text, taught):
             continue
         alone = detect(text, previous_assistant)
         if alone.type is found.type is CorrectionType.PREFERENCE and 0 <= found_at < sentence.span.start:
             continue  # in the first wish's rule already
         if alone.type in _STANDING and alone.confidence >= FURTHER_WISH_AT and alone.corrected:
             said = fold(alone.corrected).text
-            if not any(said in earlier or earlier in said for earlier in taught):
+            if not _overlaps(said, taught):
                 # A topic is a slot, and a newer rule in it supersedes the older: a second wish under the same aspect
                 # ("how to answer") gets a slot of its own, named by its words (governance.lessons.wording).
                 further.append(alone if alone.topic not in topics else dataclasses.replace(alone, topic=None))
                 taught.append(said)
                 topics.add(alone.topic)
     return further
+
+
+def _overlaps(said: str, taught: list[str]) -> bool:
+    """Whether folded words hold, or are held in, what a lesson of the message already quotes."""
+    return any(said in earlier or earlier in said for earlier in taught)
 
 
 def ruled_out(message: str, previous_assistant: str | None = None) -> frozenset[str]:

@@ -320,7 +320,7 @@ def _table_cells(text: str) -> Iterator[tuple[str, list[tuple[int, int]]]]:
             position = row.end()
             for column, (start, end, cell) in enumerate(_cells(row)):
                 kind = kinds[column] if column < len(kinds) else None
-                if kind and (re.search(r"\d", cell) or (kind == "email" and "@" in cell)):
+                if kind and _a_value_of(kind, cell):
                     yield kind, [(start, end)]
 
 
@@ -349,8 +349,14 @@ def _delimited_cells(text: str) -> Iterator[tuple[str, list[tuple[int, int]]]]:
                 break
             index += 1
             for kind, (cell_start, cell_end, cell) in zip(kinds, cells, strict=True):
-                if kind and (re.search(r"\d", cell) or (kind == "email" and "@" in cell)):
+                if kind and _a_value_of(kind, cell):
                     yield kind, [(row_start + cell_start, row_start + cell_end)]
+
+
+def _a_value_of(kind: str, cell: str) -> bool:
+    """Whether a table's cell under a column of `kind` holds a value to redact: a digit, or "@" under an e-mail header
+    (a name or a country stays)."""
+    return re.search(r"\d", cell) is not None or (kind == "email" and "@" in cell)
 
 
 def _fields(line: str, separator: str) -> list[tuple[int, int, str]]:
@@ -420,8 +426,9 @@ def _homes(pattern: re.Pattern[str], text: str, reach: int) -> Iterator[tuple[in
         home = match["unit"].strip() or _said_before(patterns.HOME_LABEL, text, match.start(), reach)
         if not home and (between := _before_a_recipient(text[end:])) is not None:
             home, end = True, end + len(between)  # the parts up to the recipient are the address's
-        returns = _said_before(patterns.RETURNS, text, match.start(), 12)  # 退货寄到：… is a warehouse
-        if home and not returns and not _a_business_place(text, match.start(), reach):
+        if not home or _said_before(patterns.RETURNS, text, match.start(), 12):  # 退货寄到：… is a warehouse
+            continue
+        if not _a_business_place(text, match.start(), reach):
             yield match.start(), end
 
 
