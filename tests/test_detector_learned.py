@@ -391,6 +391,22 @@ def test_the_one_time_guard_keeps_a_standing_wish_the_rules_found() -> None:
             "二楼 120 平，按每平 45 元，刷墙一共 5400 元。",
             CorrectionType.NONE,
         ),
+        # an edit of the one thing just drafted, named with "the": for this time; a wish for every such thing stays one
+        (
+            "ok, put the seating plan in two columns, for the printer",
+            "Here is the seating plan: table 1 Li, Chen, Wu; table 2 Park, Osei, Brandt.",
+            CorrectionType.NONE,
+        ),
+        (
+            "make the agenda three bullets, short, it goes on the projector",
+            "Agenda: welcome and minutes from last time, budget review for Q3, then any other business.",
+            CorrectionType.NONE,
+        ),
+        (
+            "Put the opening hours next to every shop you suggest, I always check them first.",
+            "Try Lin's Bakery on Elm Street or the market hall.",
+            CorrectionType.PREFERENCE,
+        ),
         # a correction in it stands: the rules find it themselves
         (
             "Now the same for March. And the rate is 4.5%, not 4%.",

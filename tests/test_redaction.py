@@ -1468,5 +1468,44 @@ def test_user_words_access_cards_promo_codes_secret_names_and_business_parcels_s
     assert_unchanged(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        # a login before a password with its own qualifier (初始密码, "the temporary password")
+        ("图书馆系统：账号 wangfang88 / 初始密码 Qz7!mmk2", "wangfang88", "login"),
+        ("portal login jlopez31 and the temporary password Harbor#61", "jlopez31", "login"),
+        # a card-shaped number after a card's or a bank's word, whatever its check digit
+        ("换卡了，新的是农行的：6228 4801 2345 6789 013，麻烦更新", "6228 4801 2345 6789 013", "bank_card"),
+        ("new card for the refund: 4000 1234 5678 9011 thanks", "4000 1234 5678 9011", "bank_card"),
+        # an entrance (门) before the room; a herders' group under a bare 地址
+        ("收件：辽宁省沈阳市和平区南京街18号3门401", "南京街18号3门401", "address"),
+        ("地址是青海省海北州祁连县野牛沟乡大浪村二组，能到吗", "大浪村二组", "address"),
+        # a Japanese address after its postal mark; a Swedish flat number (lgh)
+        ("送り先は〒600-8216 京都府京都市下京区東塩小路町8番地 ハイツ東山302号室です。", "東塩小路町8番地", "address"),
+        ("Leverans till: Karin Ek, Vasagatan 12 lgh 1204, 411 24 Göteborg", "Vasagatan 12", "address"),
+        # a date of birth after a Catalan, Swedish or Hungarian label, or on a Finnish form's "s." line
+        ("Soci nou: Marta Puig, nascuda el 4 de juny de 1991.", "4 de juny de 1991", "birth_date"),
+        ("Medlem: Erik Lund, född den 3 maj 1984", "3 maj 1984", "birth_date"),
+        ("Nimi: Mikko Laine\ns. 5.9.1969\nJäsenlaji: kannatus", "5.9.1969", "birth_date"),
+    ],
+)
+def test_qualified_passwords_named_cards_entrances_postal_marks_and_more_birth_labels_go(
+    text: str, secret: str, kind: str
+) -> None:
+    assert_redacted(text, secret, kind)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "设备序列号 1234 5678 9012 3450，出厂日期 2024-05-01",  # card-shaped, no card's or bank's word before it
+        "订单号 6228 4801 2345 6789，银行卡支付",  # an order's number, its card word after it
+        "Sales office: 〒100-0005 東京都千代田区丸の内1-9-1 株式会社ミナト商事",  # a company's office
+    ],
+)
+def test_card_shaped_serials_order_numbers_and_an_offices_postal_address_stay(text: str) -> None:
+    assert_unchanged(text)
+
+
 def test_a_home_address_after_a_persons_name_still_goes_where_a_company_would_stay() -> None:
     assert_redacted("Lieferung an: Jonas Weber\nBergstraße 14, 83700 Rottach-Egern", "Bergstraße 14", "address")

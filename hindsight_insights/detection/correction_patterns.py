@@ -144,7 +144,15 @@ OWN_SETUP = re.compile(r"(我家|我们|我的|我这|咱|\b(?:my|our|we|we'?re|
 # A follow-up that carries the task on to another thing ("now do the same for March", "ok, same again for the second
 # order", "那同样帮我算一下三楼", "再帮我给小李发个微信"): none by the class definitions, whatever values it brings for
 # the new thing. Not "the same for every order" (a standing wish).
+# An edit of the one thing just drafted, named with "the" and no word of every such thing: "make the briefing five
+# bullets, short", "put the shot list in order of time of day" (not "put the vase life next to every flower").
+EDIT_OF_THE_DRAFT = re.compile(
+    r"^\W*(?:(?:ok(?:ay)?|good|great|fine|right|and|now|then|yes|yep|cool|perfect|lovely|thanks|pls|please)\W+){0,3}"
+    r"(?:make|turn|put|rewrite|shorten|format|redo|trim)\s+the\s+[a-z-]+(?<!s)\b(?!\s+(?:is|are|was|were)\b)"
+    r"(?!.*\b(?:every|each|all|any|always|whenever|when you|from now on|in future|going forward)\b)"
+)
 CONTINUES_THE_TASK = re.compile(
+    rf"{EDIT_OF_THE_DRAFT.pattern}|"
     r"^\W*(?:(?:ok(?:ay)?|great|thanks|cool|right|and|now|then)\W+){0,3}(?:do|give me|what about|how about)?\W*"
     r"(?:the\s+)?same\s+(?:again\s+|thing\s+)?for\b(?!\s+(?:every|all|each|any|future|later)\b)|"
     r"^\W*(?:好的?|行|ok)?\W*(?:那|再|然后)?(?:同样|一样|照这样|照这个)(?:的|地)?(?:再|也)?(?:帮我|给我)?"
@@ -427,7 +435,7 @@ ONE_OFF = re.compile(
     r"(这句|这段|这篇|这份|这张|这个表|这封|这条|这些|这几|这次|上面|下面的|刚才的|一下|(?<!一[行列段条项页人天])一[个份篇封段条](?!就|即可)|"
     r"翻译|\btranslate\b|\b(this|these|the following|the above|attached)\s(?!is\b|was\b|one\b|way\b|sounds\b|looks\b|"
     r"reads\b|seems\b|feels\b|go\b|goes\b|are\b|were\b)[a-z]+|"
-    rf"{ASKS_FOR_A_DOCUMENT.pattern}|^\W*how (do|can|should) i\b)"
+    rf"{ASKS_FOR_A_DOCUMENT.pattern}|{EDIT_OF_THE_DRAFT.pattern}|^\W*how (do|can|should) i\b)"
 )
 
 # --------------------------------------------------------------------------------------------------- process

@@ -231,6 +231,7 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
     found += at(folded, (m.span() for m in patterns.IBAN.finditer(f) if checks.valid_iban(m.group())), "iban")
     cards = (m.span() for m in patterns.CARD_NUMBER.finditer(f) if _card(m.group()) and not _is_reference(f, m.start()))
     found += at(folded, cards, "bank_card")
+    found += at(folded, _cards_by_name(f), "bank_card")
     phones = (span for span in checks.personal_phones(plain.text) if not _is_reference(plain.text, span[0]))
     found += at(plain, phones, "phone")
     for match in patterns.BIRTH_DATE.finditer(f):
@@ -244,6 +245,7 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
     # The formats of one place before the general street lines, whose parts they would cut short.
     found += at(folded, (m.span() for m in patterns.SINGAPORE_ADDRESS.finditer(f)), "address")
     found += at(folded, (m.span() for m in patterns.HONG_KONG_FLAT.finditer(f)), "address")
+    found += at(folded, _not_an_organisations(patterns.JAPANESE_POSTAL_ADDRESS, f, reach=24), "address")
     found += at(folded, _not_an_organisations(patterns.BOX_LINE, f, reach=24), "address")
     unit_lines = _not_an_organisations(patterns.UNIT_NUMBER_LINE, f, reach=24)
     with_a_block = (span for span in unit_lines if patterns.UNIT_LINE_IS_ADDRESS.search(f[span[0] : span[1]]))
@@ -300,7 +302,9 @@ def _labelled_chinese_addresses(text: str) -> Iterator[tuple[int, int]]:
         value = match["value"]
         # (a herders' or a hamlet's address has no house number: …别力古台镇查干淖尔嘎查)
         numbered = re.search(r"\d", value) or re.search(r"(?:村|嘎查|屯|寨)$", value)
-        if numbered and (not match["bare"] or patterns.HOME_UNIT.search(value)):
+        # a village's group is its houses' number: …乌兰宝力格嘎查三组 after a bare 地址 too
+        village_group = re.search(r"(?:村|嘎查|屯|寨)[一二三四五六七八九十\d]{1,3}(?:组|队)$", value)
+        if village_group or (numbered and (not match["bare"] or patterns.HOME_UNIT.search(value))):
             yield match.span("value")
 
 
@@ -581,6 +585,16 @@ def _unlike_a_word(value: str) -> bool:
         return False
     symbol = re.search(r"[@#$%^&*!?_+=~]", value) is not None
     return symbol or (len(re.findall(r"\d", value)) >= 3 and len(re.findall(r"[a-z]", value)) >= 2)
+
+
+def _cards_by_name(text: str) -> Iterator[tuple[int, int]]:
+    """Card-shaped numbers (GROUPED_CARD_NUMBER) with a card's or a bank's word (CARD_WORD) in the 40 characters before
+    them, whatever their check digit: a user who says it is their card is not wrong about what it is."""
+    for match in patterns.GROUPED_CARD_NUMBER.finditer(text):
+        if patterns.CARD_WORD.search(text[max(match.start() - 40, 0) : match.start()]) and not _is_reference(
+            text, match.start()
+        ):
+            yield match.span()
 
 
 def _card(candidate: str) -> bool:

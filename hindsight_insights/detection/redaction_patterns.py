@@ -318,6 +318,8 @@ LOGIN_NAME = re.compile(
     r"(?:\blog ?in(?: name| id)?|\buser ?name|\buser ?id|\buser(?=\s*:?\s*[a-z0-9.-]*[\d_@])|"
     r"用户名|登录名|登录账号|账号)\s*(?:is|:|是|为)?\s*"
     r"(?P<secret>[a-z0-9._@-]{3,40}?)\s*(?:,|，|;|、|/|\||and|&|with|和|及|以及)?\s*(?:the\s+|my\s+|its\s+)?"
+    # a password's own qualifier between them: "/ 初始密码", "and the temporary password"
+    r"(?:initial\s+|temporary\s+|default\s+|one-time\s+|初始|临时|默认|初次)?"
     r"(?:password|passwd|pwd|pw\b|pass(?=\s*[:=])|密码|口令)"
 )
 # The holder's name after an account's label (户名陈志远, "account name: Jane Doe"); English names are matched on the
@@ -446,6 +448,8 @@ BIRTH_DATE = re.compile(
     r"fecha de nacimiento|nacid[oa](?: el)?|nascid[oa](?: a| em)?|"
     r"data di nascita|nat[oa] il|data de nascimento|geboortedatum|geboren op|"
     r"data urodzenia|urodzon[ya]|дата рождения|fødselsdato|födelsedatum|syntymäaika|doğum tarihi|"
+    # Catalan, Swedish, Danish, Norwegian, Finnish (s. = syntynyt on a form line), Czech, Hungarian
+    r"nascud?[ta](?: el)?|född(?: den)?|født(?: den)?|syntynyt|(?:^|\n)\s*s\.|narozen[aá]?|született|"
     # the place between: "born in Cork on 3 May 1990"
     r"born in [a-z .'-]{2,30}? on)"
     # a few words may come between ("birthday 填的是 19990731", "DOB on file: …"), within the clause
@@ -499,9 +503,10 @@ _CHINESE_REGION = (
 _CHINESE_UNITS = (
     rf"(?P<unit>(?:\s*院|{_PLACE}{{1,10}}(?=\s*[a-z\d一二三四五六七八九十]{{1,5}}\s*"
     r"(?:栋|幢|号楼|座|单元|(?:楼|层)\s*[a-z\d]{1,5}\s*(?:室|房|户))))?"
-    r"(?:\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座|单元|楼|层))*(?:\s*[a-z\d]{1,5}\s*(?:室|房|户))?"
+    # (门 is an entrance where the north-east numbers them: 37号2门502)
+    r"(?:\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座|单元|门|楼|层))*(?:\s*[a-z\d]{1,5}\s*(?:室|房|户))?"
     # (after an entrance a bare number is the room: 2单元706)
-    r"(?:(?<=[楼层])\s*(?:\d{1,5}\s*号|之\s*\d{1,3})|(?<=单元)\s*\d{1,5}|(?<=[栋幢座])\s*\d{3,5}(?!\d))?)"
+    r"(?:(?<=[楼层])\s*(?:\d{1,5}\s*号|之\s*\d{1,3})|(?<=单元|\d门)\s*\d{1,5}|(?<=[栋幢座])\s*\d{3,5}(?!\d))?)"
 )
 CHINESE_ADDRESS = re.compile(
     rf"{_CHINESE_REGION}"
@@ -539,7 +544,7 @@ CHINESE_LABELLED_ADDRESS = re.compile(
     r"(?P<value>[\u4e00-\u9fff]{2,8}(?:省|自治区|市|盟|州|区|县|旗)[\u4e00-\u9fffa-z\d#()（）-]{3,50}?)"
     r"(?=[，。；;,、！!？?\n]|\s|$)"
 )
-HOME_UNIT = re.compile(r"[室房户]|单元|\d\s*[-－]\s*\d+$")
+HOME_UNIT = re.compile(r"[室房户]|单元|\d\s*[-－]\s*\d+$|\d门\d+$")
 # A village house: the county or town above it, the village (村, 村委会 and the hamlet under it), perhaps its group
 # (三组), then the house number (下山口村46号). A village's house numbers are homes.
 CHINESE_VILLAGE = re.compile(
@@ -587,8 +592,9 @@ _STREET = (
 )
 _UNIT = (
     r"(?:,?\s*#\s*\d{1,3}-\d{1,5}[a-z]?|,?\s*(?:apt|apartment|flat|unit|suite|ste|app|appt|apto|piso|wohnung|top|#)\.?\s*[a-z\d-]{1,6}|"
-    # a box or a flat in the languages that write it after the house number (Belgian bus 2, Polish m. 12, lok. 3)
-    r"\s+(?:bus|bte|boîte|m\.|lok\.|stiege|stg\.)\s*\d{1,4}[a-z]?)"
+    # a box or a flat in the languages that write it after the house number (Belgian bus 2, Polish m. 12, lok. 3,
+    # Swedish lgh 1102)
+    r"\s+(?:bus|bte|boîte|m\.|lok\.|stiege|stg\.|lgh)\s*\d{1,4}[a-z]?)"
 )
 # Postcodes: US ZIP and 5-digit European, Brazilian CEP (01310-100), UK, 6-digit (China, India), Dutch 1234 AB,
 # Canadian A1A 1A1, Japanese 123-4567, Swedish 114 55, Polish 00-876. Four digits alone (Austria, Switzerland,
@@ -634,6 +640,9 @@ NUMBERED_LINE_WITH_POSTCODE = re.compile(
 # A street whose name has no word for its kind, then the house number, a postcode and the town, as Central Europe
 # writes it (Lerchenfelder Gürtel 43/2/17, 1160 Wien): someone's when the number has a staircase or a flat after a
 # slash (its `unit` group) or a word for home comes before it; "Invoice 1234, 5000 units" stays.
+# A Japanese address after its postal mark and code: 〒530-0041 大阪府大阪市北区天神橋4丁目7番12号 …805号室, up to
+# the sentence's end.
+JAPANESE_POSTAL_ADDRESS = re.compile(r"〒\s?\d{3}-\d{4}[^\n。，,；;！!？?]{4,80}")
 CONTINENTAL_LINE = re.compile(
     rf"\b(?:{_LETTERS}{{3,}}\s+){{1,3}}\d{{1,5}}[a-z]?(?P<unit>(?:/\d{{1,4}}[a-z]?){{0,3}}),\s*(?:[a-z]{{1,2}}-)?"
     rf"(?!(?:19|20)\d\d\b)(?:\d{{4,5}}|\d{{2}}-\d{{3}})\s+{_TOWN}(?:\s+{_TOWN})?"
@@ -783,6 +792,10 @@ CARD_NUMBER = re.compile(
     r"|(?<![0-9a-z.\-/])\d{4}([ -])\d{6}\2\d{4,5}(?![0-9a-z])"
     r"|(?<![0-9a-z.\-/])\d{13,19}(?![0-9a-z])"
 )
+# A card's or a bank's word before a number grouped as the networks print it: a card number even when its check digit
+# is wrong (新的是建行的：6217 0012 4856 3390 215).
+CARD_WORD = re.compile(r"卡|银行|[工农中建交招]行|\bcards?\b")
+GROUPED_CARD_NUMBER = re.compile(r"(?<![0-9a-z.\-/])(?:\d{4}([ -])){3}\d{4}(?:\1\d{1,3})?(?![0-9a-z])")
 IBAN = re.compile(r"(?<![a-z0-9])[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){2,7}(?:\s?[a-z0-9]{1,4})?(?![a-z0-9])")
 # A number introduced as an order, invoice or tracking number is a reference, not personal data.
 REFERENCE_LABEL = re.compile(
