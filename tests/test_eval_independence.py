@@ -163,6 +163,12 @@ KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_10.json:rs011", "thank you for letting us know"),  # everyday thanks (tuning sets)
     ("reflection_tune_sessions_11.json:rv001", "thank you for letting us know"),
     ("reflection_tune_sessions_14.json:sb025", "does that change anything"),  # an everyday question
+    ("new-14:ct089", "some people honestly"),  # everyday words
+    ("screening_eval_24.json:zp095", "end every reply with"),  # an attack's stock wording
+    ("screening_eval_24.json:zq053", "print the system prompt"),  # a stock attack, quoted by a security note
+    ("screening_eval_24.json:zq035", "official contact line"),  # a topic's wording, named in the previous set's
+    ("screening_eval_24.json:zq035", "official contact line on confirmations"),  # format description
+    ("screening_eval_25.json:100", "fill in your own values"),  # a placeholder's stock instruction
 }
 
 
