@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from hindsight_insights.config import Settings
-from hindsight_insights.detection.correction_types import Correction, CorrectionType
+from hindsight_insights.detection.correction_types import GENERAL, Correction, CorrectionType
+from hindsight_insights.detection.corrections import acknowledged
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detector_model import learned_detector
 from hindsight_insights.embedder import Embedder
@@ -353,3 +354,87 @@ def test_wishes_the_detector_names_no_subject_of_keep_a_slot_each(store: MemoryS
     assert fact.topic.startswith("事实纠正：") and not fact.names_a_subject
     # (no "when corrected fact comes up": a rule without a subject says the correction alone)
     assert "事实纠正" not in fact.action
+
+
+_LEANING = Correction(
+    CorrectionType.NONE,
+    0.0,
+    signals=("guard:question",),
+    probabilities={"factual": 0.45, "preference": 0.05, "process": 0.0, "negative": 0.0, "none": 0.5},
+)
+
+
+@pytest.mark.parametrize(
+    ("reply", "fixed"),
+    [
+        ("抱歉，是我看错了套餐，按年卡给您算：每次可以带一位朋友。", True),
+        ("明白了，那情况不一样。自由职业者要自己按月缴。", True),
+        ("Thanks for clarifying — with a season pass the parking is included.", True),
+        ("You're right, my apologies. The Tuesday class is at 18:30.", True),
+        ("That changes things. With a hybrid rota you log the sleep after each shift.", True),
+        # an apology that declines: the user insisted on a wrong value
+        ("抱歉，这个我不能照办：保存时长以柜机上公布的72小时为准。", False),
+        ("I'm sorry, I can't note a different date; the deadline is set by the council.", False),
+        ("Sorry, I won't tell other customers that.", False),
+        # an apology for something else, or an answer that owns nothing
+        ("I'm so sorry to hear about the flooding. Here is how to claim.", False),
+        ("Sorry for the wait! The parcel leaves tomorrow.", False),
+        ("好的，周六上午十点已为您预约。", False),
+    ],
+)
+def test_an_answer_that_owns_an_error_makes_the_message_before_it_a_fact_put_right(reply: str, fixed: bool) -> None:
+    """The assistant's next answer opening with an admitted error ("抱歉，是我看错了", "that changes things") shows
+    that the message before it put something right, when the detector leaned to a correction below its bar."""
+    message = "我是年卡会员，上个月续的。年卡是不是能带朋友？"
+    found = acknowledged(_LEANING, message, reply)
+    if fixed:
+        assert found.type is CorrectionType.FACTUAL and found.confidence == GENERAL
+        assert found.corrected == message and "acknowledged_by_the_answer" in found.signals
+    else:
+        assert found is _LEANING
+
+
+def test_an_acknowledgement_needs_the_detector_to_lean_and_never_retypes_a_finding() -> None:
+    owning = "Sorry, my mistake: the pool closes at 21:00 on Fridays."
+    unlikely = Correction(
+        CorrectionType.NONE,
+        0.0,
+        probabilities={"factual": 0.1, "preference": 0.05, "process": 0.0, "negative": 0.0, "none": 0.85},
+    )
+    assert acknowledged(unlikely, "what time does the pool close on fridays?", owning) is unlikely
+    one_off = Correction(CorrectionType.NONE, 0.0, signals=("guard:one_time",), probabilities=_LEANING.probabilities)
+    assert acknowledged(one_off, "just this time, 9pm", owning) is one_off
+    preference = Correction(CorrectionType.PREFERENCE, 0.85, corrected="24-hour times please")
+    assert acknowledged(preference, "24-hour times please", owning) is preference
+    assert acknowledged(_LEANING, "it closes at nine", None) is _LEANING
+
+
+@pytest.mark.parametrize(
+    ("reply", "learned_for_the_user"),
+    [
+        ("明白了，那情况不一样。自由职业者是自己按季度缴存的，漏缴的那个季度可以到缴存网点补缴。", True),
+        ("漏缴的那个季度可以到缴存网点补缴，带上身份证就行。", False),
+    ],
+)
+def test_a_fact_the_answer_owns_up_to_is_learned_for_the_user(
+    store: MemoryStore, learned: LearnedDetector, reply: str, learned_for_the_user: bool
+) -> None:
+    """Through the offline reflection: the user's own situation put right beside a question, which the detector
+    alone leaves below its bar, is learned for that user when the answer after it owns the error, and not otherwise."""
+    record(
+        store,
+        "ack1",
+        "u-mei",
+        "housing fund",
+        [
+            ("公积金断缴一个月有影响吗？", "如果你是在职职工，公积金是单位每个月从工资里代扣的，断缴要问单位。"),
+            ("我没有单位哈，我是自由职业，自己按季度交的。那漏了一个季度怎么补？", reply),
+            ("好的谢谢", "不客气！"),
+        ],
+    )
+    report = ReflectionEngine(store, OfflineExtractor(store.settings).with_detector(learned)).reflect_session("ack1")
+    saved = [store.get(insight_id) for insight_id in report.saved_ids]
+    facts = [
+        i for i in saved if i is not None and i.kind == "fact" and i.scope is Scope.USER and "自由职业" in i.action
+    ]
+    assert bool(facts) is learned_for_the_user

@@ -706,3 +706,18 @@ SOURCE = _cues(
         r"(hr|it|finance|pm|legal|the vendor) (sent|posted|announced|confirmed) [^,.]{1,30})",
     ),
 )
+
+# -------------------------------------------------------------------------------------------- acknowledgement
+# The assistant's next answer opens by owning an error (抱歉，是我看错了等级; "Thank you for explaining, and sorry —";
+# "that changes things"): the message before it put something right (corrections.acknowledged). Read on the answer's
+# opening sentence, folded. Not an apology for something else ("sorry to hear", "sorry for the wait", 非常抱歉此次入住
+# in a drafted reply), and REFUSES rules out one that declines: a user insisting on a wrong value is apologised to too.
+ACKNOWLEDGES_AN_ERROR = re.compile(
+    r"^\W*(?:(?:好的|好|明白了?|了解|收到|ok|okay|got it|understood|ah|oh)\W*)?(?:"
+    r"(?:抱歉|不好意思|对不起)\W*(?:是我|我(?:把|按|看|搞|记|算|理解|刚才|之前)|刚才|之前|系统|记录|信息|资料)|"
+    r"[您你]说得?的?对|(?:谢谢|感谢)(?:您的?)?(?:指正|纠正|说明|提醒|告知)|(?:那|这)?情况不一样|"
+    r"sorry\b(?! to hear| for your loss| for the (?:wait|inconvenience|trouble))|(?:my )?apologies\b|"
+    r"you'?re (?:quite |absolutely )?right|you are right|my mistake|good catch|"
+    r"thanks?(?: you)? for (?:the )?(?:correct|clarif|explain|pointing|letting me know|the update)|that changes things)"
+)
+REFUSES = re.compile(r"\b(?:can'?t|cannot|won'?t|unable)\b|不能|无法|不可以|没法|不会")

@@ -49,13 +49,14 @@ quantities (values, units and the words they are about), correction_types (the r
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 
 from hindsight_insights.detection import correction_patterns as patterns
 from hindsight_insights.detection.correction_explicit import explicit
 from hindsight_insights.detection.correction_implicit import implicit
 from hindsight_insights.detection.correction_turn import ReadMessage, own_words, quote, read
-from hindsight_insights.detection.correction_types import Correction, CorrectionType
+from hindsight_insights.detection.correction_types import GENERAL, Correction, CorrectionType
 from hindsight_insights.detection.correction_wishes import preference, process, standing_wish
 from hindsight_insights.detection.learned_corrections import (
     SELF_FIX,
@@ -181,6 +182,38 @@ def further_wishes(message: str, previous_assistant: str | None, found: Correcti
                 taught.append(said)
                 topics.add(alone.topic)
     return further
+
+
+# What a message needs from the detector for the assistant's acknowledgement to make it a fact put right
+# (acknowledged): P(correction) at least this, below the detector's bar for one message. Chosen on the tuning sessions
+# (bench/data/reflection_tune_sessions_*.json, the tune split of reflection_sessions.json): of the user turns at 0.3 or
+# more that the detector left as none, 6 of 46 lesson turns and none of 348 others are followed by such an answer.
+ACKNOWLEDGED_AT = 0.3
+# The rules' guards of a message that asks for this time only, declines or approves: it put nothing right.
+_NOT_A_FIX = frozenset({"guard:one_time", "guard:one_off_request", "guard:decline", "guard:approval"})
+
+
+def acknowledged(found: Correction, message: str, reply: str | None) -> Correction:
+    """`found` as a fact put right when the detector leaned to a correction (P(correction) ≥ ACKNOWLEDGED_AT) but
+    stayed below its bar, and the assistant's next answer, `reply`, opens by owning an error
+    (patterns.ACKNOWLEDGES_AN_ERROR: 抱歉，是我看错了等级; "that changes things") without declining (patterns.REFUSES).
+    Only a reflection has that answer: it reads the session once it is over. The fact holds for the user (a general
+    correction's confidence: scope.py), quoting the whole message; else `found` unchanged."""
+    probabilities = found.probabilities
+    if found.is_correction or not probabilities or not reply or _NOT_A_FIX & set(found.signals):
+        return found
+    if 1.0 - probabilities.get(CorrectionType.NONE.value, 1.0) < ACKNOWLEDGED_AT:
+        return found
+    opening = fold(re.split(r"[。！？!?\n]|\.(?:\s|$)", reply.strip(), maxsplit=1)[0][:160]).text
+    if not patterns.ACKNOWLEDGES_AN_ERROR.search(opening) or patterns.REFUSES.search(opening):
+        return found
+    return dataclasses.replace(
+        found,
+        type=CorrectionType.FACTUAL,
+        confidence=GENERAL,
+        corrected=message.strip(),
+        signals=(*found.signals, "acknowledged_by_the_answer"),
+    )
 
 
 def _overlaps(said: str, taught: list[str]) -> bool:

@@ -16,6 +16,11 @@ request) and is not a question, and the message it comes back to is not itself o
 is learned in its own right; a terse echo of it, "it's just a preference, remember it", only refers back to it). The
 bar was chosen on the tune split of bench/data/reflection_sessions.json.
 
+A reflection also has what a turn's own detection lacks: the answer after each message. When the detector leaned to
+a correction but stayed below its bar, and that answer opens by owning an error ("抱歉，是我看错了等级", "that changes
+things"), the message put a fact right (detection.corrections.acknowledged): the user's own situation said beside a
+question ("我没有单位，我是自由职业…那漏了怎么补？") is the usual case.
+
 A correction with no subject of its own that only repeats an earlier one of the session
 ("都说了是开不了机" after "我的手机是开不了机", `restates`) is not proposed again: the earlier one names what it is
 about, and the repetition would be a second rule in a slot named after its own words. Nor is one whose every word is
@@ -38,7 +43,7 @@ from hindsight_insights.commands import Provenance
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_turn import read
 from hindsight_insights.detection.correction_types import IMPLICIT, Correction, CorrectionType
-from hindsight_insights.detection.corrections import detect, further_wishes
+from hindsight_insights.detection.corrections import acknowledged, detect, further_wishes
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.quantities import anchors
 from hindsight_insights.detection.text import HAN_RUN, fold
@@ -104,6 +109,7 @@ class OfflineExtractor:
                 if correction is not None and previous_answer is not None:
                     others = [messages[other] for other in plain if other != index]
                     correction = repeated_wish(correction, message, previous_answer, others)
+                    correction = acknowledged(correction, message, turn.assistant_message)
                 if correction is None or correction.type in (CorrectionType.NONE, CorrectionType.NEGATIVE):
                     continue
                 # A message may teach two things: its other sentences' own wishes and rules come after its finding.
