@@ -1507,5 +1507,65 @@ def test_card_shaped_serials_order_numbers_and_an_offices_postal_address_stay(te
     assert_unchanged(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # parts set apart by spaces, the estate's name before its block
+        ("麻烦送到 杭州 西湖区 文三路 478号 华星时代广场A座1205 给我老公", "文三路 478号"),
+        ("快递放：长沙市岳麓区麓谷街道麓松路459号 麓谷小镇 D区 9栋1003 丰巢柜", "9栋1003"),
+        # a building and a room in dashes after an estate's phase, or building, entrance and room after its name
+        ("送货到重庆市渝北区龙溪街道金山路18号龙湖水晶郦城二期14-3", "郦城二期14-3"),
+        ("新地址是天津市河西区友谊路与围堤道交口金皇大厦东侧的紫金花园7-2-301", "紫金花园7-2-301"),
+        # a row of a compound's houses, and a village house counted in words
+        ("我家在西安市雁塔区小寨东路126号百隆广场北侧家属院3排2号", "家属院3排2号"),
+        ("老家地址是河南省周口市郸城县汲冢镇李楼村东头第三户", "李楼村东头第三户"),
+    ],
+)
+def test_chinese_homes_with_spaced_parts_dashed_units_rows_and_counted_houses_go(text: str, secret: str) -> None:
+    assert_redacted(text, secret, "address")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "本店地址：杭州市西湖区文三路478号 营业时间 9-18点，欢迎光临",  # a shop's, its opening hours in dashes
+        "门店地址：长沙市岳麓区麓松路459号 麓谷小镇 D区 9栋1003",  # a shop's, in an estate
+        "公司在上海市浦东新区张江路88号2-3层，周一到周五9:00-18:00",  # a company's floors
+        "会议室在科技园路18号 A座 3楼，时间 14-16点",  # a meeting room's
+        "活动地点：成都市锦江区春熙路100号 太古里 3-5号门 集合",  # a venue's gates
+        "电影票是第三排2号和3号，7点半开场",  # a cinema's rows
+    ],
+)
+def test_chinese_business_places_and_rows_of_seats_stay(text: str) -> None:
+    assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # a date of birth in brackets after a name, after a sex in a form's order, after the birth sign or a label
+        ("Guest list: Tomasz Nowak (14/02/1987), Ana Silva (03/11/1990)", "14/02/1987"),
+        ("孩子叫陈可欣（2012.09.21），上四年级", "2012.09.21"),
+        ("报名名单：王小明，男，1988年3月12日，身份证后四位 0032", "1988年3月12日"),
+        ("Nimmt teil: Lena Vogel, *12.05.1994 in Graz", "12.05.1994"),
+        ("Ім'я: Олена Коваль, дата народження 05.04.1991", "05.04.1991"),
+    ],
+)
+def test_a_date_of_birth_beside_a_name_in_brackets_after_a_sex_or_a_birth_sign_goes(text: str, secret: str) -> None:
+    assert_redacted(text, secret, "birth_date")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "会议（2012.09.21）在三楼",  # a meeting's date in brackets, no name before it
+        "Release notes (14/02/2024): the export button moved",  # a recent date, no year of birth
+        "订单号 2-5 件，男女款各半，2024-03-12 发货",  # a sex word, then a date of the order
+    ],
+)
+def test_dated_notes_and_orders_keep_their_dates(text: str) -> None:
+    assert_unchanged(text)
+
+
 def test_a_home_address_after_a_persons_name_still_goes_where_a_company_would_stay() -> None:
     assert_redacted("Lieferung an: Jonas Weber\nBergstraße 14, 83700 Rottach-Egern", "Bergstraße 14", "address")

@@ -238,6 +238,8 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
         group = next(name for name in ("value", "before", "year_before") if match[name])
         found += at(folded, [match.span(group)], "birth_date")
     found += at(plain, (m.span("value") for m in patterns.NAME_THEN_BIRTH.finditer(plain.text)), "birth_date")
+    found += at(plain, (m.span("value") for m in patterns.BRACKETED_BIRTH.finditer(plain.text)), "birth_date")
+    found += at(plain, (m.span("value") for m in patterns.SEX_THEN_BIRTH.finditer(plain.text)), "birth_date")
     found += at(folded, _homes(patterns.CHINESE_ADDRESS, f, reach=20), "address")
     found += at(folded, _homes(patterns.CHINESE_ESTATE, f, reach=20), "address")
     found += at(folded, _homes(patterns.CHINESE_VILLAGE, f, reach=20), "address")
@@ -301,7 +303,8 @@ def _labelled_chinese_addresses(text: str) -> Iterator[tuple[int, int]]:
     for match in patterns.CHINESE_LABELLED_ADDRESS.finditer(text):
         value = match["value"]
         # (a herders' or a hamlet's address has no house number: …别力古台镇查干淖尔嘎查)
-        numbered = re.search(r"\d", value) or re.search(r"(?:村|嘎查|屯|寨)$", value)
+        # (a house counted in words is numbered too: …李楼村东头第三户)
+        numbered = re.search(r"\d|[一二三四五六七八九十]+[户号排]", value) or re.search(r"(?:村|嘎查|屯|寨)$", value)
         # a village's group is its houses' number: …乌兰宝力格嘎查三组 after a bare 地址 too
         village_group = re.search(r"(?:村|嘎查|屯|寨)[一二三四五六七八九十\d]{1,3}(?:组|队)$", value)
         if village_group or (numbered and (not match["bare"] or patterns.HOME_UNIT.search(value))):

@@ -450,6 +450,8 @@ BIRTH_DATE = re.compile(
     r"data urodzenia|urodzon[ya]|дата рождения|fødselsdato|födelsedatum|syntymäaika|doğum tarihi|"
     # Catalan, Swedish, Danish, Norwegian, Finnish (s. = syntynyt on a form line), Czech, Hungarian
     r"nascud?[ta](?: el)?|född(?: den)?|født(?: den)?|syntynyt|(?:^|\n)\s*s\.|narozen[aá]?|született|"
+    # Ukrainian; and the genealogists' birth sign before a date (*12.05.1994)
+    r"дата народження|народил(?:ся|ась)|(?<![\w*])\*(?=\s?\d{1,2}[./])|"
     # the place between: "born in Cork on 3 May 1990"
     r"born in [a-z .'-]{2,30}? on)"
     # a few words may come between ("birthday 填的是 19990731", "DOB on file: …"), within the clause
@@ -471,6 +473,18 @@ NAME_THEN_BIRTH = re.compile(
     rf"\d{{1,2}}\.?\s+[^\W\d_]{{3,12}}\.?,?\s+{_BIRTH_YEAR}|{_BIRTH_YEAR}\.?\s+[^\W\d_]{{3,12}}\s+\d{{1,2}}\.?|"
     rf"{_BIRTH_YEAR}-\d{{2}}-\d{{2}})"
 )
+# A date of birth in brackets right after a person's name, as a guest list or a class list writes it ("Tomasz Nowak
+# (14/02/1987)", 孩子叫陈可欣（2016.09.21）), or after a sex in a form's order of name, sex, birth (王小明，男，
+# 1988年3月12日). Read on the text with its case; the year is a year of birth (1900-2015).
+_NUMERIC_BIRTH = (
+    rf"\d{{1,2}}[./-]\d{{1,2}}[./-]{_BIRTH_YEAR}|{_BIRTH_YEAR}[./-]\d{{1,2}}[./-]\d{{1,2}}|"
+    rf"{_BIRTH_YEAR}\s*年\s*\d{{1,2}}\s*月\s*\d{{1,2}}\s*[日号]?"
+)
+BRACKETED_BIRTH = re.compile(
+    rf"(?:(?<![\w,])(?:{_NAME_WORD}\s+){{1,3}}{_NAME_WORD}\s*\(|(?:叫|名叫|姓名[:：]?\s*)[\u4e00-\u9fff]{{2,4}}\s*[(（])"
+    rf"\s*(?P<value>{_NUMERIC_BIRTH})\s*[)）]"
+)
+SEX_THEN_BIRTH = re.compile(rf"[\u4e00-\u9fff]{{2,4}}[，,、\s]+[男女][，,、\s]+(?P<value>{_NUMERIC_BIRTH})")
 # After a colon, a person's name, a comma, then an address in any country's order: a house number and a postcode
 # among at least two parts ("bezorgen bij: Y. Bakker, Van Speijkstraat 88-2hoog, 1057 HB Amsterdam", "dikirim ke: Rina
 # Marlina, Jl. Kenanga No. 17, RT 04/RW 09, Kota Bogor 16142"). An order names its recipient and then where they
@@ -501,12 +515,16 @@ _CHINESE_REGION = (
 # the room (室, 房, 户, 号 or 之 after a floor: 6楼12号, 12楼之3, or a number after the entrance or the building:
 # 2单元706, 3栋405).
 _CHINESE_UNITS = (
-    rf"(?P<unit>(?:\s*院|{_PLACE}{{1,10}}(?=\s*[a-z\d一二三四五六七八九十]{{1,5}}\s*"
-    r"(?:栋|幢|号楼|座|单元|(?:楼|层)\s*[a-z\d]{1,5}\s*(?:室|房|户))))?"
-    # (门 is an entrance where the north-east numbers them: 37号2门502)
-    r"(?:\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座|单元|门|楼|层))*(?:\s*[a-z\d]{1,5}\s*(?:室|房|户))?"
-    # (after an entrance a bare number is the room: 2单元706)
-    r"(?:(?<=[楼层])\s*(?:\d{1,5}\s*号|之\s*\d{1,3})|(?<=单元|\d门)\s*\d{1,5}|(?<=[栋幢座])\s*\d{3,5}(?!\d))?)"
+    # (the estate's name may stand apart, in one or two parts, with a zone before the block:
+    # "459号 麓谷小镇 D区 9栋1003")
+    rf"(?P<unit>(?:\s*院|\s*{_PLACE}{{1,10}}(?:\s+{_PLACE}{{1,6}})?(?=(?:\s*[a-z\d]{{1,2}}区)?\s*(?:"
+    r"[a-z\d一二三四五六七八九十]{1,5}\s*(?:栋|幢|号楼|座|单元|排|(?:楼|层)\s*[a-z\d]{1,5}\s*(?:室|房|户))|"
+    r"(?<=[园苑城邸府湾居庄坊墅期])\d{1,3}-\d{1,4}(?!\d))))?(?:\s*[a-z\d]{1,2}区(?=\s*[a-z\d]))?"
+    # (门 is an entrance where the north-east numbers them: 37号2门502; 排, a row of a compound's houses: 3排2号)
+    r"(?:\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座|单元|门|排|楼|层))*(?:\s*[a-z\d]{1,5}\s*(?:室|房|户))?"
+    # (after an entrance a bare number is the room: 2单元706; a building, entrance and room in dashes: 14-3, 7-2-301)
+    r"(?:(?<=[楼层])\s*(?:\d{1,5}\s*号|之\s*\d{1,3})|(?<=单元|\d门)\s*\d{1,5}|(?<=[栋幢座])\s*\d{3,5}(?!\d)|"
+    r"(?<=排)\s*\d{1,3}\s*号|(?<=[园苑城邸府湾居庄坊墅期])\d{1,3}-\d{1,4}(?:-\d{1,4})?(?![\d-]|\s*[层楼点时号]))?)"
 )
 CHINESE_ADDRESS = re.compile(
     rf"{_CHINESE_REGION}"
@@ -528,6 +546,8 @@ CHINESE_ESTATE = re.compile(
     r"(?:\s*[a-z\d一二三四五六七八九十]{1,4}\s*(?:期|区))?"
     r"(?P<unit>(?:\s*[a-z\d一二三四五六七八九十]{1,5}\s*(?:栋|幢|号楼|座|单元|组))+"
     r"(?:\s*[a-z\d]{1,5}\s*(?:室|号|房|户)?)?|"
+    # a building, entrance and room in dashes, as the north writes them (紫金花园7-2-301)
+    r"\s*\d{1,3}-\d{1,2}-\d{3,4}(?![\d-])|"
     # a block named, not numbered, then its floor and flat (翠峰邨朗云楼18楼1807室)
     rf"{_PLACE}{{1,4}}(?:楼|阁|座)\s*\d{{1,3}}\s*(?:楼|层)\s*\d{{1,5}}\s*(?:室|号|房))"
 )
@@ -611,9 +631,11 @@ _TOWNS_AFTER = r"(?:,\s*[a-z\u00c0-\u024f][a-z\u00c0-\u024f .'-]{1,30}(?=[,.;)\n
 # 350 5th Avenue, New York, NY 10118", "门店地址：…").
 _BUSINESS_WORDS = (
     r"office|offices|store|shop|headquarters|hq|branch|clinic|showroom|warehouse|restaurant|hotel|campus|factory|"
-    r"venue|visit us|门店|公司|总部|办公室|分店|营业厅|营业部|仓库|诊所|酒店|餐厅"
+    r"venue|visit us|门店|本店|我店|店铺|商铺|公司|总部|办公室|分店|营业厅|营业部|仓库|诊所|酒店|餐厅|工厂|厂区|会议室"
 )
-BUSINESS_LABEL = re.compile(rf"({_BUSINESS_WORDS})(?: address)?(?: is)?(?: at| in| on)?\W{{0,12}}$")
+BUSINESS_LABEL = re.compile(
+    rf"({_BUSINESS_WORDS})(?: address|地址|的地址)?(?: is)?(?: at| in| on|在|位于|设在)?\W{{0,12}}$"
+)
 # The same words anywhere in the clause before an address the learned finder found: its span may start past the
 # house number ("Our showroom is at 88 Harbour | Drive, Suite 12, …").
 BUSINESS_WORD = re.compile(rf"(?<![a-z])(?:{_BUSINESS_WORDS})(?![a-z])")
