@@ -389,7 +389,7 @@ def test_an_answer_that_owns_an_error_makes_the_message_before_it_a_fact_put_rig
     found = acknowledged(_LEANING, message, reply)
     if fixed:
         assert found.type is CorrectionType.FACTUAL and found.confidence == GENERAL
-        assert found.corrected == message and "acknowledged_by_the_answer" in found.signals
+        assert found.corrected == "我是年卡会员，上个月续的" and "acknowledged_by_the_answer" in found.signals
     else:
         assert found is _LEANING
 

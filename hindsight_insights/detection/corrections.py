@@ -211,9 +211,20 @@ def acknowledged(found: Correction, message: str, reply: str | None) -> Correcti
         found,
         type=CorrectionType.FACTUAL,
         confidence=GENERAL,
-        corrected=message.strip(),
+        corrected=_stated(message),
         signals=(*found.signals, "acknowledged_by_the_answer"),
     )
+
+
+def _stated(message: str) -> str:
+    """What the message states, from its first sentence that does not ask to the end of its last one's statement: the
+    fact without the question beside it ("我是金卡，去年十月就升了" without "金卡是不是还能带一个人？")."""
+    turn = read(own_words(message), None)
+    stated = [sentence for sentence in turn.sentences if not sentence.question]
+    if not stated:
+        return message.strip()
+    end = stated[-1].span.start + stated[-1].stated_end
+    return (quote(turn.message, stated[0].span.start, end) or message).strip(" ，,")
 
 
 def _overlaps(said: str, taught: list[str]) -> bool:
