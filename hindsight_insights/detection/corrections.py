@@ -198,7 +198,7 @@ def acknowledged(found: Correction, message: str, reply: str | None) -> Correcti
     stayed below its bar, and the assistant's next answer, `reply`, opens by owning an error
     (patterns.ACKNOWLEDGES_AN_ERROR: 抱歉，是我看错了等级; "that changes things") without declining (patterns.REFUSES).
     Only a reflection has that answer: it reads the session once it is over. The fact holds for the user (a general
-    correction's confidence: scope.py), quoting the whole message; else `found` unchanged."""
+    correction's confidence: scope.py), quoting what the message states (_stated); else `found` unchanged."""
     probabilities = found.probabilities
     if found.is_correction or not probabilities or not reply or _NOT_A_FIX & set(found.signals):
         return found
