@@ -141,9 +141,6 @@ ABOUT_THE_USER = re.compile(r"(您的|你的|您家|你家|您这|你这|\byour\
 # The user speaking of their own setup: 我家, 我们, my, our.
 OWN_SETUP = re.compile(r"(我家|我们|我的|我这|咱|\b(?:my|our|we|we'?re|i have|mine|ours)\b)")
 
-# A follow-up that carries the task on to another thing ("now do the same for March", "ok, same again for the second
-# order", "那同样帮我算一下三楼", "再帮我给小李发个微信"): none by the class definitions, whatever values it brings for
-# the new thing. Not "the same for every order" (a standing wish).
 # An edit of the one thing just drafted, named with "the" and no word of every such thing: "make the briefing five
 # bullets, short", "put the shot list in order of time of day" (not "put the vase life next to every flower").
 EDIT_OF_THE_DRAFT = re.compile(
@@ -151,6 +148,9 @@ EDIT_OF_THE_DRAFT = re.compile(
     r"(?:make|turn|put|rewrite|shorten|format|redo|trim)\s+the\s+[a-z-]+(?<!s)\b(?!\s+(?:is|are|was|were)\b)"
     r"(?!.*\b(?:every|each|all|any|always|whenever|when you|from now on|in future|going forward)\b)"
 )
+# A follow-up that carries the task on to another thing ("now do the same for March", "ok, same again for the second
+# order", "那同样帮我算一下三楼", "再帮我给小李发个微信"): none by the class definitions, whatever values it brings for
+# the new thing. Not "the same for every order" (a standing wish).
 CONTINUES_THE_TASK = re.compile(
     rf"{EDIT_OF_THE_DRAFT.pattern}|"
     r"^\W*(?:(?:ok(?:ay)?|great|thanks|cool|right|and|now|then)\W+){0,3}(?:do|give me|what about|how about)?\W*"

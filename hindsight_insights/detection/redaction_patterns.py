@@ -659,12 +659,12 @@ NUMBERED_LINE_WITH_POSTCODE = re.compile(
     r"[ac-fhknprtv-y]\d{2}\s?[ac-fhknprtv-y\d]{4}|[a-z]{2}\s\d{5}(?:-\d{4})?)\b"
     rf"(?:\s+{_TOWN}(?=[,.;)\n]|$))?"
 )
-# A street whose name has no word for its kind, then the house number, a postcode and the town, as Central Europe
-# writes it (Lerchenfelder Gürtel 43/2/17, 1160 Wien): someone's when the number has a staircase or a flat after a
-# slash (its `unit` group) or a word for home comes before it; "Invoice 1234, 5000 units" stays.
 # A Japanese address after its postal mark and code: 〒530-0041 大阪府大阪市北区天神橋4丁目7番12号 …805号室, up to
 # the sentence's end.
 JAPANESE_POSTAL_ADDRESS = re.compile(r"〒\s?\d{3}-\d{4}[^\n。，,；;！!？?]{4,80}")
+# A street whose name has no word for its kind, then the house number, a postcode and the town, as Central Europe
+# writes it (Lerchenfelder Gürtel 43/2/17, 1160 Wien): someone's when the number has a staircase or a flat after a
+# slash (its `unit` group) or a word for home comes before it; "Invoice 1234, 5000 units" stays.
 CONTINENTAL_LINE = re.compile(
     rf"\b(?:{_LETTERS}{{3,}}\s+){{1,3}}\d{{1,5}}[a-z]?(?P<unit>(?:/\d{{1,4}}[a-z]?){{0,3}}),\s*(?:[a-z]{{1,2}}-)?"
     rf"(?!(?:19|20)\d\d\b)(?:\d{{4,5}}|\d{{2}}-\d{{3}})\s+{_TOWN}(?:\s+{_TOWN})?"
@@ -807,6 +807,9 @@ EMAIL_PLACEHOLDER = re.compile(r"@(?:[a-z0-9-]+\.)*example\.(?:com|org|net)$|\.(
 # -------------------------------------------------------------------------------- numbers without a label
 # 18 characters, whole or grouped 6-8-4 / 6-4-4-4 (the caller checks the birth date and check digit).
 ID_NUMBER = re.compile(r"(?<![0-9a-z])\d{6}([ -]?)(?:\d{8}|\d{4}\1\d{4})\1\d{3}[\dx](?![0-9a-z])")
+# A number grouped in fours as the networks print it (4-4-4-4, and up to 3 digits more), one separator throughout:
+# CARD_NUMBER's first form, except that the digits after the fourth group keep their separator too.
+GROUPED_CARD_NUMBER = re.compile(r"(?<![0-9a-z.\-/])(?:\d{4}([ -])){3}\d{4}(?:\1\d{1,3})?(?![0-9a-z])")
 # 13–19 digits (the caller checks Luhn), whole or grouped as cards are printed: 4-4-4-4(-3), 4-6-5 (American
 # Express), 4-6-4 (Diners Club), with one separator throughout.
 CARD_NUMBER = re.compile(
@@ -817,7 +820,6 @@ CARD_NUMBER = re.compile(
 # A card's or a bank's word before a number grouped as the networks print it: a card number even when its check digit
 # is wrong (新的是建行的：6217 0012 4856 3390 215).
 CARD_WORD = re.compile(r"卡|银行|[工农中建交招]行|\bcards?\b")
-GROUPED_CARD_NUMBER = re.compile(r"(?<![0-9a-z.\-/])(?:\d{4}([ -])){3}\d{4}(?:\1\d{1,3})?(?![0-9a-z])")
 IBAN = re.compile(r"(?<![a-z0-9])[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){2,7}(?:\s?[a-z0-9]{1,4})?(?![a-z0-9])")
 # A number introduced as an order, invoice or tracking number is a reference, not personal data.
 REFERENCE_LABEL = re.compile(
