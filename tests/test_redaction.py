@@ -906,6 +906,22 @@ def test_a_date_of_birth_after_its_label_in_other_languages_and_forms_goes(text:
     assert_redacted(text, date, "birth_date")
 
 
+@pytest.mark.parametrize(
+    ("text", "date"),
+    [
+        # a child's birth after the label, the month a word before the day (Tagalog)
+        ("Binyag ni baby Lara Mendoza, ipinanganak noong Marso 9, 2024, sa Linggo", "Marso 9, 2024"),
+        # the year first, as Hungary writes it, after the abbreviated label
+        ("Versenyző: Tóth Réka / szül. 2011. október 3. / csapat: Vasas", "2011. október 3"),
+        ("Dane: Jan Kowalski, ur. 4 lipca 1979, Gdańsk", "4 lipca 1979"),
+        ("Ho ten: Nguyen Thi Lan, ngày sinh 21/06/1993", "21/06/1993"),
+        ("Nama: Siti Aminah, tanggal lahir 5 Mei 2019", "5 Mei 2019"),
+    ],
+)
+def test_a_date_of_birth_after_the_label_of_more_languages_goes_whatever_the_year(text: str, date: str) -> None:
+    assert_redacted(text, date, "birth_date")
+
+
 def test_a_compact_date_without_a_birth_label_stays() -> None:
     assert_unchanged("Order 20240315 shipped on time.")
 
@@ -978,6 +994,39 @@ def test_numbers_near_the_word_passport_that_are_no_passport_number_stay(text: s
 )
 def test_chinese_homes_with_regions_courtyards_rooms_and_villages_go(text: str, home: str) -> None:
     assert_redacted(text, home, "address")
+
+
+@pytest.mark.parametrize(
+    ("text", "home"),
+    [
+        # a Shanghai lane house's room, the postcode right after it
+        ("以后寄到：上海市静安区大田路205弄9号亭子间，邮编200041，找许阿婆", "大田路205弄9号亭子间，邮编200041"),
+        # a Hong Kong estate's named block, the floor inside the flat's number; a rare character in the estate's name
+        ("幫我寄去阿爺度：新界屯門大興邨興輝樓1107室，唔該", "大興邨興輝樓1107室"),
+        ("寄去我姨媽度：新界粉嶺華明邨添明樓806室", "華明邨添明樓806室"),
+        # a home visit's address a few words after 上门
+        ("上门维修的话地址是：北京市朝阳区劲松路46号2单元5层", "劲松路46号2单元5层"),
+        # a Korean road-name address in a Chinese message
+        (
+            "帮我寄给韩国的朋友：부산광역시 해운대구 센텀중앙로 97, 203동 1502호 (48058)",
+            "센텀중앙로 97, 203동 1502호 (48058)",
+        ),
+    ],
+)
+def test_lane_houses_hong_kong_estates_home_visits_and_korean_addresses_go(text: str, home: str) -> None:
+    assert_redacted(text, home, "address")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "大乐透第25060期：前区 04 09 15 27 33，后区 02 11",  # figures in pairs, no phone number
+        "Find us at the Harbour Light Guesthouse, 12 Quay Street, Galway H91 E2W4.",
+        "我们的陶艺工作室：成都市武侯区玉林西路22号3楼，周末开放",
+    ],
+)
+def test_lottery_figures_and_a_guesthouse_or_a_studio_stay(text: str) -> None:
+    assert_unchanged(text)
 
 
 @pytest.mark.parametrize(
@@ -1087,6 +1136,7 @@ def test_a_shop_on_a_roads_part_and_a_park_stay(text: str) -> None:
         ("travel document (Peru) W5520183, valid to 2031", "W5520183", "passport"),
         ("补卡要填工号，我的是 QX30417，谢谢", "QX30417", "employee_id"),
         ("staff ID - mine is RT-88213", "88213", "employee_id"),
+        ("can't clock in, employee # 41-5520, the badge reader beeps twice", "41-5520", "employee_id"),
         ("学员生日是03年7月19号，报周末班", "03年7月19号", "birth_date"),
         ("DOB 11/04/79, member since 2019", "11/04/79", "birth_date"),
         ("DOB: 21-Sep-1983, blood type O", "21-sep-1983", "birth_date"),

@@ -248,6 +248,7 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
     found += at(folded, (m.span() for m in patterns.SINGAPORE_ADDRESS.finditer(f)), "address")
     found += at(folded, (m.span() for m in patterns.HONG_KONG_FLAT.finditer(f)), "address")
     found += at(folded, _not_an_organisations(patterns.JAPANESE_POSTAL_ADDRESS, f, reach=24), "address")
+    found += at(folded, _not_an_organisations(patterns.KOREAN_ADDRESS, f, reach=24), "address")
     found += at(folded, _not_an_organisations(patterns.BOX_LINE, f, reach=24), "address")
     unit_lines = _not_an_organisations(patterns.UNIT_NUMBER_LINE, f, reach=24)
     with_a_block = (span for span in unit_lines if patterns.UNIT_LINE_IS_ADDRESS.search(f[span[0] : span[1]]))

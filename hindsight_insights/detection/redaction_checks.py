@@ -172,6 +172,9 @@ def _personal_landline(text: str, match: phonenumbers.PhoneNumberMatch, line: in
     # not the tail of an identifier (INV-2024-…, v2.0-…).
     if not re.match(r"[(（]?\s*(?:0|\+?86|0086)", match.raw_string):
         return False
+    # Nobody writes a Chinese phone number in pairs of digits: 03 11 17 22 28 31 is a list of figures (lottery balls).
+    if re.fullmatch(r"\d{2}(?:\s\d{2}){3,}", match.raw_string.strip()):
+        return False
     if match.start and re.match(r"[\w.\-/#]", text[match.start - 1], re.ASCII):
         return False
     if _public_line(text, match.start):

@@ -108,6 +108,14 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     (
+        "bank_card",
+        # a card's security code after its label (CVV 614, 安全码：382): with the number it pays
+        re.compile(
+            r"(?<![a-z])(?:cvv2?|cvc2?|csc|card security code|安全码|卡背面后三位)\s*(?:[:：=]|是|为)?\s*"
+            r"(?P<value>\d{3,4})(?!\d)"
+        ),
+    ),
+    (
         "passport",
         # 护照编号/证号 label it too; "passport: no." as well; and the languages people travel with.
         re.compile(
@@ -162,7 +170,8 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
             # a few words between, within the clause: "工号，我的是 HS207731", "staff ID - mine is …", "… ist"
             r"(?:[^\d\n:：=?!。？！]{1,12}?(?:[:：=]|\b(?:is|ist|est|es|é|è)\b|为|是))?"
             rf"{_JOIN}"
-            r"(?P<value>[a-z]{0,4}[-_]?\d{3,10})(?![\da-z])"
+            # (a number in two groups too: 77-3048)
+            r"(?P<value>[a-z]{0,4}[-_]?\d{3,10}|\d{2,6}[-/]\d{2,8})(?![\da-z])"
         ),
     ),
     (
@@ -258,7 +267,9 @@ PASSWORD = re.compile(
     r"(?P<label>(?<![a-z0-9_])[a-z0-9_]{0,40}?(?:password|passwd|pwd)|\bpw\b|\bpass(?=\s*[:=])|pass(?:code|phrase)|密码|口令|"
     rf"{_PASSWORD_WORD})"
     # (never across a line: an empty "DB_PASSWORD=" is not the next line's password)
-    r"(?P<sep>[^\S\n]*(?:[:=]|是|为|改成了|改成|改为|设为|设置为|is|was)[^\S\n]*[\"'“]?[^\S\n]*|[^\S\n]+)"
+    r"(?P<sep>[^\S\n]*(?:[:=]|是|为|改成了|改成|改为|设为|设置为|is|was)[^\S\n]*[\"'“]?[^\S\n]*|[^\S\n]+|"
+    # (or nothing at all after a Chinese label, when a digit follows: 密码4719#)
+    r"(?<=密码|口令)(?=\d))"
     rf"(?P<secret>[\x21-\x7e]{{4,64}}?){SECRET_END}"
 )
 # A password a few words after its label, before "is" or ":" ("the pwd for the scanner in room 3 is …",
@@ -300,7 +311,9 @@ DOOR_NUMBER = re.compile(
 # A user name and its password together after a login label: "server login is projroot / Kestrel!2219",
 # "账号密码：admin01/Qw3rty!" (both go: the pair is the credential).
 LOGIN_PAIR = re.compile(
-    r"(?:\blog ?in|\bsign ?in|credentials?|账号密码|账号和密码|用户名和密码|用户名密码|登录账号|登录信息)"
+    # (a key's last word too: portal_login)
+    r"(?:(?<![a-z0-9])log ?in|(?<![a-z0-9])sign ?in|credentials?|"
+    r"账号密码|账号和密码|用户名和密码|用户名密码|登录账号|登录信息)"
     r"\s*(?:is|are|:|是|为|with|using)?\s*(?P<secret>[a-z0-9._@-]{2,40}\s*[/:|]\s*[\x21-\x7e]{4,64}?)"
     rf"{SECRET_END}"
 )
@@ -413,10 +426,10 @@ _ZH_DATE = (
     # (an era year too: 昭和12年, 平成3年, 民国80年)
     rf"(?:{_ZH_FIGURE}{{4}}|{_ZH_FIGURE}{{2}}|(?:19|20)\d{{2}}|(?:昭和|平成|令和|大正|民国)\s*(?:\d{{1,2}}|元))\s*年\s*"
     r"(?:[一二三四五六七八九十]{1,3}|正|腊|冬|\d{1,2})\s*月\s*"
-    r"(?:初[一二三四五六七八九十]|廿[一二三四五六七八九]?|卅|[一二三四五六七八九十]{1,3}|\d{1,2})\s*[日号]?"
+    r"(?:初[一二三四五六七八九十]|廿[一二三四五六七八九]?|卅|[一二三四五六七八九十]{1,3}|\d{1,2})(?:\s*[日号])?"
 )
 _DATE = (
-    r"(?:(?:19|20)\d{2}\s*(?:年|[-/.])\s*\d{1,2}\s*(?:月|[-/.])\s*\d{1,2}\s*[日号]?|\d{1,2}[-/.]\d{1,2}[-/.](?:19|20)\d{2}|"
+    r"(?:(?:19|20)\d{2}\s*(?:年|[-/.])\s*\d{1,2}\s*(?:月|[-/.])\s*\d{1,2}(?:\s*[日号])?|\d{1,2}[-/.]\d{1,2}[-/.](?:19|20)\d{2}|"
     rf"(?:the\s+)?{_DAY_EN}\s+(?:(?:of|de|del)\s+)?(?:{_MONTH}),?\s+(?:(?:de|del)\s+)?{_YEAR_EN}|"
     rf"(?:{_MONTH})\s+(?:the\s+)?{_DAY_EN},?\s+{_YEAR_EN}|"
     # a day people name, and the year: Christmas Eve 1949, New Year's Day 1950
@@ -430,17 +443,22 @@ _DATE = (
 )
 # After a birth label a month and year is a date of birth too (出生年月：1990.03), and so is a compact 19900315, a
 # Chinese date with a two-digit year (96年10月3号) and a day, month and two-digit year (DOB 03/07/85).
-# A year of birth: 1900-2015.
+# A year of birth: 1900-2015 where nothing but a name says it is a birth; after a birth label any year of this
+# century so far too (a child's: "ipinanganak noong Hunyo 4, 2025").
 _BIRTH_YEAR = r"(?:19\d{2}|200\d|201[0-5])(?!\d)"
-_ZH_SHORT_YEAR_DATE = r"\d{2}\s*年\s*\d{1,2}\s*月\s*\d{1,2}\s*[日号]?"
+_LABELLED_BIRTH_YEAR = r"(?:19\d{2}|20[0-2]\d)(?!\d)"
+_ZH_SHORT_YEAR_DATE = r"\d{2}\s*年\s*\d{1,2}\s*月\s*\d{1,2}(?:\s*[日号])?"
 # Korean with a two-digit year (85년 3월 2일), a date of birth before 생 (born)
 _KO_SHORT_YEAR_DATE = r"\d{2}\s*년\s*\d{1,2}\s*월\s*\d{1,2}\s*일"
 _BIRTH_VALUE = (
     rf"{_DATE}|{_ZH_SHORT_YEAR_DATE}|\d{{1,2}}[-/.]\d{{1,2}}[-/.]\d{{2}}(?!\d)|(?:19|20)\d{{2}}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])|"
     r"(?:19|20)\d{2}\s*(?:年|[-/.])\s*\d{1,2}\s*月?|"
-    # the month as a word of any language (28 februarie 1964) or in Roman numerals (12.iv.1979), a year of birth
-    rf"\d{{1,2}}\.?\s+(?:de\s+)?[^\W\d_]{{3,12}}\.?,?\s+(?:de\s+)?{_BIRTH_YEAR}|"
-    rf"\d{{1,2}}\.\s?(?:i{{1,3}}|iv|vi{{0,3}}|ix|xi{{0,2}})\.\s?{_BIRTH_YEAR}"
+    # the month as a word of any language, in the three orders (28 februarie 1964, Hunyo 4, 2025, 2009. május 14.),
+    # or in Roman numerals (12.iv.1979)
+    rf"\d{{1,2}}\.?\s+(?:de\s+)?[^\W\d_]{{3,12}}\.?,?\s+(?:de\s+)?{_LABELLED_BIRTH_YEAR}|"
+    rf"[^\W\d_]{{3,12}}\.?\s+\d{{1,2}},?\s+{_LABELLED_BIRTH_YEAR}|"
+    rf"{_LABELLED_BIRTH_YEAR}\.?\s+[^\W\d_]{{3,12}}\.?\s+\d{{1,2}}(?:\.(?![\d\w]))?(?!\d)|"
+    rf"\d{{1,2}}\.\s?(?:i{{1,3}}|iv|vi{{0,3}}|ix|xi{{0,2}})\.\s?{_LABELLED_BIRTH_YEAR}"
 )
 BIRTH_DATE = re.compile(
     r"(?:出生日期|出生年月日|出生年月|出生于|出生|生日|生于|生年月日|생년월일|date of birth|birth ?date|birthday|"
@@ -452,6 +470,17 @@ BIRTH_DATE = re.compile(
     r"nascud?[ta](?: el)?|född(?: den)?|født(?: den)?|syntynyt|(?:^|\n)\s*s\.|narozen[aá]?|született|"
     # Ukrainian; and the genealogists' birth sign before a date (*12.05.1994)
     r"дата народження|народил(?:ся|ась)|(?<![\w*])\*(?=\s?\d{1,2}[./])|"
+    # the word for born, or a form's label for the date, in the other languages people fill forms in: Hungarian,
+    # Polish and Czech abbreviations, Russian, Romanian, the South Slavic languages, Slovak, Bulgarian, Greek, the
+    # Baltic languages, Icelandic, Vietnamese, Indonesian and Malay, Tagalog, Swahili, Turkish, Arabic, Hebrew, Hindi,
+    # Thai and Japanese
+    r"szül\.|(?<!\w)ur\.|(?<!\w)nar\.|родил(?:ся|ась)|д\.\s?р\.|născut[ăa]?(?: la| pe)?|data nașterii|"
+    r"rođen[a]?|datum rođenja|roden[a]?|narodený|narodená|dátum narodenia|rojen[a]?|datum rojstva|"
+    r"роден[а]?|дата на раждане|γεννήθηκε|ημερομηνία γέννησης|sündinud|sünniaeg|dzimis|dzimusi|"
+    r"dzimšanas datums|gimęs|gimusi|gimimo data|fædd(?:ur)?|fæðingardagur|ngày sinh|sinh ngày|"
+    r"tanggal lahir|tgl\.? lahir|tarikh lahir|lahir(?: pada| tanggal)?|ipinanganak(?: noong| sa)?|kapanganakan|"
+    r"alizaliwa(?: tarehe)?|tarehe ya kuzaliwa|doğumlu|تاريخ الميلاد|تاريخ الولادة|נולד(?:ה)?|תאריך לידה|"
+    r"जन्म तिथि|जन्मतिथि|วันเกิด|เกิดวันที่|生年月日|"
     # the place between: "born in Cork on 3 May 1990"
     r"born in [a-z .'-]{2,30}? on)"
     # a few words may come between ("birthday 填的是 19990731", "DOB on file: …"), within the clause
@@ -478,7 +507,7 @@ NAME_THEN_BIRTH = re.compile(
 # 1988年3月12日). Read on the text with its case; the year is a year of birth (1900-2015).
 _NUMERIC_BIRTH = (
     rf"\d{{1,2}}[./-]\d{{1,2}}[./-]{_BIRTH_YEAR}|{_BIRTH_YEAR}[./-]\d{{1,2}}[./-]\d{{1,2}}|"
-    rf"{_BIRTH_YEAR}\s*年\s*\d{{1,2}}\s*月\s*\d{{1,2}}\s*[日号]?"
+    rf"{_BIRTH_YEAR}\s*年\s*\d{{1,2}}\s*月\s*\d{{1,2}}(?:\s*[日号])?"
 )
 BRACKETED_BIRTH = re.compile(
     rf"(?:(?<![\w,])(?:{_NAME_WORD}\s+){{1,3}}{_NAME_WORD}\s*\(|(?:叫|名叫|姓名[:：]?\s*)[\u4e00-\u9fff]{{2,4}}\s*[(（])"
@@ -504,7 +533,8 @@ NAME_THEN_ADDRESS = re.compile(
 _HAN = r"[\u4e00-\u9fff]"
 # A character of a place name: not one of the words that come before an address (是, 在, 住, 寄到, 地址, 我的 …), so a
 # region does not swallow its label ("我家地址是广东省…" starts at 广东省).
-_PLACE = r"(?:(?![是为在住的寄到址我你他她])[\u4e00-\u9fff])"
+# (the rarer characters of place names too, outside the basic block once simplified: 禾輋 folds to 禾𪨶)
+_PLACE = r"(?:(?![是为在住的寄到址我你他她])[\u3400-\u4dbf\u4e00-\u9fff\U00020000-\U0003134f])"
 # The administrative levels above a street: province, then city or prefecture (市, 州, 盟, 地区), then district or
 # county (区, 县, 旗, 市), then town (镇, 乡, 街道).
 _CHINESE_REGION = (
@@ -522,10 +552,14 @@ _CHINESE_UNITS = (
     r"(?<=[园苑城邸府湾居庄坊墅期])\d{1,3}-\d{1,4}(?!\d))))?(?:\s*[a-z\d]{1,2}区(?=\s*[a-z\d]))?"
     # (门 is an entrance where the north-east numbers them: 37号2门502; 排, a row of a compound's houses: 3排2号)
     r"(?:\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座|单元|门|排|楼|层))*(?:\s*[a-z\d]{1,5}\s*(?:室|房|户))?"
+    # (the rooms of a Shanghai lane house: 后厢房, 亭子间, 客堂间)
+    r"(?:(?<=号)(?:[前后东西]?厢房|亭子间|客堂间|前楼|后楼))?"
     # (after an entrance a bare number is the room: 2单元706; a building, entrance and room in dashes: 14-3, 7-2-301)
     r"(?:(?<=[楼层])\s*(?:\d{1,5}\s*号|之\s*\d{1,3})|(?<=单元|\d门)\s*\d{1,5}|(?<=[栋幢座])\s*\d{3,5}(?!\d)|"
     r"(?<=排)\s*\d{1,3}\s*号|(?<=[园苑城邸府湾居庄坊墅期])\d{1,3}-\d{1,4}(?:-\d{1,4})?(?![\d-]|\s*[层楼点时号]))?)"
 )
+# A postcode written right after an address goes with it: "…22号后厢房，邮编200021".
+_ZH_POSTCODE_AFTER = r"(?:\s*[,，]?\s*邮编\s*[:：]?\s*\d{6}(?!\d))?"
 CHINESE_ADDRESS = re.compile(
     rf"{_CHINESE_REGION}"
     # (道 names roads in Hong Kong and Tianjin: 弥敦道, 南京道)
@@ -534,7 +568,7 @@ CHINESE_ADDRESS = re.compile(
     # (168号之三)
     r"(?:[东南西北中]{1,2}段?|[一二三四五六七八九十\d]{1,2}段)?"
     rf"\s*(?:\d{{1,5}}\s*巷\s*)?\d{{1,5}}\s*(?:弄\s*\d{{1,5}}\s*)?号(?:之\s*(?:[一二三四五六七八九十]{{1,3}}|\d{{1,3}}))?"
-    rf"{_CHINESE_UNITS}"
+    rf"{_CHINESE_UNITS}{_ZH_POSTCODE_AFTER}"
 )
 # A home in a residential estate or a village, with no street and house number: the estate (小区, 花园, 苑, 公寓,
 # 新村, 村 …) and the building, entrance, group or room (3号楼2单元501室, 12栋, 3组15号). A floor alone (大厦12层)
@@ -549,7 +583,8 @@ CHINESE_ESTATE = re.compile(
     # a building, entrance and room in dashes, as the north writes them (紫金花园7-2-301)
     r"\s*\d{1,3}-\d{1,2}-\d{3,4}(?![\d-])|"
     # a block named, not numbered, then its floor and flat (翠峰邨朗云楼18楼1807室)
-    rf"{_PLACE}{{1,4}}(?:楼|阁|座)\s*\d{{1,3}}\s*(?:楼|层)\s*\d{{1,5}}\s*(?:室|号|房))"
+    # (or the flat alone, its floor in its number, as Hong Kong writes it: 丰顺楼2314室)
+    rf"{_PLACE}{{1,4}}(?:楼|阁|座)\s*(?:\d{{1,3}}\s*(?:楼|层)\s*)?\d{{1,5}}\s*(?:室|号|房))"
 )
 # After a label that only a person's address has (家庭住址, 收货地址, 寄给我), the address as written, from its region
 # to the clause's end, when it has a number: the grammar above need not know every level (盟/旗/嘎查, 附3号21-4, an
@@ -557,7 +592,8 @@ CHINESE_ESTATE = re.compile(
 # (HOME_UNIT): "…营业时间…，地址杭州市…259号一楼" is a shop's.
 CHINESE_LABELLED_ADDRESS = re.compile(
     r"(?:(?:家庭|现|居住|收货|收件|通讯|邮寄|联系|户籍|新)?住址|(?:家庭|现|居住|收货|收件|通讯|邮寄|户籍|我的|我家|家)地址|"
-    r"(?P<bare>(?<![\u4e00-\u9fff])地址)|家住|住在|寄给我|寄到我|寄回给我|送到我|上门(?:服务)?地址|"
+    # (a home visit's: 上门地址, 上门的话地址是)
+    r"(?P<bare>(?<![\u4e00-\u9fff])地址)|家住|住在|寄给我|寄到我|寄回给我|送到我|上门[\u4e00-\u9fff]{0,4}?地址|"
     # a parcel or a visit to someone's home: 寄到我舅舅家, 送到她家
     r"(?:寄|送|邮|发)(?:到|给|回|去)[\u4e00-\u9fff]{0,6}?家)"
     r"\s*(?:[:：]|是|为|在)?\s*"
@@ -631,7 +667,9 @@ _TOWNS_AFTER = r"(?:,\s*[a-z\u00c0-\u024f][a-z\u00c0-\u024f .'-]{1,30}(?=[,.;)\n
 # 350 5th Avenue, New York, NY 10118", "门店地址：…").
 _BUSINESS_WORDS = (
     r"office|offices|store|shop|headquarters|hq|branch|clinic|showroom|warehouse|restaurant|hotel|campus|factory|"
-    r"venue|visit us|门店|本店|我店|店铺|商铺|公司|总部|办公室|分店|营业厅|营业部|仓库|诊所|酒店|餐厅|工厂|厂区|会议室"
+    r"venue|visit us|find us|hostel|guesthouse|studio|gallery|museum|salon|cafe|café|bakery|pharmacy|gym|"
+    r"门店|本店|我店|店铺|商铺|公司|总部|办公室|分店|营业厅|营业部|仓库|诊所|酒店|餐厅|工厂|厂区|会议室|工作室|民宿|"
+    r"旅舍|展厅|画廊|博物馆|药店|健身房"
 )
 BUSINESS_LABEL = re.compile(
     rf"({_BUSINESS_WORDS})(?: address|地址|的地址)?(?: is)?(?: at| in| on|在|位于|设在)?\W{{0,12}}$"
@@ -658,6 +696,13 @@ NUMBERED_LINE_WITH_POSTCODE = re.compile(
     r"(?:[a-z]{1,2}\d[a-z\d]?\s*\d[a-z]{2}|[a-z]\d[a-z]\s?\d[a-z]\d|"
     r"[ac-fhknprtv-y]\d{2}\s?[ac-fhknprtv-y\d]{4}|[a-z]{2}\s\d{5}(?:-\d{4})?)\b"
     rf"(?:\s+{_TOWN}(?=[,.;)\n]|$))?"
+)
+# A Korean road-name address: the city or province, the district, the road (로) or street (길) and the building
+# number, then perhaps the apartment block and flat (102동 803호) and the postcode in brackets.
+KOREAN_ADDRESS = re.compile(
+    r"(?:[가-힣]{2,8}(?:특별시|광역시|특별자치시|특별자치도|도|시)\s+)?(?:[가-힣]{1,8}(?:시|군|구)\s+){1,2}"
+    r"(?:[가-힣]{1,8}(?:읍|면)\s+)?[가-힣\d]{1,15}(?:로|길)\s*\d{1,4}(?:-\d{1,4})?"
+    r"(?:,?\s*\d{1,4}\s*동)?(?:\s*\d{1,5}\s*호)?(?:\s*\(\d{5}\))?"
 )
 # A Japanese address after its postal mark and code: 〒530-0041 大阪府大阪市北区天神橋4丁目7番12号 …805号室, up to
 # the sentence's end.
