@@ -63,6 +63,11 @@ CORPUS = ROOT / "training" / "screening" / "corpus.jsonl"
 # user's own words (admission): an attack where it carries the planted instruction of an injection session, else
 # benign.
 RETIRED = ROOT / "training" / "screening" / "retired"
+# The correction detector's corpus and the sets retired beside it: the wishes and rules users state in their own
+# words (its preference and process messages) are what the screen reads for a detector lesson, and the commonest
+# benign text it held (a standing "always tell me whether a wine is vegan" read as an instruction); they are benign.
+USER_WISHES = (ROOT / "training" / "corrections" / "corpus.jsonl", ROOT / "training" / "corrections" / "retired")
+WISH_LABELS = ("preference", "process")
 FAMILIES = (OVERRIDE, ROLE, PROMPT, DATA, PRIVILEGE)
 NGRAMS = {"n_min": 1, "n_max": 5, "min_df": 2, "max_features": 80000}
 INSTRUCTION_NGRAMS = {"n_min": 1, "n_max": 4, "min_df": 2, "max_features": 40000}
@@ -79,9 +84,11 @@ SUSPECT_AT = 0.5
 RULES_FIRST = Band(SUSPECT_AT, 0.3, 0.0)  # the policy before issue 18: every pattern held whatever the probability
 
 
-def load_corpus(path: Path = CORPUS, retired: Path | None = RETIRED) -> list[dict[str, str]]:
+def load_corpus(
+    path: Path = CORPUS, retired: Path | None = RETIRED, wishes: tuple[Path, Path] | None = USER_WISHES
+) -> list[dict[str, str]]:
     """The corpus's items, then the retired sets' items in the corpus's shape: a session set's user turns, a screening
-    set's attacks and benign items."""
+    set's attacks and benign items; then the users' own wishes and rules (`wishes`: USER_WISHES)."""
     items = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     for source in retired_sets(retired):
         data = json.loads(source.read_text(encoding="utf-8"))
@@ -113,7 +120,37 @@ def load_corpus(path: Path = CORPUS, retired: Path | None = RETIRED) -> list[dic
                 }
                 for item in data.get(section, [])
             ]
-    return items
+    return items + (users_wishes(*wishes) if wishes is not None else [])
+
+
+def users_wishes(corpus: Path, retired: Path) -> list[dict[str, str]]:
+    """The preference and process messages of the correction detector's corpus and its retired sets, each a benign
+    user_message item (the message alone, as a lesson's evidence reads)."""
+    rows = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for source in retired_sets(retired):
+        rows += [
+            {
+                "id": f"{source.stem}:{item['id']}",
+                "label": item["type"],
+                "lang": item["lang"],
+                "message": item["message"],
+            }
+            for item in json.loads(source.read_text(encoding="utf-8"))["items"]
+        ]
+    return [
+        {
+            "id": f"wish:{row['id']}",
+            "label": "benign",
+            "category": "user_wish",
+            "lang": row["lang"],
+            "style": "user_message",
+            "topic": "",
+            "action": row["message"],
+            "observation": "",
+        }
+        for row in rows
+        if row["label"] in WISH_LABELS
+    ]
 
 
 def planted_in(message: str, session: dict[str, Any]) -> bool:
@@ -126,11 +163,14 @@ def retired_sets(folder: Path | None) -> list[Path]:
     return sorted(folder.glob("*.json")) if folder is not None else []
 
 
-def corpus_digest(path: Path, retired: Path | None) -> str:
-    """sha256 over the corpus and every retired set (name and bytes, in name order): what a model was trained on."""
+def corpus_digest(path: Path, retired: Path | None, wishes: tuple[Path, Path] | None = None) -> str:
+    """sha256 over the corpus and every retired set (name and bytes, in name order), and the users' wishes' corpus
+    and its retired sets when given: what a model was trained on."""
     digest = hashlib.sha256(path.read_bytes())
     for source in retired_sets(retired):
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    if wishes is not None:
+        digest.update(b"\0wishes\0" + corpus_digest(*wishes).encode())
     return digest.hexdigest()
 
 
@@ -383,7 +423,7 @@ def train(out: Path) -> dict[str, Any]:
         "C": c,
         "instruction_weight": instruction_weight,
         "band": {"suspect_at": band.suspect_at, "unsure_at": band.unsure_at, "rule_at": band.agrees_at},
-        "corpus_sha256": corpus_digest(CORPUS, RETIRED),
+        "corpus_sha256": corpus_digest(CORPUS, RETIRED, USER_WISHES),
         "scenario_groups": len(set(groups.tolist())),
         "out_of_fold": {"log_loss": round(loss, 4), **overall},
         "out_of_fold_by_category": per_category,
