@@ -16,9 +16,9 @@ on the session once it has ended. Later conversations then go through search_ins
 The never-tuned sets, each written after the training corpora were frozen, by writers who saw none of them:
 bench/data/reflection_eval_sessions_16.json ("eval-16", same format, no "split": the whole file is one set), the
 headline, and reflection_eval_sessions_7.json ("eval-7"), measured before the last changes to the loop (never read).
-Then reflection_tune_sessions_15, _14, _13, _12, _11, _10, _9, _8, _6 and _5 ("tune-15" ... "tune-5"): written the same way,
-measured blind, then read to tune the loop, so their failures are shown. Each runs in a project of its own, so its
-users never meet the other splits'. Then the holdout split (nothing in the extractor or the detector was tuned on
+Then reflection_tune_sessions_15, _14, _13, _12, _11, _10, _9, _8, _6 and _5 ("tune-15" ... "tune-5"): written the
+same way, measured blind, then read to tune the loop, so their failures are shown. Each runs in a project of its own,
+so its users never meet the other splits'. Then the holdout split (nothing in the extractor or the detector was tuned on
 it) and the tune split. Every session is recorded with the learned correction detector on, as record_turn runs in Dify,
 and reflected on by the offline extractor with the learned detector beside its rules, as the worker runs it. The
 failures of the never-tuned sets and the holdout stay hidden (only their counts by category are shown), so that nothing

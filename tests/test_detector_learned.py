@@ -16,7 +16,7 @@ from hindsight_insights.config import Settings
 from hindsight_insights.detection.classifier import FloatArray
 from hindsight_insights.detection.correction_turn import own_words, read
 from hindsight_insights.detection.correction_types import GENERAL, IMPLICIT, Correction, CorrectionType
-from hindsight_insights.detection.corrections import _look_alike, _readings, _rules, detect
+from hindsight_insights.detection.corrections import _look_alike, _readings, _rules, detect, opening_request
 from hindsight_insights.detection.learned_corrections import (
     Combination,
     LearnedDetector,
@@ -86,14 +86,13 @@ def test_probabilities_are_calibrated_and_explained(learned: LearnedDetector) ->
 
 # Known misses, kept in view: a verdict and a bare new value, the textbook correction the rules find, which the model
 # reads below correction_at (unsure: none without a workspace model, which the cascade would ask). The ninth model had
-# the first at P 0.94, the tenth at 0.76; both miss the other three. Strict: a model that gets one right fails here,
-# and the list is updated.
+# the first at P 0.94, the tenth at 0.76; both miss the other three. The fifteenth finds "That's wrong, it's Terminal
+# 2." (0.92), which moved to the test below. Strict: a model that gets one right fails here, and the list is updated.
 @pytest.mark.xfail(strict=True, reason="known misses of the learned detector: a verdict and a bare new value")
 @pytest.mark.parametrize(
     ("message", "before"),
     [
         ("Wrong, the warehouse closes at 6 pm, not 8 pm.", "The warehouse closes at 8 pm."),
-        ("That's wrong, it's Terminal 2.", "Your flight leaves from Terminal 1."),
         ("错了，会议改到周四了。", "会议在周三。"),
         ("Not Friday, the deadline is Thursday.", "The deadline is Friday."),
     ],
@@ -148,6 +147,10 @@ def test_an_opening_message_corrects_nothing_but_may_state_a_wish(learned: Learn
     assert opening.probabilities["factual"] == opening.probabilities["negative"] == 0.0
     assert sum(opening.probabilities.values()) == pytest.approx(1.0, abs=1e-3)
     assert detect("From now on, always answer me in bullet points.", None, learned).type is CorrectionType.PREFERENCE
+    # An opening request that only describes the task is no wish (OPENING_WISH_AT), however the model leans.
+    task = "Need alt texts for four product photos from the spring catalogue, photographer Mina Ortiz."
+    assert opening_request(detect(task, None, learned)).type is CorrectionType.NONE
+    assert opening_request(detect("From now on, always answer me in bullet points.", None, learned)).is_correction
     # A first recorded turn that says outright something was wrong answers an earlier, unrecorded reply.
     assert detect("不对，地址是杭州的，不是上海", None, learned).type is CorrectionType.FACTUAL
     assert nothing_to_correct({"factual": 0.6, "preference": 0.1, "process": 0.0, "negative": 0.1, "none": 0.2}) == {
@@ -360,6 +363,8 @@ def test_an_instruction_in_a_pasted_document_is_no_lesson(learned: LearnedDetect
     [
         ("Just this time, bullet points please - it's for the board pack.", CorrectionType.NONE),
         ("这次用英文回复，发给外方的。", CorrectionType.NONE),
+        # the document at hand named by its measure word
+        ("这封就写英文的，对方看不懂中文。语气正式一点。", CorrectionType.NONE),
     ],
 )
 def test_a_message_for_this_time_only_is_no_standing_wish(
@@ -405,6 +410,18 @@ def test_the_one_time_guard_keeps_a_standing_wish_the_rules_found() -> None:
         (
             "Put the opening hours next to every shop you suggest, I always check them first.",
             "Try Lin's Bakery on Elm Street or the market hall.",
+            CorrectionType.PREFERENCE,
+        ),
+        # the next item named after "next": the values are the next item's
+        (
+            "fine. next: a cracked bathroom tile, quote about £340",
+            "For the dented radiator the excess is £100 and the repair is covered.",
+            CorrectionType.NONE,
+        ),
+        # a redo asked for under a wish marked as standing in another sentence: the wish stands
+        (
+            "we sell everything by the kilo here, so from now on weights in kilos only, no pounds. redo the list?",
+            "Flour: 2 lb, sugar: 1 lb, butter: 0.5 lb for the weekly order.",
             CorrectionType.PREFERENCE,
         ),
         # a correction in it stands: the rules find it themselves

@@ -8,7 +8,7 @@ import pytest
 
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import GENERAL, Correction, CorrectionType
-from hindsight_insights.detection.corrections import acknowledged
+from hindsight_insights.detection.corrections import acknowledged, own_input_put_right
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detector_model import learned_detector
 from hindsight_insights.embedder import Embedder
@@ -438,3 +438,31 @@ def test_a_fact_the_answer_owns_up_to_is_learned_for_the_user(
         i for i in saved if i is not None and i.kind == "fact" and i.scope is Scope.USER and "自由职业" in i.action
     ]
     assert bool(facts) is learned_for_the_user
+
+
+def test_a_number_the_user_gave_first_put_right_is_their_own_input_not_a_lesson(
+    store: MemoryStore, learned: LearnedDetector
+) -> None:
+    """The user's own earlier input put right is none by the class definitions: the answer only echoed the number the
+    user gave first. A number the answer brought first, put right, is a fact the user taught."""
+    own = [
+        ("my son is 9 and wants to join the chess club, which group?", "At 9 he'd join the juniors on Thursdays."),
+        ("oh wait, he's 10 now, had his birthday in may", "At 10 he'd join the intermediates on Fridays."),
+    ]
+    record(store, "own1", "u-ravi", "chess club", own)
+    report = ReflectionEngine(store, OfflineExtractor(store.settings).with_detector(learned)).reflect_session("own1")
+    saved = [store.get(insight_id) for insight_id in report.saved_ids]
+    assert not [i for i in saved if i is not None and i.kind == "fact"]
+    own_fix = own_input_put_right(
+        Correction(CorrectionType.FACTUAL, GENERAL, corrected="he's 10 now", original="At 9 he'd join the juniors"),
+        ["my son is 9 and wants to join the chess club, which group?"],
+        ["At 9 he'd join the juniors on Thursdays."],
+    )
+    assert own_fix.type is CorrectionType.NONE and "guard:own_earlier_input" in own_fix.signals
+    # the answer said 9 first: the user puts the answer right, not their own input
+    answers_fix = own_input_put_right(
+        Correction(CorrectionType.FACTUAL, GENERAL, corrected="it's 10 now", original="The fee is 9 euros"),
+        ["what's the fee?", "and for two people 9 euros each?"],
+        ["The fee is 9 euros.", "Yes, 9 euros each."],
+    )
+    assert answers_fix.type is CorrectionType.FACTUAL

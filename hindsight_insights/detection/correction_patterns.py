@@ -128,7 +128,9 @@ ASKS_FOR_A_DOCUMENT = re.compile(
 ONE_TIME = re.compile(
     r"(这次|这回|这一次|本次|仅此一次|就这一次|\bthis time\b|\bjust this once\b|\bfor this [a-z]+ only\b|"
     # "for this one could you make it more formal": the one at hand (all 10 such training messages are none)
-    r"\b(just|only) for this [a-z]+\b|\bfor this one\b)"
+    r"\b(just|only) for this [a-z]+\b|\bfor this one\b|"
+    # the document at hand named by its measure word: 这封就写英文的, 这篇先别加图, 这份用正式一点的
+    r"这[封篇份](?:邮件|信|稿子?|回复|通知|文案)?(?:就|先|用|写|改))"
 )
 
 # An answer in generalities ("一般来说每亩 10 到 15 公斤", "hotels typically turn rooms over by 3 p.m."), not about the
@@ -167,6 +169,14 @@ CONTINUES_THE_TASK = re.compile(
     r"(?:add|insert|include|append|remove|drop|cut|delete)\s+(?:a|an|one|another)\s+(?:(?:short|quick|closing)\s+)?"
     r"(?:line|sentence|note|paragraph|ps)\b(?!.*\b(?:from now on|always|going forward|in future|every time)\b)|"
     r"^\W*(?:(?:好的?|行|可以|嗯|ok|那)\W*)?(?:再|帮我|给我|麻烦)?(?:加|添|补)上?[一两]?[句行段](?!.*(?:以后|今后|每次|都要))"
+)
+
+# The next item named after "next" or 下一个 at the start of a message: "fine. next: a cracked tile, about £340",
+# 下一份：男 47 …: the values are the next item's (ReadMessage.continues_the_task; later in a message, "下一个："
+# follows what the message has already said).
+NEXT_ITEM = re.compile(
+    r"^\W*(?:(?:ok(?:ay)?|fine|good|great|thanks|right|cool|好的?|行|可以|嗯)\W+){0,2}"
+    r"(?:next(?: one)?|下一[个份单位条])\s*[:：]"
 )
 
 # "Actually, can you also…", "Actually 我还想问一下": actually opening a new request, not a correction.

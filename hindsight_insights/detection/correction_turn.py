@@ -58,7 +58,14 @@ class ReadMessage:
 
     @property
     def continues_the_task(self) -> bool:
-        """A sentence carries the task on to another thing (patterns.CONTINUES_THE_TASK: "now the same for March")."""
+        """A sentence carries the task on to another thing (patterns.CONTINUES_THE_TASK: "now the same for March"), or
+        the message opens with the next item (patterns.NEXT_ITEM: "fine. next: …"), and no sentence marks a standing
+        wish: "… so from now on grades in Font only. redo the spread?" asks for the
+        redo under a wish that stands."""
+        if patterns.MARKED_STANDING.search(_NEVER_MIND.sub(" ", self.message.text)):
+            return False
+        if patterns.NEXT_ITEM.search(self.message.text):
+            return True
         return any("continues_the_task" in sentence.guards for sentence in self.sentences)
 
     @property
@@ -232,6 +239,8 @@ _APPROVES_A_NAME = re.compile(r"^\W*[a-z]+\s+(?:is|are|works)\s+(?:fine|good|ok|
 
 # What carries no content in a short reply: punctuation and the sentence-final particles (吧, 呢, 啊, 吗 …).
 _FILLER = re.compile(r"[\W_吧呢啊呀哦嗯的了吗]+")
+# ("never mind" marks nothing standing)
+_NEVER_MIND = re.compile(r"\bnever\s*mind\b")
 
 # A connective that opens a quote joins it to what came before; it is not part of what the user asked for.
 _CONNECTIVE = re.compile(r"\s*(另外|此外|而且|并且|\b(also|and also|and|besides|plus|oh and)\b)\W*", re.IGNORECASE)

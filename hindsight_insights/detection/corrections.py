@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from hindsight_insights.detection import correction_patterns as patterns
 from hindsight_insights.detection.correction_explicit import explicit
@@ -71,6 +71,7 @@ from hindsight_insights.models import Condition
 
 __all__ = ["Condition", "Correction", "CorrectionType", "SecondOpinion", "detect"]
 
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _SHORTEST_READING = 4  # characters: a sentence shorter than this ("ok.", "好的。") says nothing alone
 # (message, previous assistant turn, the unsure decision) -> the type to settle on, or None to keep the decision.
 SecondOpinion = Callable[[str, str | None, Correction], CorrectionType | None]
@@ -214,6 +215,61 @@ def acknowledged(found: Correction, message: str, reply: str | None) -> Correcti
         corrected=_stated(message),
         signals=(*found.signals, "acknowledged_by_the_answer"),
     )
+
+
+# What an opening message (no answer before it) needs to state a standing wish or rule: the model was trained on pairs
+# only and reads an opening request that describes the task ("Need captions for three frames …", a pasted contract
+# to check) as a wish. Chosen on the tuning sessions (the tune split of bench/data/reflection_sessions.json and
+# reflection_tune_sessions_*.json): of 19 opening messages it read as a preference or a process, the 4 that state
+# one are all at 0.99 or more, and 13 of the other 15 below it.
+OPENING_WISH_AT = 0.99
+
+
+def opening_request(found: Correction) -> Correction:
+    """`found`, the detection of a conversation's opening message (no answer before it), as none when it is a wish or
+    a rule the model found below OPENING_WISH_AT: an opening request describes the task. record_turn and a reflection
+    call it for an opening message; a sentence read alone (governance.lessons.every_wish) has no answer before it
+    either, but it is no opening."""
+    if found.type not in (CorrectionType.PREFERENCE, CorrectionType.PROCESS) or not found.probabilities:
+        return found
+    if 1.0 - found.probabilities.get(CorrectionType.NONE.value, 0.0) >= OPENING_WISH_AT:
+        return found
+    return Correction(
+        CorrectionType.NONE, 0.0, signals=(*found.signals, "guard:opening_request"), probabilities=found.probabilities
+    )
+
+
+def own_input_put_right(
+    correction: Correction, earlier_messages: Sequence[str], earlier_answers: Sequence[str | None]
+) -> Correction:
+    """`correction` as none when it puts right a number the user gave first: "she's 12 actually" after the answer's
+    "At 11 she'd trial with …", when the user's own opening said "my daughter is 11". The class definitions make the
+    user fixing their own earlier input none; record_turn and a reflection read the session for it. A number of the
+    replaced text that the corrected text lacks, said in an earlier message of the user (`earlier_messages`) and in
+    no answer before it (`earlier_answers[i]` answers `earlier_messages[i]`)."""
+    if _puts_right_own_number(correction, earlier_messages, earlier_answers):
+        return Correction(
+            CorrectionType.NONE,
+            0.0,
+            signals=(*correction.signals, "guard:own_earlier_input"),
+            probabilities=correction.probabilities,
+        )
+    return correction
+
+
+def _puts_right_own_number(
+    correction: Correction, earlier_messages: Sequence[str], earlier_answers: Sequence[str | None]
+) -> bool:
+    if correction.type is not CorrectionType.FACTUAL or not correction.original:
+        return False
+    replaced = set(_NUMBER.findall(correction.original)) - set(_NUMBER.findall(correction.corrected or ""))
+    for number in replaced:
+        for index, message in enumerate(earlier_messages):
+            if number in _NUMBER.findall(message):
+                answered_first = any(number in _NUMBER.findall(answer or "") for answer in earlier_answers[:index])
+                if not answered_first:
+                    return True
+    return False
 
 
 def _stated(message: str) -> str:

@@ -28,7 +28,7 @@ from hindsight_insights.admission import admit_turn
 from hindsight_insights.cascade import Cascade, CorrectionAsker, CorrectionOpinion
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
-from hindsight_insights.detection.corrections import detect
+from hindsight_insights.detection.corrections import detect, opening_request, own_input_put_right
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.redaction import redact
 from hindsight_insights.errors import InvalidInput
@@ -87,6 +87,13 @@ def record_turn(
         if draft.user_message.strip()
         else NO_CORRECTION
     )
+    if previous is None:
+        correction = opening_request(correction)
+    elif correction.type is CorrectionType.FACTUAL:
+        earlier = store.turns.session(draft.session_id)
+        correction = own_input_put_right(
+            correction, [t.user_message for t in earlier], [t.assistant_message for t in earlier]
+        )
     signals = draft.signals.model_copy(update={"detected": _redacted(correction).stored()})
     visible = store.visible_ids(draft.injected_insight_ids, draft.user_id, draft.session_id)
     injected = [i for i in draft.injected_insight_ids if i in visible]

@@ -43,7 +43,13 @@ from hindsight_insights.commands import Provenance
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_turn import read
 from hindsight_insights.detection.correction_types import IMPLICIT, Correction, CorrectionType
-from hindsight_insights.detection.corrections import acknowledged, detect, further_wishes
+from hindsight_insights.detection.corrections import (
+    acknowledged,
+    detect,
+    further_wishes,
+    opening_request,
+    own_input_put_right,
+)
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.quantities import anchors
 from hindsight_insights.detection.text import HAN_RUN, fold
@@ -95,10 +101,7 @@ class OfflineExtractor:
             for turn in session.turns:
                 answers.append(turn.assistant_message or (answers[-1] if answers else None))
             before = [None, *answers[:-1]]  # the answer each message reads against
-            findings = [
-                detect(message, before[index], self._detector) if message else None
-                for index, message in enumerate(messages)
-            ]
+            findings = [self._finding(message, before[index]) for index, message in enumerate(messages)]
             # A wish the user comes back to is shown by a message that is not itself a lesson: one the detector
             # found (a stated wish, a correction) is learned in its own right, and a terse message echoing it ("it's
             # just a preference, remember it") only refers back to it.
@@ -110,6 +113,7 @@ class OfflineExtractor:
                     others = [messages[other] for other in plain if other != index]
                     correction = repeated_wish(correction, message, previous_answer, others)
                     correction = acknowledged(correction, message, turn.assistant_message)
+                    correction = own_input_put_right(correction, messages[:index], answers[:index])
                 if correction is None or correction.type in (CorrectionType.NONE, CorrectionType.NEGATIVE):
                     continue
                 # A message may teach two things: its other sentences' own wishes and rules come after its finding.
@@ -141,6 +145,14 @@ class OfflineExtractor:
                     )
                     found.append(DetectedCandidate(insight, lesson))
         return found
+
+    def _finding(self, message: str, previous_answer: str | None) -> Correction | None:
+        """What the detector finds in one message; an opening message (no answer before it) states a wish only
+        above the opening bar (opening_request)."""
+        if not message:
+            return None
+        found = detect(message, previous_answer, self._detector)
+        return opening_request(found) if previous_answer is None else found
 
 
 def restates(later: str, earlier: str) -> bool:
