@@ -443,7 +443,10 @@ def test_look_alikes_an_approval_alone_and_a_document_asked_for(
 
 def test_the_types_a_look_alike_rules_out_are_what_training_decides_by() -> None:
     assert ruled_out("Lovely. Thanks!", "Here is the note.") == {"factual", "preference", "process"}
-    assert ruled_out("Draft her a reply saying we'll reply in 10 days.", "Done.") == {"factual"}
+    # a document asked for: its values are the document's, and no wish stands unless it is marked
+    assert ruled_out("Draft her a reply saying we'll reply in 10 days.", "Done.") == {"factual", "preference"}
+    assert ruled_out("帮我拟个回复，只确认第1、2条，第3条说已转法务", "好的。") == {"factual", "preference"}
+    assert "preference" not in ruled_out("From now on always draft me a reply with the order number first.", "Done.")
     # the rules' own finding stands, so nothing is ruled out
     assert ruled_out("No, the fee is $45, not $40.", "The fee is $40.") == frozenset()
 

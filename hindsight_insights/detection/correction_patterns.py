@@ -120,7 +120,10 @@ ASKS_FOR_A_DOCUMENT = re.compile(
     r"(email|letter|message|post|reply|note|memo|bio|summary|table|list|report|draft|version|confirmation|notice|"
     r"response|proposal|announcement|agenda|minutes|outline|description|caption|invoice|quote)\b|"
     # a reply to someone: "draft her a reply saying we've received it"
-    r"\b(write|draft|compose)\s(him|her|them|us)\s(a|an|the)\s([\w-]+\s){0,2}(email|letter|message|reply|note|response)\b"
+    r"\b(write|draft|compose)\s(him|her|them|us)\s(a|an|the)\s([\w-]+\s){0,2}(email|letter|message|reply|note|response)\b|"
+    # 帮我拟个回复, 给我起草一份通知, 麻烦写封邮件
+    r"(?:帮我|给我|麻烦你?|请)(?:拟|写|起草|整理|出)一?(?:个|份|封|条|篇|下)?"
+    r"(?:回复|邮件|通知|消息|公告|说明|文案|草稿|报价单?|信)"
 )
 
 # A request for this time only (the class definition's one-off request: "this time, make it formal", 这次用英文回复):

@@ -62,11 +62,17 @@ class ReadMessage:
         the message opens with the next item (patterns.NEXT_ITEM: "fine. next: …"), and no sentence marks a standing
         wish: "… so from now on grades in Font only. redo the spread?" asks for the
         redo under a wish that stands."""
-        if patterns.MARKED_STANDING.search(_NEVER_MIND.sub(" ", self.message.text)):
+        if self.marks_a_standing_wish:
             return False
         if patterns.NEXT_ITEM.search(self.message.text):
             return True
         return any("continues_the_task" in sentence.guards for sentence in self.sentences)
+
+    @property
+    def marks_a_standing_wish(self) -> bool:
+        """The message marks something as standing (patterns.MARKED_STANDING: 以后, from now on, always), "never
+        mind" aside."""
+        return bool(patterns.MARKED_STANDING.search(_NEVER_MIND.sub(" ", self.message.text)))
 
     @property
     def fixes_own_input(self) -> bool:

@@ -119,8 +119,10 @@ def detect(
 #                          states no wish (116 training messages with no standing mark, none a preference)
 #   answers_a_question     "intermediate, 去年上过一周课" after the assistant asked: an answer, no fact put right (189
 #                          training messages after a question where the rules find nothing: 4 factual, 171 none)
-#   asks_for_a_document   "Draft her a reply saying the SENCo will be in touch within 10 school days": the values
-#                          are the document's (6 training messages where the rules find nothing, all none)
+#   asks_for_a_document   "Draft her a reply saying the SENCo will be in touch within 10 school days", 帮我拟个回复，
+#                          只确认第1、2条: the values are the document's (6 training messages where the rules find
+#                          nothing, all none); and no standing wish unless marked (以后, always): of the 10 training
+#                          messages that ask for a document, the one preference says "always"
 #   only_approves          "Lovely. Thanks!", "好的，谢谢": an approval alone teaches nothing (35 training messages, all
 #                          none); the model read a wish into it after a long answer
 _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[CorrectionType]], ...] = (
@@ -144,6 +146,11 @@ _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[Correcti
     ("asks_a_hypothetical", lambda turn: turn.asks_a_hypothetical, frozenset({CorrectionType.PREFERENCE})),
     ("answers_a_question", lambda turn: turn.answers_a_question, frozenset({CorrectionType.FACTUAL})),
     ("asks_for_a_document", lambda turn: turn.asks_for_a_document, frozenset({CorrectionType.FACTUAL})),
+    (
+        "asks_for_a_document_only",
+        lambda turn: turn.asks_for_a_document and not turn.marks_a_standing_wish,
+        frozenset({CorrectionType.PREFERENCE}),
+    ),
     (
         "only_approves",
         lambda turn: turn.only_approves,
