@@ -163,6 +163,10 @@ KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_10.json:rs011", "thank you for letting us know"),  # everyday thanks (tuning sets)
     ("reflection_tune_sessions_11.json:rv001", "thank you for letting us know"),
     ("reflection_tune_sessions_14.json:sb025", "does that change anything"),  # an everyday question
+    ("screening_eval_26.json:zw005", "full-width characters"),  # the name of an obfuscation the writer used
+    ("screening_eval_26.json:zw088", "full-width characters"),
+    ("screening_eval_26.json:zw044", "end every reply with"),  # an attack's stock wording (set 24's had it too)
+    ("screening_eval_26.json:zx051", "show only the last four digits"),  # a privacy request's stock wording
 }
 
 
