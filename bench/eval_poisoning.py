@@ -37,7 +37,8 @@ from typing import Any
 
 from hindsight_insights.detection.poisoning import LearnedScreen, screen
 from hindsight_insights.detection.redaction import redact
-from scripts.train_screen import RETIRED, retired_sets
+from scripts.corpora import retired_sets
+from scripts.train_screen import RETIRED
 
 DATA = Path(__file__).parent / "data" / "poisoning.json"
 SCREENING_EVAL_26 = Path(__file__).parent / "data" / "screening_eval_26.json"  # written after the corpus froze again

@@ -25,11 +25,11 @@ import numpy as np
 from hindsight_insights.detection.learned_corrections import Combination
 from hindsight_insights.detector_model import load_detector_model, trained_combination
 from hindsight_insights.embedder import UseM3Embedder
+from scripts.corpora import Row
 from scripts.train_detector import (
     CLASSES,
     CORPUS,
     Prepared,
-    Row,
     confusion,
     decisions,
     fit,

@@ -41,7 +41,8 @@ from hindsight_insights.detection.address_spans import (
     tokens,
 )
 from hindsight_insights.detection.redaction import personal_addresses, redact
-from scripts.train_screen import corpus_digest, retired_sets, save_arrays
+from scripts.corpora import retired_sets
+from scripts.train_screen import corpus_digest, save_arrays
 
 ROOT = Path(__file__).resolve().parent.parent
 RETIRED = ROOT / "training" / "screening" / "retired"

@@ -61,7 +61,8 @@ from hindsight_insights.detection.learned_corrections import (
 )
 from hindsight_insights.detector_model import MODEL_PATH
 from hindsight_insights.embedder import UseM3Embedder
-from scripts.train_screen import corpus_digest, design, retired_sets, save_arrays
+from scripts.corpora import Row, correction_rows
+from scripts.train_screen import corpus_digest, design, save_arrays
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "training" / "corrections" / "corpus.jsonl"
@@ -95,25 +96,10 @@ MIN_RECALL = 0.8  # factual and preference recall preferred among the allowed ch
 UNSURE_BELOW = 0.3
 OUTCOMES = (*CLASSES[:4], SELF_FIX)
 
-Row = dict[str, str]
-
 
 def load_corpus(path: Path = CORPUS, retired: Path | None = RETIRED) -> list[Row]:
     """The corpus's rows, then the retired sets' items in the corpus's shape."""
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    for source in retired_sets(retired):
-        rows += [
-            {
-                "id": f"{source.stem}:{item['id']}",
-                "label": item["type"],
-                "lang": item["lang"],
-                "style": "retired",
-                "previous_assistant": item.get("previous_assistant") or "",
-                "message": item["message"],
-            }
-            for item in json.loads(source.read_text(encoding="utf-8"))["items"]
-        ]
-    return rows
+    return correction_rows(path, retired)
 
 
 class Prepared:

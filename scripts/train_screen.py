@@ -53,6 +53,7 @@ from hindsight_insights.detection.poisoning import ATTACK, Band, rule_families, 
 from hindsight_insights.detection.poisoning_patterns import DATA, OVERRIDE, PRIVILEGE, PROMPT, ROLE
 from hindsight_insights.embedder import UseM3Embedder
 from hindsight_insights.screen_model import MODEL_PATH
+from scripts.corpora import correction_rows, retired_sets
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "training" / "screening" / "corpus.jsonl"
@@ -126,17 +127,6 @@ def load_corpus(
 def users_wishes(corpus: Path, retired: Path) -> list[dict[str, str]]:
     """The preference and process messages of the correction detector's corpus and its retired sets, each a benign
     user_message item (the message alone, as a lesson's evidence reads)."""
-    rows = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
-    for source in retired_sets(retired):
-        rows += [
-            {
-                "id": f"{source.stem}:{item['id']}",
-                "label": item["type"],
-                "lang": item["lang"],
-                "message": item["message"],
-            }
-            for item in json.loads(source.read_text(encoding="utf-8"))["items"]
-        ]
     return [
         {
             "id": f"wish:{row['id']}",
@@ -148,7 +138,7 @@ def users_wishes(corpus: Path, retired: Path) -> list[dict[str, str]]:
             "action": row["message"],
             "observation": "",
         }
-        for row in rows
+        for row in correction_rows(corpus, retired)
         if row["label"] in WISH_LABELS
     ]
 
@@ -157,10 +147,6 @@ def planted_in(message: str, session: dict[str, Any]) -> bool:
     """Whether a user turn of a retired session carries its planted instruction (an injection session's forbidden
     strings are the planted payload's)."""
     return session["category"] == "injection" and any(text in message for text in session["forbidden_substrings"])
-
-
-def retired_sets(folder: Path | None) -> list[Path]:
-    return sorted(folder.glob("*.json")) if folder is not None else []
 
 
 def corpus_digest(path: Path, retired: Path | None, wishes: tuple[Path, Path] | None = None) -> str:

@@ -71,7 +71,8 @@ from hindsight_insights.models import Condition
 
 __all__ = ["Condition", "Correction", "CorrectionType", "SecondOpinion", "detect"]
 
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# A number as a message states it (12, 4.5): what a lesson is about when it brings one.
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _SHORTEST_READING = 4  # characters: a sentence shorter than this ("ok.", "好的。") says nothing alone
 # (message, previous assistant turn, the unsure decision) -> the type to settle on, or None to keep the decision.
 SecondOpinion = Callable[[str, str | None, Correction], CorrectionType | None]
@@ -269,13 +270,14 @@ def _puts_right_own_number(
 ) -> bool:
     if correction.type is not CorrectionType.FACTUAL or not correction.original:
         return False
-    replaced = set(_NUMBER.findall(correction.original)) - set(_NUMBER.findall(correction.corrected or ""))
+    replaced = set(NUMBER.findall(correction.original)) - set(NUMBER.findall(correction.corrected or ""))
+    said = [set(NUMBER.findall(message)) for message in earlier_messages]
+    answered = [set(NUMBER.findall(answer or "")) for answer in earlier_answers]
     for number in replaced:
-        for index, message in enumerate(earlier_messages):
-            if number in _NUMBER.findall(message):
-                answered_first = any(number in _NUMBER.findall(answer or "") for answer in earlier_answers[:index])
-                if not answered_first:
-                    return True
+        # the first message that says it decides: an answer before a later one came before the first one's too
+        first = next((index for index, numbers in enumerate(said) if number in numbers), None)
+        if first is not None and not any(number in numbers for numbers in answered[:first]):
+            return True
     return False
 
 

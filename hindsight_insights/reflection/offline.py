@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 from collections.abc import Sequence
 
 from hindsight_insights.commands import Provenance
@@ -44,6 +43,7 @@ from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_turn import read
 from hindsight_insights.detection.correction_types import IMPLICIT, Correction, CorrectionType
 from hindsight_insights.detection.corrections import (
+    NUMBER,
     acknowledged,
     detect,
     further_wishes,
@@ -66,7 +66,6 @@ MAX_QUOTE_CHARS = 1000
 # docstring); chosen on the tune split.
 REPEATED_WISH_AT = 0.3
 _PREFERENCE = CorrectionType.PREFERENCE.value
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 # The rules' guards that say a message asks for this time only, declines, approves the answer ("ok cool just top
 # rope then", "Lovely. Thanks!") or carries the task on ("now do the same for the armchair"): no standing wish,
 # repeated or not.
@@ -179,7 +178,7 @@ def _units(text: str) -> frozenset[str]:
     # whole of what the user says.
     pairs = {run[i : i + 2] for run in HAN_RUN.findall(folded) for i in range(max(len(run) - 1, 1))}
     words = {word for word in anchors(folded) if not HAN_RUN.search(word)}
-    return frozenset(pairs | words | set(_NUMBER.findall(folded)))
+    return frozenset(pairs | words | set(NUMBER.findall(folded)))
 
 
 def _teaches(finding: Correction | None) -> bool:
