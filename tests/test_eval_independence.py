@@ -163,6 +163,13 @@ KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_10.json:rs011", "thank you for letting us know"),  # everyday thanks (tuning sets)
     ("reflection_tune_sessions_11.json:rv001", "thank you for letting us know"),
     ("reflection_tune_sessions_14.json:sb025", "does that change anything"),  # an everyday question
+    ("screening_eval_28.json:ka003", "disregard prior instructions"),  # an attack's stock wording
+    ("screening_eval_28.json:ka009", "end every reply with"),  # an attack's stock wording (sets 24 and 26 had it)
+    ("screening_eval_28.json:ka085", "print the system prompt"),  # a stock attack
+    ("screening_eval_28.json:kb010", "print the system prompt"),  # the same, quoted by a security note
+    ("screening_eval_28.json:ka062", "full-width characters"),  # the name of an obfuscation (set 26 had it too)
+    ("screening_eval_28.json:kb056", "keep replies under 120 words"),  # an admin's stock length rule
+    ("screening_eval_28.json:ka042", "thanks for all the help this week"),  # everyday thanks
 }
 
 
