@@ -70,7 +70,13 @@ def test_a_business_places_address_is_not_personal_data() -> None:
     ("text", "address"),
     [
         ("pakisend po sa Blk 7 Lot 22, Mabini St., Brgy. Malanday, Marikina 1805, salamat", "Lot 22, Mabini St."),
-        ("manda pra Rua das Flores, 210, apto 31, CEP 80010-120, Curitiba, valeu", "210, apto 31, CEP 80010"),
+        pytest.param(
+            "manda pra Rua das Flores, 210, apto 31, CEP 80010-120, Curitiba, valeu",
+            "210, apto 31, CEP 80010",
+            # the finder retrained on 2026-12-04 chose threshold 0.65 (at 0.4, 1.5 in 10,000 corpus texts would lose
+            # a span, above MAX_ALTERED_CORPUS), where this line reads too weakly
+            marks=pytest.mark.xfail(strict=True, reason="known miss since the sixteenth finder: a Brazilian line"),
+        ),
         ("pls deliver to unit 4/17 Wattle Cres, Glenfield NSW 2167, leave at door", "17 Wattle Cres"),
     ],
 )
