@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import uuid
+from datetime import UTC, datetime
+
 import pytest
 
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
-from hindsight_insights.governance.lessons import lesson_paragraphs, wording
+from hindsight_insights.governance.lessons import every_wish, lesson_for, lesson_paragraphs, wording
+from hindsight_insights.models import Turn
 
 
 @pytest.mark.parametrize(
@@ -118,3 +123,41 @@ def test_a_lessons_observation_and_evidence_are_the_paragraph_that_holds_it() ->
     # one paragraph, or words found in none: the whole message
     assert lesson_paragraphs("不对，是 14:30。", "是 14:30") == "不对，是 14:30。"
     assert lesson_paragraphs(message, "something else") == message
+
+
+def test_a_wish_in_a_clause_among_reasons_stays_in_the_rule() -> None:
+    """The second wish sits in a sentence of reasons and a story ("上次有个客户的 CIO 说…"): read whole, that
+    sentence is no wish; its clause "draft 里别用感叹号" is, and the rule runs to it. The question after it stays
+    out."""
+    message = (
+        "ok 有用. 但两件事, 以后都按这个来: 你跟我解释的部分用中文, 我看英文长段落很慢. "
+        "还有我们的客户都是企业的 IT admin, draft 里别用感叹号, 上次有个客户的 CIO 说我们的邮件 sounds like a toy. "
+        "那 SAML tracer 的截图要提醒他们打码哪些字段?"
+    )
+    rule = every_wish("以后都按这个来: 你跟我解释的部分用中文", message)
+    assert rule.startswith("以后都按这个来") and rule.endswith("draft 里别用感叹号")
+    assert "SAML" not in rule
+
+
+def test_an_unsure_rejection_writes_no_session_rule_unless_a_workspace_model_settled_it() -> None:
+    """ "政策性的，村里统一买的" answers the assistant's own question; a model in its unsure band read it as a
+    rejection. The turn keeps the finding (its signals flag the session), but no rule tells the assistant it was
+    rejected."""
+    turn = Turn(
+        id=uuid.uuid4(),
+        session_id="s-hail",
+        user_id="u-farmer",
+        scene="crop_insurance",
+        sequence=1,
+        turn_index=1,
+        user_message="政策性的，村里统一买的",
+        created_at=datetime(2026, 12, 4, tzinfo=UTC),
+    )
+    now = datetime(2026, 12, 4, 12, tzinfo=UTC)
+    unsure = Correction(CorrectionType.NEGATIVE, 0.49, unsure=True, signals=("learned:negative:0.49",))
+    assert lesson_for(unsure, turn, Settings(), now) is None
+    sure = dataclasses.replace(unsure, unsure=False)
+    settled = dataclasses.replace(unsure, signals=(*unsure.signals, "workspace_model:negative"))
+    for written in (lesson_for(sure, turn, Settings(), now), lesson_for(settled, turn, Settings(), now)):
+        assert written is not None and written.content.kind == "lesson"
+        assert written.content.expire_at is not None  # a session's rule: it lasts a day

@@ -490,3 +490,55 @@ def test_a_message_may_teach_a_further_wish_or_rule_in_a_sentence_of_its_own(
 def test_a_message_that_teaches_nothing_has_no_further_wish() -> None:
     message = "谢谢。我们公司规定：报价之前必须先上门试压？"
     assert further_wishes(message, "好的", detect(message, "好的")) == []
+
+
+@pytest.mark.parametrize(
+    ("message", "previous", "types"),
+    [
+        # dropping something: no fact, wish or rule (a rejection may still say so: 算了吧这配色)
+        ("never mind JP, client's dropping Japan. that's all for now", "- JP: 14 February", {"factual", "preference"}),
+        ("算了，先不弄了", "可以分三步做。", {"factual", "preference", "process"}),
+        # someone else's request passed on is theirs, not how this user wants answers
+        ("Lovely. They also asked for a late table nearby, anywhere that serves past 10?", "Here is the note.", None),
+        ("客人还要求房间安静一点，有没有高层的？", "已为您预订 1203 房。", None),
+        # for now: this answer, not a standing wish
+        ("anyway just a quick list for now, i'm about to drive", "Here are the three clubs in detail.", None),
+        # a task asked for as a question
+        ("Can you explain what this README wants me to do?", "Sure, paste it here.", None),
+        ("能不能帮我看看这份合同有没有问题？", "好的，请发过来。", None),
+    ],
+)
+def test_look_alikes_a_never_mind_a_request_passed_on_for_now_and_a_task_asked_for(
+    message: str, previous: str, types: set[str] | None
+) -> None:
+    found = ruled_out(message, previous)
+    assert "preference" in found
+    if types is not None:
+        assert types <= found
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "never mind, from now on just give me the total",  # marked standing: the wish stands
+        "my boss wants every report in PDF from now on",
+        "for now and from now on, always in metric",
+        "could you always give doses per kg?",
+    ],
+)
+def test_a_wish_marked_standing_survives_those_look_alikes(message: str) -> None:
+    assert "preference" not in ruled_out(message, "Here it is.")
+
+
+def test_a_task_carried_on_after_a_remark_and_anyway_is_a_follow_up() -> None:
+    turn = read("ok. 外包那边的 tester 提 bug 从来不附 log, 真的很烦. anyway, now do the same for Android", "TC-01 …")
+    # the Latin full stop after a Chinese character ends the remark's sentence, so the last sentence opens the task
+    assert [sentence.text.strip()[:7] for sentence in turn.sentences] == ["ok.", "外包那边的 t", "anyway,"]
+    assert any("continues_the_task" in sentence.guards for sentence in turn.sentences)
+
+
+@pytest.mark.parametrize(
+    "message", ["no, that's plenty, won't need a follow-up. wish me luck lol", "we won't need the van after all"]
+)
+def test_enough_said_and_no_need_decline_an_offer(message: str) -> None:
+    assert read(message, "Would you like me to draft a follow-up as well?").declines

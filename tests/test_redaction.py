@@ -1619,3 +1619,45 @@ def test_dated_notes_and_orders_keep_their_dates(text: str) -> None:
 
 def test_a_home_address_after_a_persons_name_still_goes_where_a_company_would_stay() -> None:
     assert_redacted("Lieferung an: Jonas Weber\nBergstraße 14, 83700 Rottach-Egern", "Bergstraße 14", "address")
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        # a village typed with spaces between its levels, and a hamlet named under it
+        ("姑妈住 福建 泉州 晋江 金井镇 溪埕村 后厝 58号 ，信封这样写行吗", "溪埕村 后厝 58号", "address"),
+        # an urban village's lane (坊) and the room in the house, with or without 房
+        ("现居住地址：深圳市南山区西丽街道新围村二坊9号402房，房东是陈伯", "新围村二坊9号402", "address"),
+        ("上门取件：深圳市福田区下沙村八坊28号602，找阿龙", "八坊28号602", "address"),
+        # a Beijing hutong numbered 条, a courtyard's inner house
+        ("送餐地址：北京市东城区东四十二条63号院内2号。老人腿脚不好", "东四十二条63号院内2号", "address"),
+        # a returns address is a warehouse's, unless a person receives there
+        ("退货地址是：山西省吕梁市临县白文镇枣坪村112号 高建军收。这种地址能送到吗", "枣坪村112号", "address"),
+        # a key's label with a note in brackets; a live key under a vendor's prefix
+        ("API key (e-invoice upload): abk_live_7Qm2XvP9aL4tR8sW1nZ6", "abk_live_7Qm2XvP9aL4tR8sW1nZ6", "api_key"),
+        ("我用这个 key 推送吧：fs_live_8Qm2ZpX41vTk9cRw", "fs_live_8Qm2ZpX41vTk9cRw", "api_key"),
+        # an employee number with its check letter
+        ("Je suis infirmière de nuit, matricule 0087421K, et ma prime manque.", "0087421K", "employee_id"),
+    ],
+)
+def test_village_homes_hutongs_bracketed_key_labels_and_check_letters_go(text: str, secret: str, kind: str) -> None:
+    assert_redacted(text, secret, kind)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "退货请寄到浙江省杭州市余杭区良睦路1399号菜鸟仓3号库，售后组处理。",  # a returns warehouse, no person
+        "see the test suite run_test_integrationsuite for the fixtures",  # a name in snake case, no digit
+        "合同第十二条第3款约定了违约金",  # 条 of a contract, no house number
+    ],
+)
+def test_a_warehouse_a_test_name_and_a_contract_clause_stay(text: str) -> None:
+    assert_unchanged(text)
+
+
+def test_two_readings_of_one_address_go_as_one() -> None:
+    """The village's house and the same house after its label, reaching on to the postcode: their union goes."""
+    result = redact("发物流到：山东省潍坊市昌乐县营丘镇东辛庄村西街9号（262400），孙立军。货到付款")
+    assert "262400" not in result.text and "西街9号" not in result.text
+    assert result.found.count("address") == 1, result

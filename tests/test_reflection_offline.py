@@ -466,3 +466,87 @@ def test_a_number_the_user_gave_first_put_right_is_their_own_input_not_a_lesson(
         ["The fee is 9 euros.", "Yes, 9 euros each."],
     )
     assert answers_fix.type is CorrectionType.FACTUAL
+
+
+def test_a_look_alike_of_a_wish_is_no_returning_wish() -> None:
+    """What the rules know as no wish stays none however the model leans and whatever words come back: the user's
+    own slip put right, a never-mind, someone else's request passed on."""
+    leaning = Correction(
+        CorrectionType.NONE,
+        0.0,
+        probabilities={"factual": 0.0, "preference": 0.6, "process": 0.0, "negative": 0.0, "none": 0.4},
+    )
+    answer = "3D printer induction: 1. Show the emergency stop."
+    for message, others in (
+        ("sorry, I meant the laser cutter, not the 3D printer. laser cutter please", ["the laser cutter is new"]),
+        ("never mind JP, client's dropping Japan. that's all for now", ["deadlines for US, EP, CN and JP"]),
+        ("They also asked for a late table nearby, anywhere open past ten", ["a late table for two"]),
+    ):
+        assert repeated_wish(leaning, message, answer, others).type is CorrectionType.NONE, message
+
+
+def adopted_session(store: MemoryStore, session: str, later: list[tuple[str, str]]) -> None:
+    record(
+        store,
+        session,
+        "u-broker",
+        "customs",
+        [
+            (
+                "我们有一批 ceramic mugs 要进美国，duty 大概多少？",
+                "按 6912 估算：基本税率约 10%，USD 1,200；MPF 约 USD 42。",
+            ),
+            ("换算成人民币大概多少?", "按 1 USD ≈ 7.1 RMB：基本关税约 RMB 8,520；MPF 约 RMB 298。"),
+            *later,
+        ],
+    )
+
+
+def test_a_question_whose_answer_the_assistant_then_gives_every_time_is_the_users_preference(
+    store: MemoryStore,
+) -> None:
+    """Shown, not stated: the user asks once for RMB beside a dollar estimate, and the assistant gives RMB beside
+    every amount after it unasked. The rule quotes the question and what the assistant kept giving; a "consider"
+    rule for this user only."""
+    adopted_session(
+        store,
+        "a1",
+        [
+            ("走海运的话还有哪些 fees?", "ISF filing：约 USD 35（约 RMB 249）；报关费约 USD 125（约 RMB 888）。"),
+            ("customs bond 买哪种?", "一年进 1-3 票选 single entry，每票约 USD 80（约 RMB 568）。"),
+        ],
+    )
+    report = ReflectionEngine(store, OfflineExtractor(store.settings)).reflect_session("a1")
+    (created,) = report.created
+    rule = store.get(created)
+    assert (rule.kind, rule.scope, rule.user_id) == ("preference", Scope.USER, "u-broker")
+    assert rule.evidence.quote == "换算成人民币大概多少?" and rule.evidence.turn == 1
+    assert "之后你每次都补上" in rule.action and "RMB" in rule.action
+    assert rule.confidence < store.settings.must_confidence
+
+
+def test_a_question_the_assistant_answered_once_teaches_nothing(store: MemoryStore) -> None:
+    """RMB given once, then not again: no wish shown. Nor chair time given every time after a message that answered
+    the assistant's own question: the question it asked, not the user, brought it in."""
+    adopted_session(
+        store,
+        "a2",
+        [
+            ("走海运的话还有哪些 fees?", "ISF filing 约 USD 35；报关费约 USD 125。"),
+            ("customs bond 买哪种?", "一年进 1-3 票选 single entry，每票约 USD 80。"),
+        ],
+    )
+    assert ReflectionEngine(store, OfflineExtractor(store.settings)).reflect_session("a2").created == []
+    record(
+        store,
+        "a4",
+        "u-clinic",
+        "dental",
+        [
+            ("What's involved in a root canal on a molar?", "Which tooth is it, and is it a first visit?"),
+            ("Lower molar. How long is she in the chair?", "Chair time: 60-90 minutes per visit, two visits."),
+            ("and a scale and polish?", "Scale and polish: ultrasonic scaler, then polish. Chair time: 30 minutes."),
+            ("the crown later?", "Crown: two appointments. Chair time: about an hour at the first."),
+        ],
+    )
+    assert ReflectionEngine(store, OfflineExtractor(store.settings)).reflect_session("a4").created == []

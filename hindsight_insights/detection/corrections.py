@@ -114,6 +114,14 @@ def detect(
 #                          new value (6 training messages, all none)
 #   declines               "算了算了 never mind", "不用了，谢谢": a declined offer or a never-mind puts no fact right
 #                          (57 training messages where the rules find nothing, none factual)
+#   relays_a_request       "Lovely. They also asked for a late table nearby, anywhere that serves past 10?": someone
+#                          else's request passed on (24 training messages, none a preference)
+#   for_now                "anyway just a quick list for now, i'm about to drive", 先这样 (16 training messages,
+#                          none a preference)
+#   asks_for_a_task        "Can you explain what this README wants me to do?": a task asked for as a question, no
+#                          standing mark (10 training messages, all none)
+#   lets_it_go             "never mind JP, client's dropping Japan. that's all for now": a message that opens by
+#                          dropping something (54 training messages: 53 none, one a rejection)
 #   fixes_own_input        "sorry, I meant the laser cutter, not the 3D printer": the user's own input put right is no
 #                          wish or rule (50 training messages, none a preference or a process)
 #   asks_a_hypothetical    "如果哪天我说错了参数, 你会纠正我吗?": a question about a case that has not happened
@@ -139,6 +147,14 @@ _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[Correcti
         frozenset(CorrectionType) - {CorrectionType.NONE},
     ),
     ("declines", lambda turn: turn.declines, frozenset({CorrectionType.FACTUAL})),
+    ("relays_a_request", lambda turn: turn.relays_a_request, frozenset({CorrectionType.PREFERENCE})),
+    ("for_now", lambda turn: turn.for_now, frozenset({CorrectionType.PREFERENCE})),
+    ("asks_for_a_task", lambda turn: turn.asks_for_a_task, frozenset({CorrectionType.PREFERENCE})),
+    (
+        "lets_it_go",
+        lambda turn: turn.opens_by_letting_go,
+        frozenset({CorrectionType.FACTUAL, CorrectionType.PREFERENCE, CorrectionType.PROCESS}),
+    ),
     (
         "fixes_own_input",
         lambda turn: turn.fixes_own_input,
@@ -311,11 +327,16 @@ def _look_alike(found: Correction, turn: ReadMessage, rules: Correction) -> Corr
     the model alone found."""
     if not found.is_correction or rules.is_correction:
         return found
-    for name, holds, ruled_out in _LOOK_ALIKES:
-        if found.type in ruled_out and holds(turn):
-            signals = (*found.signals, f"guard:{name}")
-            return Correction(CorrectionType.NONE, 0.0, signals=signals, probabilities=found.probabilities)
-    return found
+    name = look_alike_of(turn, found.type)
+    if name is None:
+        return found
+    signals = (*found.signals, f"guard:{name}")
+    return Correction(CorrectionType.NONE, 0.0, signals=signals, probabilities=found.probabilities)
+
+
+def look_alike_of(turn: ReadMessage, kind: CorrectionType) -> str | None:
+    """The look-alike (_LOOK_ALIKES) that rules `kind` out of the message, if one does."""
+    return next((name for name, holds, ruled_out in _LOOK_ALIKES if kind in ruled_out and holds(turn)), None)
 
 
 def _readings(

@@ -434,7 +434,9 @@ def _homes(pattern: re.Pattern[str], text: str, reach: int) -> Iterator[tuple[in
         home = match["unit"].strip() or _said_before(patterns.HOME_LABEL, text, match.start(), reach)
         if not home and (between := _before_a_recipient(text[end:])) is not None:
             home, end = True, end + len(between)  # the parts up to the recipient are the address's
-        if not home or _said_before(patterns.RETURNS, text, match.start(), 12):  # 退货寄到：… is a warehouse
+        # 退货寄到：… is a warehouse, unless a person receives there (退货地址：…枣坪村112号 高建军收)
+        returns = _said_before(patterns.RETURNS, text, match.start(), 12)
+        if not home or (returns and not patterns.RECIPIENT_AFTER.search(text[end:])):
             continue
         if not _a_business_place(text, match.start(), reach):
             yield match.start(), end
@@ -528,21 +530,25 @@ def _said_before(label: re.Pattern[str], text: str, at: int, reach: int) -> bool
 
 def _resolve(findings: list[_Finding]) -> list[_Finding]:
     """Non-overlapping findings in text order; of two that overlap, the one found first (more specific) wins, except
-    two passwords, which merge."""
+    two passwords or two addresses, which merge."""
     kept: list[_Finding] = []
     for finding in findings:
         overlapping = [other for other in kept if finding.start < other.end and other.start < finding.end]
         if not overlapping:
             kept.append(finding)
-        elif finding.kind == "password" and all(other.kind == "password" for other in overlapping):
-            # Two readings of one credential (a URL's userinfo, a "password=" field in it): their union goes, so
-            # neither cuts the other's secret short.
+        elif finding.kind in _MERGED and all(other.kind == finding.kind for other in overlapping):
+            # Two readings of one credential (a URL's userinfo, a "password=" field in it) or of one address (a
+            # village house, and the same house after its label with the recipient): their union goes, so neither
+            # cuts the other's secret short.
             for other in overlapping:
                 kept.remove(other)
             start = min(finding.start, *(other.start for other in overlapping))
             end = max(finding.end, *(other.end for other in overlapping))
-            kept.append(_Finding(start, end, "password"))
+            kept.append(_Finding(start, end, finding.kind))
     return sorted(kept)
+
+
+_MERGED = frozenset({"password", "address"})
 
 
 def _entropy(value: str) -> float:

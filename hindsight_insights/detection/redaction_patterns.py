@@ -171,7 +171,8 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
             r"(?:[^\d\n:：=?!。？！]{1,12}?(?:[:：=]|\b(?:is|ist|est|es|é|è)\b|为|是))?"
             rf"{_JOIN}"
             # (a number in two groups too: 77-3048)
-            r"(?P<value>[a-z]{0,4}[-_]?\d{3,10}|\d{2,6}[-/]\d{2,8})(?![\da-z])"
+            # (and a check letter after it: matricule 0087421K)
+            r"(?P<value>[a-z]{0,4}[-_]?\d{3,10}[a-z]?|\d{2,6}[-/]\d{2,8})(?![\da-z])"
         ),
     ),
     (
@@ -352,6 +353,8 @@ KEY_LABEL = re.compile(
     r"(?<![a-z0-9_.-])(?P<label>[a-z0-9_.-]{0,40}?(?:api[_ -]?key|apikey|secret(?:[_-]?(?:access[_-]?)?key)?|"
     r"access[_ -]?key(?:[_ -]?(?:id|secret))?|private[_-]?key|client[_-]?secret|access[_-]?token|refresh[_-]?token|"
     r"auth[_-]?token|token|authorization|key)|密钥|秘钥|令牌|私钥)"
+    # (a short note in brackets may follow the label: "API key (e-invoice upload): …")
+    r"(?:[^\S\n]*[(（][^()（）\n]{1,40}[)）])?"
     rf"(?P<sep>{KEY_SEPARATOR})(?P<secret>[a-z0-9+/=_.~-]{{8,}})"
 )
 # The type that opens an SSH public key line (ssh-ed25519 AAAA…): what follows is public, meant to be shared.
@@ -362,7 +365,8 @@ KEY_PREFIXES = re.compile(
     r"(?<![a-z0-9])(?P<secret>sk-(?:proj-|ant-|live-|test-|svcacct-)?[a-z0-9_-]{20,}|(?:akia|asia)[0-9a-z]{16}|"
     r"ltai[0-9a-z]{12,30}|gh[pousr]_[a-z0-9]{30,}|github_pat_[a-z0-9_]{30,}|xox[abprs]-[a-z0-9-]{10,}|"
     r"aiza[0-9a-z_-]{30,}|app-[a-z0-9]{20,}|dataset-[a-z0-9]{20,}|glpat-[a-z0-9_-]{20,}|hf_[a-z0-9]{30,}|"
-    r"[sr]k_(?:live|test)_[a-z0-9]{20,}|pcsk_[a-z0-9_]{30,}|npm_[a-z0-9]{30,}|pypi-[a-z0-9_-]{40,})"
+    # (a live or test key under any short vendor prefix, with a digit in it: abk_live_7Qm2…)
+    r"[a-z]{2,6}_(?:live|test|prod)_(?=[a-z0-9]*\d)[a-z0-9]{16,}|pcsk_[a-z0-9_]{30,}|npm_[a-z0-9]{30,}|pypi-[a-z0-9_-]{40,})"
     r"(?![a-z0-9])"
 )
 # scheme://user:password@host, the user may be empty (redis://:password@host). The password runs to the last "@"
@@ -537,9 +541,10 @@ _HAN = r"[\u4e00-\u9fff]"
 _PLACE = r"(?:(?![是为在住的寄到址我你他她])[\u3400-\u4dbf\u4e00-\u9fff\U00020000-\U0003134f])"
 # The administrative levels above a street: province, then city or prefecture (市, 州, 盟, 地区), then district or
 # county (区, 县, 旗, 市), then town (镇, 乡, 街道).
+# (a space may part the levels, as people type them: "福建 泉州 晋江 金井镇 溪埕村")
 _CHINESE_REGION = (
-    rf"(?:{_PLACE}{{2,8}}(?:省|自治区))?(?:{_PLACE}{{1,8}}(?:市|州|盟|地区))?(?:{_PLACE}{{1,8}}(?:区|县|旗|市))?"
-    rf"(?:{_PLACE}{{1,8}}(?:镇|乡|街道))?"
+    rf"(?:{_PLACE}{{2,8}}(?:省|自治区)\s?)?(?:{_PLACE}{{1,8}}(?:市|州|盟|地区)\s?)?(?:{_PLACE}{{1,8}}(?:区|县|旗|市)\s?)?"
+    rf"(?:{_PLACE}{{1,8}}(?:镇|乡|街道)\s?)?"
 )
 # Below the house number: a courtyard (2号院) or an estate's name (168号金地花苑3幢), building, entrance, floor, then
 # the room (室, 房, 户, 号 or 之 after a floor: 6楼12号, 12楼之3, or a number after the entrance or the building:
@@ -547,7 +552,8 @@ _CHINESE_REGION = (
 _CHINESE_UNITS = (
     # (the estate's name may stand apart, in one or two parts, with a zone before the block:
     # "459号 麓谷小镇 D区 9栋1003")
-    rf"(?P<unit>(?:\s*院|\s*{_PLACE}{{1,10}}(?:\s+{_PLACE}{{1,6}})?(?=(?:\s*[a-z\d]{{1,2}}区)?\s*(?:"
+    # (a courtyard's inner house: 63号院内2号)
+    rf"(?P<unit>(?:\s*院(?:内\s*\d{{1,4}}\s*号)?|\s*{_PLACE}{{1,10}}(?:\s+{_PLACE}{{1,6}})?(?=(?:\s*[a-z\d]{{1,2}}区)?\s*(?:"
     r"[a-z\d一二三四五六七八九十]{1,5}\s*(?:栋|幢|号楼|座|单元|排|(?:楼|层)\s*[a-z\d]{1,5}\s*(?:室|房|户))|"
     r"(?<=[园苑城邸府湾居庄坊墅期])\d{1,3}-\d{1,4}(?!\d))))?(?:\s*[a-z\d]{1,2}区(?=\s*[a-z\d]))?"
     # (门 is an entrance where the north-east numbers them: 37号2门502; 排, a row of a compound's houses: 3排2号)
@@ -563,7 +569,8 @@ _ZH_POSTCODE_AFTER = r"(?:\s*[,，]?\s*邮编\s*[:：]?\s*\d{6}(?!\d))?"
 CHINESE_ADDRESS = re.compile(
     rf"{_CHINESE_REGION}"
     # (道 names roads in Hong Kong and Tianjin: 弥敦道, 南京道)
-    rf"(?:{_PLACE}|\d){{1,12}}(?:路|街|大道|大街|道|巷|胡同|弄|里)"
+    # (Beijing's numbered hutongs are 条: 东四十二条, 北新桥三条)
+    rf"(?:(?:{_PLACE}|\d){{1,12}}(?:路|街|大道|大街|道|巷|胡同|弄|里)|{_PLACE}{{1,8}}[一二三四五六七八九十头]条)"
     # a road's part (江南大道中, 人民路北段, 二段), a lane and an alley off it (216巷8弄), and a house's sub-number
     # (168号之三)
     r"(?:[东南西北中]{1,2}段?|[一二三四五六七八九十\d]{1,2}段)?"
@@ -604,9 +611,15 @@ HOME_UNIT = re.compile(r"[室房户]|单元|\d\s*[-－]\s*\d+$|\d门\d+$")
 # A village house: the county or town above it, the village (村, 村委会 and the hamlet under it), perhaps its group
 # (三组), then the house number (下山口村46号). A village's house numbers are homes.
 CHINESE_VILLAGE = re.compile(
-    rf"{_CHINESE_REGION}(?<=[县旗镇乡道市])(?:{_PLACE}{{1,8}}村(?:委会)?){{1,2}}"
-    # (a group numbered or named: 3组, 上寨小组)
-    r"(?P<unit>(?:\s*[\d一二三四五六七八九十]{1,3}\s*(?:组|队|社)|" + _PLACE + r"{1,4}小组)?\s*\d{1,5}\s*号(?!楼))"
+    rf"{_CHINESE_REGION}(?:(?<=[县旗镇乡道市])|(?<=[县旗镇乡道市]\s))(?:{_PLACE}{{1,8}}村(?:委会)?){{1,2}}"
+    # (a group numbered or named: 3组, 上寨小组, 二坊; or the hamlet under the village, named: 溪埕村 后厝 58号)
+    r"(?P<unit>(?:\s*[\d一二三四五六七八九十]{1,3}\s*(?:组|队|社|坊)|"
+    + _PLACE
+    + r"{1,4}小组|\s?"
+    + _PLACE
+    + r"{1,4}(?=\s*\d))?\s*\d{1,5}\s*号(?!楼)"
+    # (and a room in the house: 新围村二坊9号402房, 八坊28号602)
+    r"(?:\s*\d{1,5}(?:\s*[室房户])?(?![\d.:：-]))?)"
 )
 # What makes an address someone's: a room or unit, or a word for home before it (a shop's 路 88 号 stays).
 HOME_LABEL = re.compile(

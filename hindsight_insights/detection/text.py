@@ -28,7 +28,8 @@ from hindsight_insights.keys import to_simplified
 _NOT_AN_END = "".join(
     rf"(?<!\b{re.escape(word)})" for word in ("dr", "mr", "mrs", "ms", "mx", "prof", "vs", "e.g", "i.e", "approx")
 )
-_SENTENCE_END = re.compile(rf"[。!?;\n]+|\.{{3,}}|…+|(?<=[a-z0-9)\"']){_NOT_AN_END}\.(?=\s|$)")
+# A Latin full stop after a Chinese character ends a sentence too, as people type in mixed text ("真的很烦. anyway").
+_SENTENCE_END = re.compile(rf"[。!?;\n]+|\.{{3,}}|…+|(?<=[a-z0-9)\"'\u4e00-\u9fff]){_NOT_AN_END}\.(?=\s|$)")
 # Clause breaks inside a sentence: commas (not a thousands separator: 3,482), the enumeration comma, colons (not in
 # 14:00) and dashes.
 _CLAUSE_BREAK = re.compile(r"、|,(?!(?<=\d,)\d{3}(?!\d))|(?<!\d):(?!\d)|\s[-–—]+\s|[–—]+")

@@ -1,7 +1,7 @@
 """From a detected correction to the insight it teaches, as a write command whose provenance carries the detector's
 finding: the scope it asks for is in scope.py's table. A session-only insight (a weak factual or a
 negative correction) lasts a day; a negative correction also flags the turn, so the worker reflects on the session
-(its anomaly trigger).
+(its anomaly trigger). A negative one the learned detector is unsure of writes no rule (_unsure_rejection).
 
 A correction for a named period ("这周运费 20 元", this month) also expires when the period ends
 (detection/periods.py); it has a slot of its own, so the topic's general rule holds beside it and after it.
@@ -18,12 +18,12 @@ from datetime import datetime, timedelta
 
 from hindsight_insights.commands import Provenance, WriteCommand
 from hindsight_insights.config import Settings
-from hindsight_insights.detection.correction_turn import read, short
+from hindsight_insights.detection.correction_turn import ReadMessage, read, short
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.periods import period_end
-from hindsight_insights.detection.text import fold, has_han
+from hindsight_insights.detection.text import clauses, fold, has_han
 from hindsight_insights.keys import names_a_subject
 from hindsight_insights.models import Condition, InsightContent, InsightKind, Scope, Turn
 from hindsight_insights.prompts import render_prompt
@@ -64,13 +64,19 @@ class Wording:
 
 
 def wording(
-    correction: Correction, message: str, settings: Settings, learned: LearnedDetector | None = None
+    correction: Correction,
+    message: str,
+    settings: Settings,
+    learned: LearnedDetector | None = None,
+    shown: str | None = None,
 ) -> Wording:
     """The rule a correction teaches, from a template per language (prompts/corrections/), in the user's words;
-    `learned`, the detector that found it, also reads a preference's later sentences (every_wish)."""
+    `learned`, the detector that found it, also reads a preference's later sentences (every_wish). `shown` is what
+    the assistant kept giving after a question that shows a wish (reflection.offline.adopted_requests): the rule then
+    names the question and what answered it."""
     language = "zh" if has_han(message) else "en"
     corrected = (correction.corrected or message).strip()
-    if correction.type is CorrectionType.PREFERENCE:
+    if correction.type is CorrectionType.PREFERENCE and shown is None:
         corrected = every_wish(corrected, message, learned)
     topic = (correction.topic or "").strip()
     # When the detector found no subject apart from the corrected words themselves, "when X comes up" would only
@@ -90,6 +96,7 @@ def wording(
         corrected=corrected,
         original=(correction.original or "").strip(),
         names_a_subject=has_subject,
+        shown=shown or "",
     ).strip()
     said = lesson_paragraphs(message, corrected)
     observation = f"用户说：「{said}」" if language == "zh" else f'The user said: "{said}"'
@@ -122,19 +129,39 @@ def every_wish(corrected: str, message: str, learned: LearnedDetector | None = N
     detector, reading it alone, also takes for a wish ("太长了。以后先说结论，最多三个理由" is one standing wish, not
     "太长了"); the user's own words, never a question or a remark after the last wish. With the learned detector (the
     one that found the wish) each later sentence is read by it too, so a wish in words the rules lack stays in the
-    rule ("please don't call me sir. Just use my name, Sofia." keeps the name)."""
+    rule ("please don't call me sir. Just use my name, Sofia." keeps the name). A sentence that is no wish as a whole
+    may still hold one in a clause of its own, among its reasons and stories ("还有我们的客户都是企业的 IT admin,
+    draft 里别用感叹号, 上次有个客户的 CIO 说…"), and so may the rest of the wish's own sentence ("…用中文, 给客户的
+    draft 用英文就行"): such a clause is read alone too, and the rule runs to its end."""
     turn = read(message, None)
     start = turn.message.text.find(fold(corrected).text)
     if start < 0:
         return corrected
     end = start + len(fold(corrected).text)
     for sentence in turn.sentences:
-        if sentence.span.start < end or sentence.question:
+        if sentence.span.end <= end or sentence.question:
             continue
-        said = turn.message.quote(sentence.span.start, sentence.span.end)
-        if said and detect(said, None, learned).type is CorrectionType.PREFERENCE:
+        if sentence.span.start >= end and _wish(turn, sentence.span.start, sentence.span.end, learned):
             end = sentence.span.end
+            continue
+        for clause in clauses(sentence.span):
+            if clause.start >= end and _wish(turn, clause.start, clause.end, learned):
+                end = clause.end
     return (turn.message.quote(start, end) or corrected).strip()
+
+
+def _wish(turn: ReadMessage, start: int, end: int, learned: LearnedDetector | None) -> bool:
+    said = turn.message.quote(start, end)
+    return bool(said) and detect(said, None, learned).type is CorrectionType.PREFERENCE
+
+
+def _unsure_rejection(correction: Correction) -> bool:
+    """A rejection the learned detector is unsure of (its unsure band) and no workspace model settled: the turn is
+    marked corrected and flagged all the same, but no session rule says the answer was rejected. An answer to the
+    assistant's own question ("政策性的，村里统一买的") read as one would tell the assistant, for the rest of the
+    session, that the user rejected what they did not."""
+    settled = any(signal.startswith("workspace_model:") for signal in correction.signals)
+    return correction.type is CorrectionType.NEGATIVE and correction.unsure and not settled
 
 
 def lesson_for(
@@ -147,7 +174,7 @@ def lesson_for(
     """The write a correction in `turn`'s user message teaches; None when it is not a correction. The detector's
     finding goes into the provenance: the scope comes from it (scope.py), never from the wording; `learned` is the
     detector that found it (wording)."""
-    if not correction.is_correction or not turn.user_message.strip():
+    if not correction.is_correction or not turn.user_message.strip() or _unsure_rejection(correction):
         return None
     words = wording(correction, turn.user_message, settings, learned)
     provenance = Provenance(source="detector", user_id=turn.user_id, session_id=turn.session_id, correction=correction)

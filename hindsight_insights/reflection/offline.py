@@ -21,6 +21,11 @@ a correction but stayed below its bar, and that answer opens by owning an error 
 things"), the message put a fact right (detection.corrections.acknowledged): the user's own situation said beside a
 question ("我没有单位，我是自由职业…那漏了怎么补？") is the usual case.
 
+A reflection also sees what the assistant did next. A follow-up question whose subject the assistant then gave in
+every later answer without being asked again (`adopted_requests`: "换算成人民币大概多少?" after a duty estimate in
+dollars, then RMB beside every amount; "How long is she in the chair for that?", then chair time with every
+treatment) shows a wish the user never stated: a preference for the user, at an implicit lesson's confidence.
+
 A correction with no subject of its own that only repeats an earlier one of the session
 ("都说了是开不了机" after "我的手机是开不了机", `restates`) is not proposed again: the earlier one names what it is
 about, and the repetition would be a second rule in a slot named after its own words. Nor is one whose every word is
@@ -47,12 +52,13 @@ from hindsight_insights.detection.corrections import (
     acknowledged,
     detect,
     further_wishes,
+    look_alike_of,
     opening_request,
     own_input_put_right,
 )
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.quantities import anchors
-from hindsight_insights.detection.text import HAN_RUN, fold
+from hindsight_insights.detection.text import HAN_RUN, clauses, fold, sentences
 from hindsight_insights.governance.lessons import KIND_OF, wording
 from hindsight_insights.models import Scope
 from hindsight_insights.reflection.llm import DetectedCandidate, ExtractionRequest
@@ -101,6 +107,7 @@ class OfflineExtractor:
                 answers.append(turn.assistant_message or (answers[-1] if answers else None))
             before = [None, *answers[:-1]]  # the answer each message reads against
             findings = [self._finding(message, before[index]) for index, message in enumerate(messages)]
+            adopted = adopted_requests(messages, answers, findings)
             # A wish the user comes back to is shown by a message that is not itself a lesson: one the detector
             # found (a stated wish, a correction) is learned in its own right, and a terse message echoing it ("it's
             # just a preference, remember it") only refers back to it.
@@ -113,14 +120,20 @@ class OfflineExtractor:
                     correction = repeated_wish(correction, message, previous_answer, others)
                     correction = acknowledged(correction, message, turn.assistant_message)
                     correction = own_input_put_right(correction, messages[:index], answers[:index])
+                shown = adopted.get(index)
+                if shown is not None and (correction is None or not correction.is_correction):
+                    correction = _adopted(message, correction)
                 if correction is None or correction.type in (CorrectionType.NONE, CorrectionType.NEGATIVE):
                     continue
                 # A message may teach two things: its other sentences' own wishes and rules come after its finding.
-                for lesson in (correction, *further_wishes(message, previous_answer, correction)):
+                further = further_wishes(message, previous_answer, correction) if shown is None else []
+                for lesson in (correction, *further):
                     asks = Provenance(self.name, session.user_id, session.session_id, correction=lesson)
                     if decide_scope(asks, self._settings)[0].scope is Scope.SESSION:
                         continue
-                    words = wording(lesson, message, self._settings, self._detector)
+                    words = wording(
+                        lesson, message, self._settings, self._detector, shown=shown if lesson is correction else None
+                    )
                     said = (lesson.corrected or message).strip()
                     if any(
                         (kind, scene) == (lesson.type, turn.scene)
@@ -152,6 +165,74 @@ class OfflineExtractor:
             return None
         found = detect(message, previous_answer, self._detector)
         return opening_request(found) if previous_answer is None else found
+
+
+# Later answers that must all give what a follow-up question asked for (adopted_requests): one could be chance.
+ADOPTED_IN_ANSWERS = 2
+# How much of the answer that shows what the assistant kept giving goes into the rule.
+SHOWN_CHARS = 80
+
+
+def adopted_requests(
+    messages: Sequence[str], answers: Sequence[str | None], findings: Sequence[Correction | None]
+) -> dict[int, str]:
+    """The follow-up questions whose subject the assistant then gave unasked (module docstring), by index, each with
+    the clause of the next answer that shows it. A message counts when it only asks (its other sentences approve at
+    most: "ok. and how would I say that to the parents?"), after an answer that asked nothing (so it is no answer to
+    a clarifying question), and teaches nothing the detector found; its answer and every one of at least
+    ADOPTED_IN_ANSWERS later answers share a content word that no earlier answer and no other message of the user
+    has: the assistant brought it in for this question and kept it."""
+    found: dict[int, str] = {}
+    said = [anchors(fold(message).text) for message in messages]
+    given = [anchors(fold(answer).text) if answer else frozenset() for answer in answers]
+    for index in range(1, len(messages) - ADOPTED_IN_ANSWERS):
+        previous, finding = answers[index - 1], findings[index]
+        if not previous or "?" in previous or "？" in previous or not _only_asks(messages[index], previous):
+            continue
+        if finding is not None and finding.is_correction:
+            continue
+        later = given[index + 1 :]
+        kept = frozenset.intersection(given[index], *later) - frozenset().union(*given[:index])
+        kept -= frozenset().union(*(words for other, words in enumerate(said) if other != index))
+        shown = _clause_showing(answers[index + 1] or "", kept) if kept else None
+        if shown:
+            found[index] = shown
+    return found
+
+
+def _only_asks(message: str, previous: str) -> bool:
+    sentences = read(message, previous).sentences
+    return (
+        bool(sentences)
+        and sentences[-1].asks
+        and all(sentence.asks or "approval" in sentence.guards or not anchors(sentence.text) for sentence in sentences)
+    )
+
+
+def _clause_showing(answer: str, words: frozenset[str]) -> str | None:
+    """The clause of `answer` that holds the most of `words` (the first of equals), as written."""
+    folded = fold(answer)
+    best: tuple[int, str] | None = None
+    for sentence in sentences(folded.text):
+        for clause in clauses(sentence):
+            count = len(anchors(clause.text) & words)
+            if count and (best is None or count > best[0]):
+                best = (count, folded.quote(clause.start, clause.end))
+    return best[1][:SHOWN_CHARS] if best and best[1] else None
+
+
+def _adopted(message: str, finding: Correction | None) -> Correction:
+    """A follow-up question the assistant adopted, as the user's preference: a "consider" rule at most, like every
+    lesson shown and not stated."""
+    signals = finding.signals if finding is not None else ()
+    probabilities = finding.probabilities if finding is not None else {}
+    return Correction(
+        CorrectionType.PREFERENCE,
+        IMPLICIT,
+        corrected=message,
+        signals=(*signals, "offline:adopted"),
+        probabilities=probabilities,
+    )
 
 
 def restates(later: str, earlier: str) -> bool:
@@ -198,6 +279,10 @@ def repeated_wish(correction: Correction, message: str, answer: str, others: Seq
     )
     one_off = any(signal in _NOT_STANDING for signal in correction.signals)
     if correction.is_correction or not probabilities or question or one_off:
+        return correction
+    # Nor one the rules know as a look-alike of a wish, whatever the model made of it ("sorry, I meant the laser
+    # cutter, not the 3D printer"; "never mind JP").
+    if look_alike_of(read(message, answer), CorrectionType.PREFERENCE) is not None:
         return correction
     kinds = [kind for kind in probabilities if kind != CorrectionType.NONE.value]
     likeliest = max(kinds, key=lambda kind: (probabilities[kind], kind))
