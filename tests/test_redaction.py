@@ -1661,3 +1661,15 @@ def test_two_readings_of_one_address_go_as_one() -> None:
     result = redact("发物流到：山东省潍坊市昌乐县营丘镇东辛庄村西街9号（262400），孙立军。货到付款")
     assert "262400" not in result.text and "西街9号" not in result.text
     assert result.found.count("address") == 1, result
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Mon numéro de compte : BE71 0635 8219 4742 au nom de Lieve",  # a wrong check digit, after an account's label
+        "Kontonummer DE12 5001 0517 0648 4898 91",
+        "收款账户：DE12 5001 0517 0648 4898 91",
+    ],
+)
+def test_an_iban_shape_after_an_accounts_label_goes_whatever_its_check(text: str) -> None:
+    assert_redacted(text, "0517 0648" if "DE12" in text else "0635 8219", "iban")

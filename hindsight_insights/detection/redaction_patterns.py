@@ -186,7 +186,10 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
     (
         "iban",
         re.compile(
-            rf"(?:iban){_JOIN}(?P<value>[a-z]{{2}}\d{{2}}(?:\s?[a-z0-9]{{4}}){{2,7}}(?:\s?\d{{1,4}})?)(?![\da-z])"
+            # (or after an account's label, whatever its check digits: "Mon numéro de compte : BE71 0635 8219 4742")
+            r"(?:iban|\b(?:bank )?account|konto|rekening|(?:numéro|número|numero|n°|no\.?)\s+de\s+(?:compte|cuenta)|"
+            r"\bcompte|\bcuenta|\bconto(?: corrente)?|账号|账户|帐号|帳號)"
+            rf"{_JOIN}(?P<value>[a-z]{{2}}\d{{2}}(?:\s?[a-z0-9]{{4}}){{2,7}}(?:\s?\d{{1,4}})?)(?![\da-z])"
         ),
     ),
     (
