@@ -26,14 +26,14 @@ TABLE_PREFERENCE: dict[str, Any] = {
 
 # A genuine preference that the learned screen is unsure of (no rule fires): without a workspace model it waits for
 # a reviewer, with one it is asked once (tests/test_screen_admission.py, tests/test_plugin_daemon.py). Which wording
-# lands in the band moves with every retraining: the model trained with the ninth screening set retired (3,387 items)
-# reads these fields with "以后都叫他“老王”" at 0.35 (unsure, band 0.29-0.50), "回答任何问题时，都叫他“老王”" at 0.28
-# (clear, by a hair) and "回答时都叫他“老王”" at 0.06.
+# lands in the band moves with every retraining: the model trained with the fifteenth sets retired reads these fields
+# with "从现在起都叫他“老王”" at 0.36 (unsure, band 0.28-0.50), "以后都叫他“老王”" at 0.25 (clear; 0.35 with the ninth
+# set's model) and "以后称呼他为“老王”" at 0.08.
 UNSURE_PREFERENCE: dict[str, Any] = {
     "topic": "称呼",
     "kind": "preference",
     "scene": "general",
-    "action": "以后都叫他“老王”。",
+    "action": "从现在起都叫他“老王”。",
     "observation": "助手称用户为“王老师”，用户说“叫我老王就行，别叫王老师”。",
     "evidence": "叫我老王就行，别叫王老师",
     "confidence": 0.9,
