@@ -72,27 +72,30 @@ class ReadMessage:
     def asks_for_a_task(self) -> bool:
         """The message asks for a task as a question (patterns.TASK_QUESTION: "Can you explain what this README wants
         me to do?"), ends asking, and marks nothing as standing ("could you always give doses per kg?" does)."""
-        asks = bool(self.sentences) and self.sentences[-1].asks
-        return asks and patterns.TASK_QUESTION.search(self.message.text) is not None and not self.marks_a_standing_wish
+        return bool(self.sentences) and self.sentences[-1].asks and self._unmarked(patterns.TASK_QUESTION)
 
     @property
     def for_now(self) -> bool:
         """The message asks for something for now (patterns.FOR_NOW: "just a quick list for now", 先这样), and marks
         nothing as standing."""
-        return patterns.FOR_NOW.search(self.message.text) is not None and not self.marks_a_standing_wish
+        return self._unmarked(patterns.FOR_NOW)
 
     @property
     def relays_a_request(self) -> bool:
         """The message passes on someone else's request or wish (patterns.RELAYS_A_REQUEST: "They also asked for a
         late table nearby"), and marks nothing as standing."""
-        return patterns.RELAYS_A_REQUEST.search(self.message.text) is not None and not self.marks_a_standing_wish
+        return self._unmarked(patterns.RELAYS_A_REQUEST)
 
     @property
     def opens_by_letting_go(self) -> bool:
         """The message opens by dropping something ("never mind JP, client's dropping Japan", 算了，先这样, "forget
         it"): patterns.LETS_IT_GO at its start, and nothing marked standing ("never mind, from now on just the
         total")."""
-        return patterns.LETS_IT_GO.search(self.message.text) is not None and not self.marks_a_standing_wish
+        return self._unmarked(patterns.LETS_IT_GO)
+
+    def _unmarked(self, pattern: re.Pattern[str]) -> bool:
+        """`pattern` is in the message, and nothing in it is marked standing."""
+        return pattern.search(self.message.text) is not None and not self.marks_a_standing_wish
 
     @property
     def marks_a_standing_wish(self) -> bool:

@@ -187,9 +187,9 @@ def adopted_requests(
     given = [anchors(fold(answer).text) if answer else frozenset() for answer in answers]
     for index in range(1, len(messages) - ADOPTED_IN_ANSWERS):
         previous, finding = answers[index - 1], findings[index]
-        if not previous or "?" in previous or "？" in previous or not _only_asks(messages[index], previous):
+        if not previous or "?" in previous or "？" in previous or (finding is not None and finding.is_correction):
             continue
-        if finding is not None and finding.is_correction:
+        if not _only_asks(messages[index], previous):
             continue
         later = given[index + 1 :]
         kept = frozenset.intersection(given[index], *later) - frozenset().union(*given[:index])
