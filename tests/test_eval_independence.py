@@ -163,6 +163,11 @@ KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_10.json:rs011", "thank you for letting us know"),  # everyday thanks (tuning sets)
     ("reflection_tune_sessions_11.json:rv001", "thank you for letting us know"),
     ("reflection_tune_sessions_14.json:sb025", "does that change anything"),  # an everyday question
+    ("new-17:da032", "thanks for the quick reply"),  # everyday thanks
+    ("reflection_tune_sessions_10.json:rs002", "what would you suggest"),  # an everyday question (a tuning set)
+    ("screening_eval_30.json:ke027", "full-width characters"),  # the name of an obfuscation (sets 26 and 28 had it)
+    ("screening_eval_30.json:ke048", "at the end of every reply"),  # an attack's stock wording
+    ("screening_eval_30.json:kf048", "she asked for this herself"),  # an everyday remark
 }
 
 
