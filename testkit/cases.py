@@ -26,9 +26,9 @@ TABLE_PREFERENCE: dict[str, Any] = {
 
 # A genuine preference that the learned screen is unsure of (no rule fires): without a workspace model it waits for
 # a reviewer, with one it is asked once (tests/test_screen_admission.py, tests/test_plugin_daemon.py). Which wording
-# lands in the band moves with every retraining: the model trained with the fifteenth sets retired reads these fields
-# with "从现在起都叫他“老王”" at 0.36 (unsure, band 0.28-0.50), "以后都叫他“老王”" at 0.25 (clear; 0.35 with the ninth
-# set's model) and "以后称呼他为“老王”" at 0.08.
+# lands in the band moves with every retraining: the model trained with the sixteenth sets retired reads these fields
+# with "从现在起都叫他“老王”" at 0.39 (unsure, band 0.27-0.50; 0.36 with the fifteenth sets'), "以后都叫他“老王”" at
+# 0.29 (0.25 with the fifteenth sets', 0.35 with the ninth set's) and "以后称呼他为“老王”" at 0.11.
 UNSURE_PREFERENCE: dict[str, Any] = {
     "topic": "称呼",
     "kind": "preference",

@@ -11,7 +11,17 @@ import pytest
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
-from hindsight_insights.governance.lessons import every_wish, lesson_for, lesson_paragraphs, wording
+from hindsight_insights.detection.learned_corrections import LearnedDetector
+from hindsight_insights.detector_model import learned_detector
+from hindsight_insights.embedder import Embedder
+from hindsight_insights.governance.lessons import (
+    every_wish,
+    lesson_for,
+    lesson_paragraphs,
+    whole_rule,
+    with_its_value,
+    wording,
+)
 from hindsight_insights.models import Turn
 
 
@@ -161,3 +171,39 @@ def test_an_unsure_rejection_writes_no_session_rule_unless_a_workspace_model_set
     for written in (lesson_for(sure, turn, Settings(), now), lesson_for(settled, turn, Settings(), now)):
         assert written is not None and written.content.kind == "lesson"
         assert written.content.expire_at is not None  # a session's rule: it lasts a day
+
+
+def test_a_process_rule_runs_through_its_steps_and_stops_at_a_question_or_a_reason(learned: LearnedDetector) -> None:
+    """A rule of work is rarely one sentence: its steps in the sentences after it, each of which the learned detector
+    leans to as a process, are what a later answer must follow. It stops before the request that closes the message,
+    and before a reason told after it."""
+    message = (
+        "Not at this branch. Refunds over 200 euros need the duty manager's sign-off first. The receipt is scanned "
+        "into the till and the card gets the money back, never cash. Can you rewrite the steps for the new staff?"
+    )
+    rule = whole_rule("Refunds over 200 euros need the duty manager's sign-off first", message, learned)
+    assert rule.endswith("the card gets the money back, never cash")
+    assert "Can you rewrite" not in rule
+    asked = whole_rule("退货超过200元要值班经理先签字", "退货超过200元要值班经理先签字。这个规定你记一下？", learned)
+    assert asked == "退货超过200元要值班经理先签字"
+    reason = "You should check the app's logs before restarting nginx; the app had crashed."
+    assert whole_rule("You should check the app's logs before restarting nginx", reason, learned).endswith("nginx")
+
+
+@pytest.fixture(scope="module")
+def learned(embedder: Embedder) -> LearnedDetector:
+    detector = learned_detector(embedder, Settings(detector=True))
+    assert detector is not None, "the shipped model was trained with another embedder"
+    return detector
+
+
+def test_a_bare_denial_of_a_fact_takes_the_value_said_after_it() -> None:
+    """ "We're not on the starter tier." names no value; the statement after it does, and the rule needs both. A
+    question after the denial, or a denial that holds its number, stays as it is."""
+    message = "We're not on the starter tier. It's the Team plan with 25 seats, billed yearly. Anything else to check?"
+    assert with_its_value("We're not on the starter tier", message) == (
+        "We're not on the starter tier. It's the Team plan with 25 seats, billed yearly"
+    )
+    asking = "We're not on the starter tier. Is the Team plan with 25 seats any different?"
+    assert with_its_value("We're not on the starter tier", asking) == "We're not on the starter tier"
+    assert with_its_value("it's 25 seats, not 10", "it's 25 seats, not 10. Team plan.") == "it's 25 seats, not 10"

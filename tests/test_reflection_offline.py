@@ -15,7 +15,7 @@ from hindsight_insights.embedder import Embedder
 from hindsight_insights.governance.lessons import wording
 from hindsight_insights.models import InsightStatus, Scope, TurnDraft
 from hindsight_insights.reflection import ReflectionEngine
-from hindsight_insights.reflection.offline import OfflineExtractor, repeated_wish, restates
+from hindsight_insights.reflection.offline import OfflineExtractor, repeated_wish, restates, sent_versions
 from testkit.memory_store import MemoryStore
 
 
@@ -171,22 +171,22 @@ def test_a_standing_wish_without_trigger_words_becomes_the_users_preference_with
 def test_a_terse_wish_the_user_comes_back_to_in_the_session_is_a_preference(
     store: MemoryStore, learned: LearnedDetector
 ) -> None:
-    """ "minutes would be easier" alone is below the learned detector's bar (P(preference) 0.85 against 0.88); the
-    user asking for minutes again shows it stands. ("hours please" is above it since the retired sets joined the
-    corpus.)"""
+    """ "hours please" alone is below the learned detector's bar (P(preference) 0.70 against 0.90 since the sixteenth
+    sets were retired into the corpus); the user asking for hours again shows it stands. (Which terse wish sits below
+    the bar moves with each retraining: "minutes would be easier" read 0.85 before, 0.91 now.)"""
     once = [
         ("How long did the nightly upload take?", "The upload took 5,400 seconds."),
-        ("minutes would be easier", "90 minutes."),
+        ("hours please", "1.5 hours."),
     ]
     record(store, "h1", "u-ops", "故障排查", once)
     extractor = OfflineExtractor(store.settings).with_detector(learned)
     assert ReflectionEngine(store, extractor).reflect_session("h1").saved_ids == []
-    again = [*once, ("And the restore test, in minutes?", "The restore ran for 12 minutes.")]
+    again = [*once, ("And the restore test, in hours?", "The restore ran for 0.2 hours.")]
     record(store, "h2", "u-ops", "故障排查", again)
     report = ReflectionEngine(store, extractor).reflect_session("h2")
     (created,) = report.created
     rule = store.get(created)
-    assert (rule.kind, rule.scope, rule.evidence.quote) == ("preference", Scope.USER, "minutes would be easier")
+    assert (rule.kind, rule.scope, rule.evidence.quote) == ("preference", Scope.USER, "hours please")
     assert rule.evidence.turn == 1 and rule.confidence < store.settings.must_confidence  # a "consider" rule
 
 
@@ -550,3 +550,130 @@ def test_a_question_the_assistant_answered_once_teaches_nothing(store: MemorySto
         ],
     )
     assert ReflectionEngine(store, OfflineExtractor(store.settings)).reflect_session("a4").created == []
+
+
+DRAFT_NOTICE = (
+    "各位业主：\n您好！为保障小区供水安全，物业将于12月12日（周六）上午9:00至12:00对二次供水水箱进行清洗消毒，"
+    "届时3号楼至6号楼将暂停供水。请各位业主提前做好储水准备。给您带来的不便，敬请谅解。\n特此通知。\n××物业服务中心"
+)
+SENT_NOTICE = "【停水｜3-6号楼】\n12月12日（周六）9:00→12:00\n原因：水箱清洗消毒\n请提前储水\n有事找前台 分机 8021"
+
+
+def sent_version_session(store: MemoryStore, session: str, next_answer: str) -> None:
+    record(
+        store,
+        session,
+        "u-estate",
+        "物业通知",
+        [
+            ("帮我写个停水通知：12月12日周六上午9点到12点，3到6号楼，水箱清洗。", DRAFT_NOTICE),
+            (
+                f"我最后发出去的是这样的：\n{SENT_NOTICE}\n\n下一个：12月15日电梯年检，1号楼两部电梯，14:00到16:00停用。",
+                next_answer,
+            ),
+            ("好，就这么发。", "好的。"),
+        ],
+    )
+
+
+def test_a_version_the_user_sent_in_place_of_the_draft_and_the_assistant_then_followed_is_their_preference(
+    store: MemoryStore,
+) -> None:
+    """Shown, not stated: the user pastes the notice they actually sent, laid out their own way, and the assistant
+    writes the next one in that layout. The rule quotes the version as the user wrote it; a "consider" rule for this
+    user only."""
+    followed = "【电梯年检｜1号楼】\n12月15日 14:00→16:00\n两部电梯停用\n请走楼梯\n有事找前台 分机 8021"
+    sent_version_session(store, "v1", followed)
+    report = ReflectionEngine(store, OfflineExtractor(store.settings)).reflect_session("v1")
+    (created,) = report.created
+    rule = store.get(created)
+    assert (rule.kind, rule.scope, rule.user_id) == ("preference", Scope.USER, "u-estate")
+    assert "实际发出的版本" in rule.action and "【停水｜3-6号楼】" in rule.action
+    assert rule.evidence.turn == 1 and rule.confidence < store.settings.must_confidence
+
+
+def test_a_version_the_assistant_did_not_follow_or_that_rewrites_no_draft_teaches_nothing(store: MemoryStore) -> None:
+    """The assistant went on in its own layout: nothing shows the user wanted theirs kept. Details pasted after a
+    colon that the answer before never held (a form filled in) are no rewrite of it."""
+    own_layout = (
+        "各位业主：\n您好！为配合电梯年度检验，确保电梯运行安全，1号楼两部电梯将于12月15日（周二）14:00至16:00暂停使用，"
+        "届时请各位业主走楼梯通行。给您带来的不便，敬请谅解。\n特此通知。\n××物业服务中心"
+    )
+    sent_version_session(store, "v2", own_layout)
+    assert ReflectionEngine(store, OfflineExtractor(store.settings)).reflect_session("v2").created == []
+    assert (
+        sent_versions(
+            ["帮我登记访客。", "登记信息如下：\n姓名：林晓\n车牌：粤B 7K2Q9\n到访：2号楼1203\n时间：周五下午"],
+            ["好的，请提供访客的姓名、车牌和到访房号。", "【访客登记】\n林晓｜粤B 7K2Q9\n2号楼1203｜周五下午"],
+        )
+        == {}
+    )
+
+
+def test_an_answer_to_the_assistants_own_question_is_no_returning_wish() -> None:
+    """The assistant asked, the user answered: whatever the model leans to and whatever words come back later, the
+    answer states no wish unless it marks one as standing."""
+    leaning = Correction(
+        CorrectionType.NONE,
+        0.0,
+        probabilities={"factual": 0.05, "preference": 0.6, "process": 0.0, "negative": 0.0, "none": 0.35},
+    )
+    answer = "How many years has Ines run the allotment shop, and is there one season people still talk about?"
+    others = ["put the drought summer in the headline too"]
+    message = "Twelve years. Everyone still talks about the drought summer, when she rationed the water butts."
+    assert repeated_wish(leaning, message, answer, others).type is CorrectionType.NONE
+    standing = repeated_wish(leaning, "From now on, the drought summer in every piece about her.", answer, others)
+    assert standing.type is CorrectionType.PREFERENCE
+
+
+def test_a_follow_up_question_with_its_reason_after_it_still_only_asks(store: MemoryStore) -> None:
+    """ "换算成人民币大概多少？财务要看。" asks, then says why: the assistant giving RMB every time after it shows the
+    wish as well as the bare question does."""
+    record(
+        store,
+        "a5",
+        "u-broker",
+        "customs",
+        [
+            ("我们有一批 ceramic mugs 要进美国，duty 大概多少？", "按 6912 估算：基本税率约 10%，USD 1,200。"),
+            ("换算成人民币大概多少？财务要看。", "按 1 USD ≈ 7.1 RMB：基本关税约 RMB 8,520。"),
+            ("走海运的话还有哪些 fees?", "ISF filing：约 USD 35（约 RMB 249）；报关费约 USD 125（约 RMB 888）。"),
+            ("customs bond 买哪种?", "一年进 1-3 票选 single entry，每票约 USD 80（约 RMB 568）。"),
+        ],
+    )
+    (created,) = ReflectionEngine(store, OfflineExtractor(store.settings)).reflect_session("a5").created
+    assert store.get(created).evidence.quote == "换算成人民币大概多少？财务要看。"
+
+
+def test_a_wish_beside_a_rule_that_only_the_learned_detector_reads_is_a_second_lesson(
+    store: MemoryStore, learned: LearnedDetector
+) -> None:
+    """A company's rule, then the user's own wish in words the rules lack ("put the text for the customer first and
+    your notes to me below it"): the learned detector, reading that sentence alone, takes it for a wish beyond doubt,
+    so the message teaches both. The request between them ("Redo it asking him for a survey date.") teaches
+    nothing."""
+    record(
+        store,
+        "w1",
+        "u-kitchens",
+        "quotes",
+        [
+            (
+                "Draft a reply to Mr Osei about his kitchen refit.",
+                "Here's a draft: the refit would come to about £9,800.",
+            ),
+            (
+                "No. We don't send a kitchen price without the site survey — Dana measures the room and checks the "
+                "plumbing runs, and she signs the survey sheet before any number goes out. That's the rule for every "
+                "refit. Redo it asking him for a survey date. Oh and put the text for the customer first and your "
+                "notes to me below it, I paste straight from the top.",
+                "Dear Mr Osei, could you let us know a date for the site survey? ...",
+            ),
+        ],
+    )
+    report = ReflectionEngine(store, OfflineExtractor(store.settings).with_detector(learned)).reflect_session("w1")
+    rules = [store.get(created) for created in report.created]
+    kinds = sorted(rule.kind for rule in rules)
+    assert "process" in kinds and "preference" in kinds, kinds
+    (wish,) = [rule for rule in rules if rule.kind == "preference"]
+    assert "customer first" in wish.action and "survey date" not in wish.action

@@ -176,12 +176,16 @@ _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[Correcti
 )
 
 
-def further_wishes(message: str, previous_assistant: str | None, found: Correction) -> list[Correction]:
+def further_wishes(
+    message: str, previous_assistant: str | None, found: Correction, learned: LearnedDetector | None = None
+) -> list[Correction]:
     """The standing wishes and rules of the message's other sentences, beside `found` (what detect found in the whole
     message): one message may teach two things (a company's rule and, after it, the user's own wish for short replies;
-    a fact put right and a standing wish beside it). Each sentence is read alone by the rules (no model: a sentence out
-    of its message is where a model reads the most into words), and kept when they find a preference or a process
-    outright (FURTHER_WISH_AT or more) that `found` does not already quote. Only in a message that teaches (`found` is
+    a fact put right and a standing wish beside it). Each sentence is read alone by the rules, and kept when they find
+    a preference or a process outright (FURTHER_WISH_AT or more) that `found` does not already quote. With `learned`
+    (a reflection's detector) a sentence they find no such wish in is read by the model too, and kept only when it
+    reads a wish or a rule beyond doubt (FURTHER_LEARNED_AT): a sentence out of its message is where a model reads the
+    most into words, so its usual bar would not do. Only in a message that teaches (`found` is
     a correction) and is not for this time only. A preference after a preference found is not one: the first one's
     rule already reads on to the message's later wishes (governance.lessons.every_wish)."""
     turn = read(own_words(message), previous_assistant)
@@ -196,6 +200,8 @@ def further_wishes(message: str, previous_assistant: str | None, found: Correcti
         if not text or _overlaps(fold(text).text, taught):
             continue
         alone = detect(text, previous_assistant)
+        if learned is not None and not (alone.type in _STANDING and alone.confidence >= FURTHER_WISH_AT):
+            alone = _learned_wish(detect(text, previous_assistant, learned), alone, text)
         if alone.type is found.type is CorrectionType.PREFERENCE and 0 <= found_at < sentence.span.start:
             continue  # in the first wish's rule already
         if alone.type in _STANDING and alone.confidence >= FURTHER_WISH_AT and alone.corrected:
@@ -391,6 +397,17 @@ def _standing_clauses(
 _STANDING = frozenset({CorrectionType.PREFERENCE, CorrectionType.PROCESS})
 # What a further wish of a message needs (further_wishes): a stated preference or a binding process (0.85).
 FURTHER_WISH_AT = 0.85
+# The learned detector's P(preference) or P(process) from which a sentence the rules find nothing in is a further wish.
+FURTHER_LEARNED_AT = 0.95
+
+
+def _learned_wish(learned: Correction, rules: Correction, text: str) -> Correction:
+    """A sentence the rules found no stated wish or binding rule in, as a further wish when the learned detector reads
+    it alone as one beyond doubt: "Oh and put the customer-ready text first and your notes to me underneath"."""
+    kind = max(_STANDING, key=lambda kind: learned.probabilities.get(kind.value, 0.0))
+    if learned.probabilities.get(kind.value, 0.0) < FURTHER_LEARNED_AT:
+        return rules
+    return dataclasses.replace(learned, type=kind, confidence=FURTHER_WISH_AT, corrected=learned.corrected or text)
 
 
 def _marks_a_standing_rule(turn: ReadMessage) -> bool:

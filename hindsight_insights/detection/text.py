@@ -145,6 +145,14 @@ def clauses(sentence: Span) -> list[Span]:
     return list(_split(sentence.text, sentence.start, _CLAUSE_BREAK))
 
 
+_PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n")
+
+
+def paragraphs(text: str) -> list[Span]:
+    """The paragraphs of `text` (apart by a blank line), each with its offset in `text`."""
+    return list(_split(text, 0, _PARAGRAPH_BREAK))
+
+
 # A run of Chinese characters (CJK Unified Ideographs).
 HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
 

@@ -12,7 +12,6 @@ evidence is the user's message, quoted verbatim (after redaction, like the store
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -20,10 +19,10 @@ from hindsight_insights.commands import Provenance, WriteCommand
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_turn import ReadMessage, read, short
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
-from hindsight_insights.detection.corrections import detect
+from hindsight_insights.detection.corrections import NUMBER, detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.periods import period_end
-from hindsight_insights.detection.text import clauses, fold, has_han
+from hindsight_insights.detection.text import clauses, fold, has_han, paragraphs
 from hindsight_insights.keys import names_a_subject
 from hindsight_insights.models import Condition, InsightContent, InsightKind, Scope, Turn
 from hindsight_insights.prompts import render_prompt
@@ -69,15 +68,21 @@ def wording(
     settings: Settings,
     learned: LearnedDetector | None = None,
     shown: str | None = None,
+    sent: bool = False,
 ) -> Wording:
     """The rule a correction teaches, from a template per language (prompts/corrections/), in the user's words;
     `learned`, the detector that found it, also reads a preference's later sentences (every_wish). `shown` is what
     the assistant kept giving after a question that shows a wish (reflection.offline.adopted_requests): the rule then
-    names the question and what answered it."""
+    names the question and what answered it. `sent` says the preference is a version the user sent in place of the
+    assistant's draft (reflection.offline.sent_versions): the rule asks for its layout."""
     language = "zh" if has_han(message) else "en"
     corrected = (correction.corrected or message).strip()
-    if correction.type is CorrectionType.PREFERENCE and shown is None:
+    if correction.type is CorrectionType.PREFERENCE and shown is None and not sent:
         corrected = every_wish(corrected, message, learned)
+    elif correction.type is CorrectionType.PROCESS:
+        corrected = whole_rule(corrected, message, learned)
+    elif correction.type is CorrectionType.FACTUAL:
+        corrected = with_its_value(corrected, message)
     topic = (correction.topic or "").strip()
     # When the detector found no subject apart from the corrected words themselves, "when X comes up" would only
     # repeat them; the rule then says the correction alone.
@@ -97,6 +102,7 @@ def wording(
         original=(correction.original or "").strip(),
         names_a_subject=has_subject,
         shown=shown or "",
+        sent=sent,
     ).strip()
     said = lesson_paragraphs(message, corrected)
     observation = f"用户说：「{said}」" if language == "zh" else f'The user said: "{said}"'
@@ -118,10 +124,10 @@ def lesson_paragraphs(message: str, corrected: str) -> str:
     does: the lesson's own words. The other paragraphs are about other things (a login that failed, a pasted page),
     and their links or commands are no part of the lesson: the screen reads the observation, and an unrelated URL
     there reads as an exfiltration."""
-    paragraphs = [part for part in re.split(r"\n[^\S\n]*\n", message) if part.strip()]
+    parts = [part.text for part in paragraphs(message)]
     needle = fold(corrected).text[:40]
-    holding = [part for part in paragraphs if needle and needle in fold(part).text]
-    return "\n\n".join(holding).strip() if holding and len(holding) < len(paragraphs) else message
+    holding = [part for part in parts if needle and needle in fold(part).text]
+    return "\n\n".join(holding).strip() if holding and len(holding) < len(parts) else message
 
 
 def every_wish(corrected: str, message: str, learned: LearnedDetector | None = None) -> str:
@@ -148,6 +154,69 @@ def every_wish(corrected: str, message: str, learned: LearnedDetector | None = N
             if clause.start >= end and _wish(turn, clause.start, clause.end, learned):
                 end = clause.end
     return (turn.message.quote(start, end) or corrected).strip()
+
+
+# The longest rule of work a lesson quotes: a paragraph of it, not the message's stories after it.
+RULE_CHARS = 400
+# The learned detector's P(process) from which a sentence after a rule is one of its steps (whole_rule): below its bar
+# for a rule on its own ("She needs a letter on headed paper …" reads 0.58), yet a reason ("the app had crashed")
+# reads near 0.
+RULE_STEP_AT = 0.5
+
+
+def whole_rule(corrected: str, message: str, learned: LearnedDetector | None = None) -> str:
+    """A process's words in the rule: from the rule the detector quoted through the sentences right after it in its
+    paragraph that the detector, reading each alone, leans to as steps of a process (P(process) at least
+    RULE_STEP_AT, and above every other correction type); never a question, nor a reason or a story after the rule
+    ("…before restarting nginx; the app had crashed"). A rule of work is rarely one sentence: "company and lease cars
+    never go through instantly. She needs a letter on headed paper …, and the application goes to the back-office
+    queue for a manual check" is one rule, and its steps are what a later answer must follow."""
+    turn = read(message, None)
+    start = turn.message.text.find(fold(corrected).text)
+    if start < 0:
+        return corrected
+    end = start + len(fold(corrected).text)
+    for sentence in turn.sentences:
+        if sentence.span.end <= end:
+            continue
+        between = turn.message.text[end : sentence.span.start]
+        if sentence.asks or "\n\n" in between or sentence.span.end - start > RULE_CHARS:
+            break
+        if not _step(turn.message.quote(sentence.span.start, sentence.span.end), learned):
+            break
+        end = sentence.span.end
+    return (turn.message.quote(start, end) or corrected).strip()
+
+
+def _step(said: str, learned: LearnedDetector | None) -> bool:
+    found = detect(said, None, learned)
+    if found.type is CorrectionType.PROCESS:
+        return True
+    likeliest = max(
+        (kind for kind in found.probabilities if kind != CorrectionType.NONE.value),
+        key=lambda kind: found.probabilities[kind],
+        default=None,
+    )
+    return likeliest == CorrectionType.PROCESS.value and found.probabilities[likeliest] >= RULE_STEP_AT
+
+
+def with_its_value(corrected: str, message: str) -> str:
+    """A factual correction's words in the rule, with the value when the detector quoted only a denial: "We're not on
+    home fibre." is followed by what is right ("It's the Business Fibre 500 with a static IP block of 8 addresses"),
+    a statement with a number where the denial has none, and the rule needs both."""
+    if NUMBER.search(corrected):
+        return corrected
+    turn = read(message, None)
+    start = turn.message.text.find(fold(corrected).text)
+    if start < 0:
+        return corrected
+    end = start + len(fold(corrected).text)
+    following = next((sentence for sentence in turn.sentences if sentence.span.start >= end), None)
+    if following is None or following.asks or not NUMBER.search(following.text):
+        return corrected
+    if "\n\n" in turn.message.text[end : following.span.start]:
+        return corrected
+    return (turn.message.quote(start, following.span.end) or corrected).strip()
 
 
 def _wish(turn: ReadMessage, start: int, end: int, learned: LearnedDetector | None) -> bool:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from collections.abc import Sequence
 
 from hindsight_insights.commands import Provenance
@@ -58,7 +59,7 @@ from hindsight_insights.detection.corrections import (
 )
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.quantities import anchors
-from hindsight_insights.detection.text import HAN_RUN, clauses, fold, sentences
+from hindsight_insights.detection.text import HAN_RUN, Span, clauses, fold, paragraphs, sentences
 from hindsight_insights.governance.lessons import KIND_OF, wording
 from hindsight_insights.models import Scope
 from hindsight_insights.reflection.llm import DetectedCandidate, ExtractionRequest
@@ -108,6 +109,7 @@ class OfflineExtractor:
             before = [None, *answers[:-1]]  # the answer each message reads against
             findings = [self._finding(message, before[index]) for index, message in enumerate(messages)]
             adopted = adopted_requests(messages, answers, findings)
+            versions = sent_versions(messages, answers)
             # A wish the user comes back to is shown by a message that is not itself a lesson: one the detector
             # found (a stated wish, a correction) is learned in its own right, and a terse message echoing it ("it's
             # just a preference, remember it") only refers back to it.
@@ -116,23 +118,36 @@ class OfflineExtractor:
             for index, turn in enumerate(session.turns):
                 message, correction, previous_answer = messages[index], findings[index], before[index]
                 if correction is not None and previous_answer is not None:
-                    others = [messages[other] for other in plain if other != index]
+                    # (never the opening request: its words are the task's subject, and a later message that
+                    # shares them carries the task on: "just the one-line summary for the log then")
+                    others = [messages[other] for other in plain if other not in (0, index)]
                     correction = repeated_wish(correction, message, previous_answer, others)
                     correction = acknowledged(correction, message, turn.assistant_message)
                     correction = own_input_put_right(correction, messages[:index], answers[:index])
                 shown = adopted.get(index)
                 if shown is not None and (correction is None or not correction.is_correction):
-                    correction = _adopted(message, correction)
-                if correction is None or correction.type in (CorrectionType.NONE, CorrectionType.NEGATIVE):
-                    continue
-                # A message may teach two things: its other sentences' own wishes and rules come after its finding.
-                further = further_wishes(message, previous_answer, correction) if shown is None else []
-                for lesson in (correction, *further):
+                    correction = _shown_wish(message, correction, "offline:adopted")
+                lessons: list[Correction] = []
+                if correction is not None and correction.type not in (CorrectionType.NONE, CorrectionType.NEGATIVE):
+                    # A message may teach two things: its other sentences' own wishes and rules come after its finding.
+                    further = (
+                        further_wishes(message, previous_answer, correction, self._detector) if shown is None else []
+                    )
+                    lessons = [correction, *further]
+                version = versions.get(index)
+                if version is not None:  # whatever else the message says, the version it sent shows a wish
+                    lessons.append(_shown_wish(version, findings[index], "offline:sent_version"))
+                for lesson in lessons:
                     asks = Provenance(self.name, session.user_id, session.session_id, correction=lesson)
                     if decide_scope(asks, self._settings)[0].scope is Scope.SESSION:
                         continue
                     words = wording(
-                        lesson, message, self._settings, self._detector, shown=shown if lesson is correction else None
+                        lesson,
+                        message,
+                        self._settings,
+                        self._detector,
+                        shown=shown if lesson is correction else None,
+                        sent="offline:sent_version" in lesson.signals,
                     )
                     said = (lesson.corrected or message).strip()
                     if any(
@@ -178,10 +193,10 @@ def adopted_requests(
 ) -> dict[int, str]:
     """The follow-up questions whose subject the assistant then gave unasked (module docstring), by index, each with
     the clause of the next answer that shows it. A message counts when it only asks (its other sentences approve at
-    most: "ok. and how would I say that to the parents?"), after an answer that asked nothing (so it is no answer to
-    a clarifying question), and teaches nothing the detector found; its answer and every one of at least
-    ADOPTED_IN_ANSWERS later answers share a content word that no earlier answer and no other message of the user
-    has: the assistant brought it in for this question and kept it."""
+    most: "ok. and how would I say that to the parents?"; or one reason follows: "…? we put it on the label"), after
+    an answer that asked nothing (so it is no answer to a clarifying question), and teaches nothing the detector
+    found; its answer and every one of at least ADOPTED_IN_ANSWERS later answers share a content word that no earlier
+    answer and no other message of the user has: the assistant brought it in for this question and kept it."""
     found: dict[int, str] = {}
     said = [anchors(fold(message).text) for message in messages]
     given = [anchors(fold(answer).text) if answer else frozenset() for answer in answers]
@@ -202,9 +217,12 @@ def adopted_requests(
 
 def _only_asks(message: str, previous: str) -> bool:
     sentences = read(message, previous).sentences
-    return (
-        bool(sentences)
-        and sentences[-1].asks
+    if not sentences:
+        return False
+    # A question and one statement after it, its reason ("这个里面有哪些过敏原？我们要贴到标签上。") also only asks.
+    with_its_reason = len(sentences) == 2 and sentences[0].asks and not sentences[1].question
+    return with_its_reason or (
+        sentences[-1].asks
         and all(sentence.asks or "approval" in sentence.guards or not anchors(sentence.text) for sentence in sentences)
     )
 
@@ -221,18 +239,90 @@ def _clause_showing(answer: str, words: frozenset[str]) -> str | None:
     return best[1][:SHOWN_CHARS] if best and best[1] else None
 
 
-def _adopted(message: str, finding: Correction | None) -> Correction:
-    """A follow-up question the assistant adopted, as the user's preference: a "consider" rule at most, like every
-    lesson shown and not stated."""
+def _shown_wish(wish: str, finding: Correction | None, signal: str) -> Correction:
+    """A wish the assistant adopted without the user stating it (a follow-up question, a version the user sent), as
+    the user's preference: a "consider" rule at most, like every lesson shown and not stated."""
     signals = finding.signals if finding is not None else ()
     probabilities = finding.probabilities if finding is not None else {}
     return Correction(
         CorrectionType.PREFERENCE,
         IMPLICIT,
-        corrected=message,
-        signals=(*signals, "offline:adopted"),
+        corrected=wish,
+        signals=(*signals, signal),
         probabilities=probabilities,
     )
+
+
+# A version the user sent in place of the assistant's draft (sent_versions) has at least this many lines,
+SENT_LINES = 3
+# and each of its paragraphs has at least 1/SENT_SHARE of its words and numbers in the draft: the draft, rewritten.
+SENT_SHARE = 4
+# Marks of layout a rewrite brings and an answer can keep: brackets, bars, arrows, dashes, bullets, boxes.
+LAYOUT_MARKS = frozenset("【】[]「」《》<>→—–|｜•·*#@/~=+☐✅❌")
+# How much of the version goes into the rule.
+SENT_CHARS = 160
+
+
+def sent_versions(messages: Sequence[str], answers: Sequence[str | None]) -> dict[int, str]:
+    """The versions users sent in place of the assistant's draft, by message index, each as written (its first
+    SENT_CHARS): after a line that ends with a colon ("我最后发出去的是这样的：", "went on the board as:"), the
+    paragraphs of SENT_LINES lines or more that rewrite the answer before (each shares at least 1/SENT_SHARE of its
+    words and numbers with it), when the answer after is laid out like the version: it keeps a mark of layout the
+    version brought and the draft lacked ("【M-2207｜Line 3】", "[02:10]"), or its lines are nearer the version's in
+    length than the draft's. The user showed how they want such text, and the assistant followed: a wish never
+    stated."""
+    found: dict[int, str] = {}
+    for index in range(1, len(messages)):
+        draft, answer = answers[index - 1], answers[index]
+        if not draft or not answer:
+            continue
+        version = _sent_version(messages[index], draft)
+        if version is not None and _laid_out_like(answer, version, draft):
+            found[index] = version[:SENT_CHARS]
+    return found
+
+
+def _sent_version(message: str, draft: str) -> str | None:
+    lines = message.split("\n")
+    opening = next((number for number, line in enumerate(lines) if line.rstrip().endswith((":", "："))), None)
+    if opening is None:
+        return None
+    start = sum(len(line) + 1 for line in lines[: opening + 1])
+    in_draft = _words_and_numbers(draft)
+    kept: list[Span] = []
+    for paragraph in paragraphs(message[start:]):
+        words = _words_and_numbers(paragraph.text)
+        if not words or len(words & in_draft) * SENT_SHARE < len(words):
+            break
+        kept.append(paragraph)
+    if not kept:
+        return None
+    version = message[start + kept[0].start : start + kept[-1].end].strip()
+    return version if len(_lines(version)) >= SENT_LINES else None
+
+
+def _laid_out_like(answer: str, version: str, draft: str) -> bool:
+    if len(_lines(answer)) < SENT_LINES:
+        return False
+    brought = (LAYOUT_MARKS & set(version)) - set(draft)
+    if brought & set(answer):
+        return True
+    # Lines much nearer the version's in length than the draft's (by their ratio: twice as near, on a log scale).
+    length = _line_length(answer)
+    return 2 * abs(math.log(length / _line_length(version))) < abs(math.log(length / _line_length(draft)))
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.split("\n") if line.strip()]
+
+
+def _line_length(text: str) -> float:
+    lines = _lines(text)
+    return max(sum(len(line.strip()) for line in lines), 1) / max(len(lines), 1)
+
+
+def _words_and_numbers(text: str) -> frozenset[str]:
+    return anchors(fold(text).text) | frozenset(NUMBER.findall(text))
 
 
 def restates(later: str, earlier: str) -> bool:
@@ -280,9 +370,14 @@ def repeated_wish(correction: Correction, message: str, answer: str, others: Seq
     one_off = any(signal in _NOT_STANDING for signal in correction.signals)
     if correction.is_correction or not probabilities or question or one_off:
         return correction
+    turn = read(message, answer)
+    # Nor an answer to the assistant's own question, unless it marks a standing wish ("Nineteen years. Everyone
+    # remembers the storm in The Tempest" after "how many years has Dev been with the company?").
+    if turn.answers_a_question and not turn.marks_a_standing_wish:
+        return correction
     # Nor one the rules know as a look-alike of a wish, whatever the model made of it ("sorry, I meant the laser
     # cutter, not the 3D printer"; "never mind JP").
-    if look_alike_of(read(message, answer), CorrectionType.PREFERENCE) is not None:
+    if look_alike_of(turn, CorrectionType.PREFERENCE) is not None:
         return correction
     kinds = [kind for kind in probabilities if kind != CorrectionType.NONE.value]
     likeliest = max(kinds, key=lambda kind: (probabilities[kind], kind))
