@@ -106,6 +106,10 @@ SECRETS: list[tuple[str, str, str]] = [
     ("address", "张伟住在上海市徐汇区漕溪北路 88 号 3 栋 1202 室", "漕溪北路 88 号 3 栋 1202 室"),
     ("address", "寄到：北京市朝阳区建国路 93 号", "建国路 93 号"),
     ("address", "She lives at 221 Baker Street, London NW1 6XE.", "221 Baker Street, London NW1 6XE"),
+    # an IBAN with its country's structure and a mistyped digit, in a text about paying someone
+    ("iban", "The bank won't take the landlord's account: NL16 RABO 0312 4587 90. Typo?", "NL16 RABO 0312 4587 90"),
+    ("password", "the login is his email and the pass is heron_4417, can I get in?", "heron_4417"),
+    ("employee_id", "Puse mi n.º de empleado 0071-5528 en el formulario.", "0071-5528"),
 ]
 
 BENIGN: list[str] = [
@@ -134,7 +138,9 @@ BENIGN: list[str] = [
     "UK order 07911123456 shipped",  # a number after an order label stays
     "batch 4111111111111112 failed",  # no label, fails Luhn
     "构建号 6217001234567890123",  # no label, fails Luhn
-    "see DE89370400440532013001 in the spec",  # IBAN-shaped, bad check digits
+    "see DE89370400440532013001 in the spec",  # IBAN-shaped, bad check digits, no word of banking
+    "the pass is valid until March",  # a pass, no password: a word, no digit in it
+    "SLACK_BOT_TOKEN=xoxb-your-bot-token-here goes in .env",  # a placeholder after a vendor prefix
     # placeholders are not secrets
     "export OPENAI_API_KEY=YOUR_API_KEY before running",
     "use sk-xxxxxxxxxxxxxxxxxxxxxxxx as the key in the docs",

@@ -20,7 +20,8 @@ Chinese character, so a stored quote stays readable in its own language):
   bank_card     a number after 银行卡/卡号/card number or a card network's name (Amex, 运通, Diners, Visa …), or before
                 a card someone owns (… 是我的工资卡号, … (my visa card)); without a
                 label, 13–19 digits passing Luhn, whole or grouped 4-4-4-4, 4-6-5 (Amex) or 4-6-4 (Diners)
-  iban          an IBAN with a valid check (python-stdnum), or any after the label IBAN
+  iban          an IBAN with a valid check (python-stdnum); in a text about banking (BANKING: an account, a
+                transfer, rent), one with its country's structure whatever its check digits; any after the label IBAN
   bank_account  6–25 digits after an account's label (账号, 账户, account, sort code, BSB, routing number) or its
                 bank's name (中国工商银行 6212 …), whatever the checksum
   account_holder the name after an account holder's label (户名, 收款人, account name, payee)
@@ -228,7 +229,9 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
     found += at(
         folded, (m.span() for m in patterns.ID_NUMBER.finditer(f) if checks.valid_resident_id(m.group())), "id_card"
     )
-    found += at(folded, (m.span() for m in patterns.IBAN.finditer(f) if checks.valid_iban(m.group())), "iban")
+    banking = bool(patterns.BANKING.search(f))
+    ibans = (m.span() for m in patterns.IBAN.finditer(f) if _iban(m[0], banking))
+    found += at(folded, ibans, "iban")
     cards = (m.span() for m in patterns.CARD_NUMBER.finditer(f) if _card(m.group()) and not _is_reference(f, m.start()))
     found += at(folded, cards, "bank_card")
     found += at(folded, _cards_by_name(f), "bank_card")
@@ -554,6 +557,11 @@ _MERGED = frozenset({"password", "address"})
 def _entropy(value: str) -> float:
     counts = Counter(value)
     return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+
+
+def _iban(value: str, banking: bool) -> bool:
+    """A valid IBAN; or, in a text about banking, one with its country's structure whatever its check digits."""
+    return checks.valid_iban(value) or (banking and checks.iban_shaped(value) and not _placeholder(value))
 
 
 def _placeholder(value: str) -> bool:

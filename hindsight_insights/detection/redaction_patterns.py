@@ -166,13 +166,13 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
         re.compile(
             rf"(?:{_EMPLOYEE_NUMBER_ZH}|员工卡号|(?:employee|staff|emp)(?=\s*(?:number|no|id|#))|"
             r"personalnummer|personalnr\.?|mitarbeiternummer|matricule|matrícula|matricola|"
-            r"número de empleado|numero di matricola|personeelsnummer)"
+            r"(?:número|n\.?\s?[ºo]|núm\.?) de empleado|numero di matricola|personeelsnummer)"
             # a few words between, within the clause: "工号，我的是 HS207731", "staff ID - mine is …", "… ist"
             r"(?:[^\d\n:：=?!。？！]{1,12}?(?:[:：=]|\b(?:is|ist|est|es|é|è)\b|为|是))?"
             rf"{_JOIN}"
             # (a number in two groups too: 77-3048)
             # (and a check letter after it: matricule 0087421K)
-            r"(?P<value>[a-z]{0,4}[-_]?\d{3,10}[a-z]?|\d{2,6}[-/]\d{2,8})(?![\da-z])"
+            r"(?P<value>\d{2,6}[-/]\d{2,8}|[a-z]{0,4}[-_]?\d{3,10}[a-z]?)(?![\da-z])"
         ),
     ),
     (
@@ -286,7 +286,7 @@ PASSWORD_FOR = re.compile(
 # A password a few words after its label in the same sentence, with no "is" or ":" ("密码我设的 …", "a senha do portal
 # mudou, agora é …"); the caller takes it only when it cannot be a word (letters and digits, or a symbol, in it).
 PASSWORD_A_FEW_WORDS = re.compile(
-    rf"(?:(?<![a-z0-9_])(?:password|passwd|pwd|passcode|passphrase)|密码|口令|{_PASSWORD_WORD})"
+    rf"(?:(?<![a-z0-9_])(?:password|passwd|pwd|passcode|passphrase|pass(?=\s+(?:is|was)\s))|密码|口令|{_PASSWORD_WORD})"
     r"[^\n.!?;:。！？；：]{1,60}?(?<=[\s\u4e00-\u9fff\"'“=])"
     rf"(?P<secret>(?![\"'`])(?=[\x21-\x7e]*?[a-z])(?=[\x21-\x7e]*?\d)[\x21-\x7e]{{6,64}}?){SECRET_END}"
 )
@@ -397,7 +397,7 @@ PRIVATE_KEY = re.compile(
 )
 # Not secrets: documentation's stand-ins (YOUR_API_KEY, sk-xxxx, <token>, ${TOKEN}, ****, changeme).
 PLACEHOLDER = re.compile(
-    r"^[<{\[$%(]|[>}\]]$|x{4,}|\*{3,}|\.{3,}|^your[_-]?|_here$|^(?:an?[_-]?)?example|placeholder|changeme|dummy|redacted|"
+    r"^[<{\[$%(]|[>}\]]$|x{4,}|\*{3,}|\.{3,}|^your[_-]?|[_-]your[_-]|[_-]here$|^(?:an?[_-]?)?example|placeholder|changeme|dummy|redacted|"
     r"^(?:(.)\1+)$|^(?:test|sample|fake|demo|foo|bar)[_-]?(?:key|token|secret|password)?$"
 )
 
@@ -881,6 +881,11 @@ CARD_NUMBER = re.compile(
 # A card's or a bank's word before a number grouped as the networks print it: a card number even when its check digit
 # is wrong (新的是建行的：6217 0012 4856 3390 215).
 CARD_WORD = re.compile(r"卡|银行|[工农中建交招]行|\bcards?\b")
+# Words of banking: a text with one is about money moving, so an IBAN-shaped number in it is an account's.
+BANKING = re.compile(
+    r"\biban\b|\baccount|\bbank|rekening|konto|compte|cuenta|\bconto\b|transfer|überweis|virement|bonifico|"
+    r"\brent\b|\bpay(?:ment|ing|s)?\b|银行|账户|账号|帐号|转账|汇款|收款|付款"
+)
 IBAN = re.compile(r"(?<![a-z0-9])[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){2,7}(?:\s?[a-z0-9]{1,4})?(?![a-z0-9])")
 # A number introduced as an order, invoice or tracking number is a reference, not personal data.
 REFERENCE_LABEL = re.compile(
