@@ -26,6 +26,10 @@ every later answer without being asked again (`adopted_requests`: "换算成人�
 dollars, then RMB beside every amount; "How long is she in the chair for that?", then chair time with every
 treatment) shows a wish the user never stated: a preference for the user, at an implicit lesson's confidence.
 
+And a version the user sent in place of the assistant's draft (`sent_versions`: "我最后发出去的是这样的：" and the
+notice in their own layout, then "下一个：…"), which the assistant's next answer follows, shows how they want such
+text written: a preference for the user, at an implicit lesson's confidence, quoting the version.
+
 A correction with no subject of its own that only repeats an earlier one of the session
 ("都说了是开不了机" after "我的手机是开不了机", `restates`) is not proposed again: the earlier one names what it is
 about, and the repetition would be a second rule in a slot named after its own words. Nor is one whose every word is
@@ -268,9 +272,9 @@ def sent_versions(messages: Sequence[str], answers: Sequence[str | None]) -> dic
     SENT_CHARS): after a line that ends with a colon ("我最后发出去的是这样的：", "went on the board as:"), the
     paragraphs of SENT_LINES lines or more that rewrite the answer before (each shares at least 1/SENT_SHARE of its
     words and numbers with it), when the answer after is laid out like the version: it keeps a mark of layout the
-    version brought and the draft lacked ("【M-2207｜Line 3】", "[02:10]"), or its lines are nearer the version's in
-    length than the draft's. The user showed how they want such text, and the assistant followed: a wish never
-    stated."""
+    version brought and the draft lacked ("【M-2207｜Line 3】", "[02:10]"), or its lines are much nearer the
+    version's in length than the draft's (twice as near, on a log scale). The user showed how they want such text,
+    and the assistant followed: a wish never stated."""
     found: dict[int, str] = {}
     for index in range(1, len(messages)):
         draft, answer = answers[index - 1], answers[index]
