@@ -130,6 +130,14 @@ def lesson_paragraphs(message: str, corrected: str) -> str:
     return "\n\n".join(holding).strip() if holding and len(holding) < len(parts) else message
 
 
+def _located(corrected: str, message: str) -> tuple[ReadMessage, int, int] | None:
+    """The message read once, with where the detector's quote of it starts and ends in its folded text; None when the
+    quote is not in it as written."""
+    turn = read(message, None)
+    start = turn.message.text.find(fold(corrected).text)
+    return None if start < 0 else (turn, start, start + len(fold(corrected).text))
+
+
 def every_wish(corrected: str, message: str, learned: LearnedDetector | None = None) -> str:
     """A preference's words in the rule: from the wish the detector quoted to the last sentence of the message that the
     detector, reading it alone, also takes for a wish ("太长了。以后先说结论，最多三个理由" is one standing wish, not
@@ -139,11 +147,10 @@ def every_wish(corrected: str, message: str, learned: LearnedDetector | None = N
     may still hold one in a clause of its own, among its reasons and stories ("还有我们的客户都是企业的 IT admin,
     draft 里别用感叹号, 上次有个客户的 CIO 说…"), and so may the rest of the wish's own sentence ("…用中文, 给客户的
     draft 用英文就行"): such a clause is read alone too, and the rule runs to its end."""
-    turn = read(message, None)
-    start = turn.message.text.find(fold(corrected).text)
-    if start < 0:
+    located = _located(corrected, message)
+    if located is None:
         return corrected
-    end = start + len(fold(corrected).text)
+    turn, start, end = located
     for sentence in turn.sentences:
         if sentence.span.end <= end or sentence.question:
             continue
@@ -171,11 +178,10 @@ def whole_rule(corrected: str, message: str, learned: LearnedDetector | None = N
     ("…before restarting nginx; the app had crashed"). A rule of work is rarely one sentence: "company and lease cars
     never go through instantly. She needs a letter on headed paper …, and the application goes to the back-office
     queue for a manual check" is one rule, and its steps are what a later answer must follow."""
-    turn = read(message, None)
-    start = turn.message.text.find(fold(corrected).text)
-    if start < 0:
+    located = _located(corrected, message)
+    if located is None:
         return corrected
-    end = start + len(fold(corrected).text)
+    turn, start, end = located
     for sentence in turn.sentences:
         if sentence.span.end <= end:
             continue
@@ -206,11 +212,10 @@ def with_its_value(corrected: str, message: str) -> str:
     a statement with a number where the denial has none, and the rule needs both."""
     if NUMBER.search(corrected):
         return corrected
-    turn = read(message, None)
-    start = turn.message.text.find(fold(corrected).text)
-    if start < 0:
+    located = _located(corrected, message)
+    if located is None:
         return corrected
-    end = start + len(fold(corrected).text)
+    turn, start, end = located
     following = next((sentence for sentence in turn.sentences if sentence.span.start >= end), None)
     if following is None or following.asks or not NUMBER.search(following.text):
         return corrected
