@@ -18,6 +18,8 @@ import weaviate
 
 from hindsight_insights.config import Settings
 from hindsight_insights.connection import connect_url
+from hindsight_insights.detection.learned_corrections import LearnedDetector
+from hindsight_insights.detector_model import learned_detector
 from hindsight_insights.embedder import Embedder, load_embedder
 from hindsight_insights.store import InsightStore
 from hindsight_insights.store.tenancy import drop_project
@@ -51,6 +53,14 @@ def client(settings: Settings, weaviate_server: LocalWeaviate) -> Iterator[weavi
 @pytest.fixture(scope="session")
 def embedder(settings: Settings) -> Embedder:
     return load_embedder(settings)
+
+
+@pytest.fixture(scope="session")
+def learned(embedder: Embedder) -> LearnedDetector:
+    """The shipped learned correction detector (test_screen_learned.py names its screen `learned` instead)."""
+    detector = learned_detector(embedder, Settings(detector=True))
+    assert detector is not None, "the shipped model was trained with another embedder"
+    return detector
 
 
 @pytest.fixture

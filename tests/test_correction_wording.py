@@ -12,8 +12,6 @@ from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
-from hindsight_insights.detector_model import learned_detector
-from hindsight_insights.embedder import Embedder
 from hindsight_insights.governance.lessons import (
     every_wish,
     lesson_for,
@@ -188,13 +186,6 @@ def test_a_process_rule_runs_through_its_steps_and_stops_at_a_question_or_a_reas
     assert asked == "退货超过200元要值班经理先签字"
     reason = "You should check the app's logs before restarting nginx; the app had crashed."
     assert whole_rule("You should check the app's logs before restarting nginx", reason, learned).endswith("nginx")
-
-
-@pytest.fixture(scope="module")
-def learned(embedder: Embedder) -> LearnedDetector:
-    detector = learned_detector(embedder, Settings(detector=True))
-    assert detector is not None, "the shipped model was trained with another embedder"
-    return detector
 
 
 def test_a_bare_denial_of_a_fact_takes_the_value_said_after_it() -> None:

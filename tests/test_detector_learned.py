@@ -38,13 +38,6 @@ from scripts.train_screen import corpus_digest
 from testkit.memory_store import MemoryStore
 
 
-@pytest.fixture(scope="module")
-def learned(embedder: Embedder) -> LearnedDetector:
-    result = learned_detector(embedder, Settings(detector=True))
-    assert result is not None, "the shipped model was trained with another embedder"
-    return result
-
-
 def test_the_model_file_holds_plain_arrays_only_ships_and_is_small() -> None:
     with zipfile.ZipFile(MODEL_PATH) as archive:
         assert sorted(archive.namelist()) == ["bias.npy", "idf.npy", "meta.npy", "vocabulary.npy", "weights.npy"]

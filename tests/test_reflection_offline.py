@@ -10,8 +10,6 @@ from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import GENERAL, Correction, CorrectionType
 from hindsight_insights.detection.corrections import acknowledged, own_input_put_right
 from hindsight_insights.detection.learned_corrections import LearnedDetector
-from hindsight_insights.detector_model import learned_detector
-from hindsight_insights.embedder import Embedder
 from hindsight_insights.governance.lessons import wording
 from hindsight_insights.models import InsightStatus, Scope, TurnDraft
 from hindsight_insights.reflection import ReflectionEngine
@@ -132,13 +130,6 @@ def test_a_fact_is_the_users_at_once_and_waits_for_verification_and_a_bare_no_te
     assert (mine.kind, mine.scope, mine.status) == ("fact", Scope.USER, InsightStatus.ACTIVE)
     assert (project.scope, project.status) == (Scope.PROJECT, InsightStatus.PENDING_REVIEW)
     assert "良睦路 1399 号" in mine.action and project.review_reason is not None
-
-
-@pytest.fixture(scope="module")
-def learned(embedder: Embedder) -> LearnedDetector:
-    detector = learned_detector(embedder, Settings(detector=True))
-    assert detector is not None, "the shipped model was trained with another embedder"
-    return detector
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,6 @@ from hindsight_insights.config import Settings
 from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.periods import this_conversation_only
-from hindsight_insights.detector_model import learned_detector
-from hindsight_insights.embedder import Embedder
 from hindsight_insights.models import Scope
 from hindsight_insights.scope import decide_scope, states_a_change
 
@@ -76,13 +74,6 @@ WORK_ORDERS = [
     ("先备份再改配置", "我已经改好了配置。"),
     ("Test it on staging first next time.", "Cert renewed on the load balancer."),
 ]
-
-
-@pytest.fixture(scope="module")
-def learned(embedder: Embedder) -> LearnedDetector:
-    detector = learned_detector(embedder, Settings(detector=True))
-    assert detector is not None
-    return detector
 
 
 @pytest.mark.parametrize(("message", "answer"), ANSWER_SHAPES)
