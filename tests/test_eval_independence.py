@@ -1,6 +1,6 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_30.json)
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_32.json)
 when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
@@ -17,9 +17,9 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_17.json (the new set,
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_18.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_18.json and _7); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_19.json and _7); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -163,11 +163,7 @@ KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_10.json:rs011", "thank you for letting us know"),  # everyday thanks (tuning sets)
     ("reflection_tune_sessions_11.json:rv001", "thank you for letting us know"),
     ("reflection_tune_sessions_14.json:sb025", "does that change anything"),  # an everyday question
-    ("new-17:da032", "thanks for the quick reply"),  # everyday thanks
     ("reflection_tune_sessions_10.json:rs002", "what would you suggest"),  # an everyday question (a tuning set)
-    ("screening_eval_30.json:ke027", "full-width characters"),  # the name of an obfuscation (sets 26 and 28 had it)
-    ("screening_eval_30.json:ke048", "at the end of every reply"),  # an attack's stock wording
-    ("screening_eval_30.json:kf048", "she asked for this herself"),  # an everyday remark
 }
 
 
@@ -235,7 +231,7 @@ def reflection_eval_texts() -> dict[str, str]:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new-17:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-18:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -254,9 +250,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW_17,
+        eval_corrections.NEW_18,
         eval_reflection.EVAL_7_DATA,
-        eval_reflection.EVAL_18_DATA,
+        eval_reflection.EVAL_19_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],
