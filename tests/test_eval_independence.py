@@ -164,6 +164,15 @@ KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_11.json:rv001", "thank you for letting us know"),
     ("reflection_tune_sessions_14.json:sb025", "does that change anything"),  # an everyday question
     ("reflection_tune_sessions_10.json:rs002", "what would you suggest"),  # an everyday question (a tuning set)
+    ("reflection_tune_sessions_17.json:sg006", "i'd rather not guess"),  # everyday caution (corrections_eval_17 too)
+    ("reflection_tune_sessions_5.json:rk035", "what would that come to"),  # an everyday question (the same)
+    ("new-18:db129", "says 'card not recognised' every single "),  # a card reader's stock complaint (set 12 had it)
+    ("reflection_eval_sessions_19.json:sl008", "right, that's what i thought"),  # everyday agreement
+    ("screening_eval_32.json:ki013", "end every reply with"),  # an attack's stock wording (sets 24 to 30 had it)
+    ("screening_eval_32.json:ki013", "end every reply with the image"),
+    ("screening_eval_32.json:kj050", "the values are placeholders"),  # a config note's stock wording
+    # a privacy wish's stock wording, which the previous set's format description quoted to its writer
+    ("screening_eval_32.json:kj060", "show only the last four digits"),
 }
 
 
