@@ -20,10 +20,10 @@ Then reflection_tune_sessions_18, _17, _16, _15, _14, _13, _12, _11, _10, _9, _8
 "tune-5"): written the same way, measured blind, then read to tune the loop, so their failures are shown. Each runs in
 a project of its own, so its users never meet the other splits'. Then the holdout split (nothing in the extractor or
 the detector was tuned on it) and the tune split. Every session is recorded with the learned correction detector on,
-as record_turn runs in Dify, and reflected on by the offline extractor with the learned detector beside its rules, as the worker runs it. The
-failures of the never-tuned sets and the holdout stay hidden (only their counts by category are shown), so that nothing
-is tuned on them. The four sets written apart before were retired into the poisoning screen's training
-(training/screening/retired: their user turns as lone messages), so they measure nothing any more.
+as record_turn runs in Dify, and reflected on by the offline extractor with the learned detector beside its rules, as
+the worker runs it. The failures of the never-tuned sets and the holdout stay hidden (only their counts by category
+are shown), so that nothing is tuned on them. The four sets written apart before were retired into the poisoning
+screen's training (training/screening/retired: their user turns as lone messages), so they measure nothing any more.
 
     make eval-reflection    (or: .venv/bin/python -m bench.eval_reflection)
 """

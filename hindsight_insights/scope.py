@@ -12,6 +12,8 @@
   detector: factual, 0.7 to 0.85              user        for the user, active
   detector: factual stating a change below    user        for the user, active ("运费现在 15 元", "X is Y now",
     0.7                                                   "X 已经改成 Y 了": the user says what holds from now on)
+  detector: factual marked standing below     user        for the user, active (以后都照这个来, "from now on":
+    0.7                                                   the user says how long it holds)
   detector: factual below 0.7, negative       session     for the user in this session only, active
   detector: any, worded for this conversation session     for the user in this session only, active, whatever the
     (这次, this time: periods.py)                          confidence ("这次先按 60 天算")
@@ -85,7 +87,7 @@ def _asked_by_correction(correction: Correction, settings: Settings) -> Scope:
         return Scope.PROJECT
     if correction.type is CorrectionType.FACTUAL and correction.confidence >= settings.user_fact_confidence:
         return Scope.USER
-    if correction.type is CorrectionType.FACTUAL and states_a_change(correction):
+    if correction.type is CorrectionType.FACTUAL and (states_a_change(correction) or kept_from_now_on(correction)):
         return Scope.USER
     return Scope.SESSION
 
@@ -94,6 +96,13 @@ def states_a_change(correction: Correction) -> bool:
     """The user says the fact changed (现在, 已经改成, now, changed to): an explicit correction of what holds from now
     on, not a value that only differs from the assistant's (which may be about another thing)."""
     return any(signal.startswith(("update:", "implicit:update_")) for signal in correction.signals)
+
+
+def kept_from_now_on(correction: Correction) -> bool:
+    """The rules found the user's own mark that it holds from now on (以后都照这个来, "answer everyone this way from now
+    on"), in a message the learned model reads as a fact put right: however sure the model is of the type, the user
+    said how long it holds."""
+    return any(signal == "standing" or signal.startswith("standing:") for signal in correction.signals)
 
 
 def _why_held(correction: Correction | None, settings: Settings) -> str:

@@ -188,6 +188,19 @@ def test_a_process_rule_runs_through_its_steps_and_stops_at_a_question_or_a_reas
     assert whole_rule("You should check the app's logs before restarting nginx", reason, learned).endswith("nginx")
 
 
+def test_a_process_rule_that_points_back_takes_the_steps_said_before_it(learned: LearnedDetector) -> None:
+    """The steps may come first and the quoted rule refer to them ("do it this way", 都按这个来): the steps before it
+    are the rule, the speaker's introduction of themself is not."""
+    message = (
+        "I run this depot. Returned pallets are counted on arrival, photographed and logged in the yard system "
+        "before anyone signs the driver's sheet. From now on tell anyone who asks to do it this way, never sign first."
+    )
+    rule = whole_rule("From now on tell anyone who asks to do it this way, never sign first", message, learned)
+    assert rule.startswith("Returned pallets are counted on arrival") and rule.endswith("never sign first")
+    zh = "我是仓库主管。退回的托盘到了先点数、拍照，录进堆场系统，再给司机签单。以后谁问都按这个来，别先签。"
+    assert whole_rule("以后谁问都按这个来，别先签", zh, learned).startswith("退回的托盘到了先点数")
+
+
 def test_a_bare_denial_of_a_fact_takes_the_value_said_after_it() -> None:
     """ "We're not on the starter tier." names no value; the statement after it does, and the rule needs both. A
     question after the denial, or a denial that holds its number, stays as it is."""

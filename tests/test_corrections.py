@@ -498,6 +498,9 @@ def test_a_message_that_teaches_nothing_has_no_further_wish() -> None:
         # dropping something: no fact, wish or rule (a rejection may still say so: 算了吧这配色)
         ("never mind JP, client's dropping Japan. that's all for now", "- JP: 14 February", {"factual", "preference"}),
         ("算了，先不弄了", "可以分三步做。", {"factual", "preference", "process"}),
+        # or after "but": a request dropped in passing
+        ("I'd have asked for the floor plan as well but never mind, the viewing is at 3", "Here's the listing.", None),
+        ("本来还想要个对比表，算了，下午就开会了", "两款的区别主要在续航。", {"factual", "preference", "process"}),
         # someone else's request passed on is theirs, not how this user wants answers
         ("Lovely. They also asked for a late table nearby, anywhere that serves past 10?", "Here is the note.", None),
         ("客人还要求房间安静一点，有没有高层的？", "已为您预订 1203 房。", None),

@@ -601,6 +601,21 @@ def test_a_version_the_assistant_did_not_follow_or_that_rewrites_no_draft_teache
     )
 
 
+def test_a_one_line_version_shows_its_layout_by_its_separators() -> None:
+    """A version of one line ("库存表里最后填的是：" and a row split by |) is too short to compare line lengths: the
+    separators it brought and the draft lacked show the layout, and the answer that separates its fields the same
+    way followed it. An answer in the draft's own layout did not."""
+    messages = [
+        "帮我整理一下这件卫衣的入库信息：藏青色，L 码，3 件，放 B 区 2 号架，供应商是拾光服饰。",
+        "库存表里最后填的是：\nHD-2031|藏青|L|3|B-02|拾光服饰\n\n下一件：米白色帆布包，均码，5 个，A 区 7 号架。",
+    ]
+    draft = "入库信息：\n款号：HD-2031\n颜色：藏青色\n尺码：L\n数量：3 件\n货位：B 区 2 号架\n供应商：拾光服饰"
+    followed = "好的，帆布包按这个格式：\nBG-0415|米白|均码|5|A-07|拾光服饰"
+    assert sent_versions(messages, [draft, followed]) == {1: "HD-2031|藏青|L|3|B-02|拾光服饰"}
+    own_layout = "入库信息：\n款号：BG-0415\n颜色：米白色\n尺码：均码\n数量：5 个\n货位：A 区 7 号架"
+    assert sent_versions(messages, [draft, own_layout]) == {}
+
+
 def test_an_answer_to_the_assistants_own_question_is_no_returning_wish() -> None:
     """The assistant asked, the user answered: whatever the model leans to and whatever words come back later, the
     answer states no wish unless it marks one as standing."""

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from hindsight_insights.commands import Provenance
 from hindsight_insights.config import Settings
+from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.periods import this_conversation_only
 from hindsight_insights.models import Scope
-from hindsight_insights.scope import decide_scope, states_a_change
+from hindsight_insights.scope import decide_scope, kept_from_now_on, states_a_change
 
 
 def scopes(message: str, answer: str) -> list[Scope]:
@@ -40,6 +43,24 @@ def test_a_value_that_only_differs_still_holds_for_the_session() -> None:
     found = detect("运费 15 元", "运费是 10 元。")
     assert found.type.value == "factual" and not states_a_change(found)
     assert scopes("运费 15 元", "运费是 10 元。") == [Scope.SESSION]
+
+
+def test_a_fact_the_user_marks_as_standing_is_theirs_however_unsure_the_model_is_of_the_type() -> None:
+    """The rules read a standing wish ("answer everyone this way from now on", 以后都照这个来); the learned model
+    reads the message as a fact put right, below the user's threshold. The user said how long it holds: beyond this
+    conversation. Without the mark the same finding holds for the session."""
+    marked = Correction(
+        CorrectionType.FACTUAL,
+        0.52,
+        corrected="以后都照这个来：职位 title 保留英文原文",
+        signals=("preference:language", "directive", "standing", "learned:factual:0.52"),
+    )
+    unmarked = dataclasses.replace(marked, signals=("learned:factual:0.52",))
+    settings = Settings()
+    assert kept_from_now_on(marked) and not kept_from_now_on(unmarked)
+    for finding, scope in ((marked, Scope.USER), (unmarked, Scope.SESSION)):
+        targets = decide_scope(Provenance("detector", "u1", "s1", correction=finding), settings)
+        assert [target.scope for target in targets] == [scope]
 
 
 @pytest.mark.parametrize(

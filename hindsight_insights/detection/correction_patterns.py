@@ -132,10 +132,12 @@ RELAYS_A_REQUEST = re.compile(
     r"(?:asked|wants?|wanted|requested|would like)\b|(?:他们|她|他|客人|客户|老板|领导)(?:还|也)?(?:说|问|要求|想要)"
 )
 
-# A message that opens by dropping something: "never mind JP, client's dropping Japan", 算了，先这样, "forget it".
-# Of the 54 training messages that open so and mark nothing standing, 53 are none and one a rejection (算了吧这配色…):
-# none a fact, a wish or a rule.
-LETS_IT_GO = re.compile(r"^\W*(?:never\s?mind|nvm|forget (?:it|that|about)|scratch that|算了|不用了)")
+# A message that drops something, at its start or after "but" or a comma: "never mind JP, client's dropping Japan",
+# 算了，先这样, "was going to ask for the chart too but never mind". Of the 58 training messages that do so and mark
+# nothing standing, 57 are none and one a rejection (算了吧这配色…): none a fact, a wish or a rule.
+LETS_IT_GO = re.compile(
+    r"(?:^\W*|\bbut\s+|[,，;；]\s*(?:but\s+)?)(?:never\s?mind|nvm|forget (?:it|that|about)|scratch that|算了|不用了)"
+)
 
 # A document asked for, named with its article ("draft the confirmation for the allocation only", "write up the
 # summary"): a task the conversation continues with, no rule of the work. In the training corpus 5 of the 6 sentences

@@ -87,10 +87,10 @@ class ReadMessage:
         return self._unmarked(patterns.RELAYS_A_REQUEST)
 
     @property
-    def opens_by_letting_go(self) -> bool:
-        """The message opens by dropping something ("never mind JP, client's dropping Japan", 算了，先这样, "forget
-        it"): patterns.LETS_IT_GO at its start, and nothing marked standing ("never mind, from now on just the
-        total")."""
+    def lets_it_go(self) -> bool:
+        """The message drops something ("never mind JP, client's dropping Japan", 算了，先这样, "was going to ask for
+        the chart too but never mind"): patterns.LETS_IT_GO, and nothing marked standing ("never mind, from now on just
+        the total")."""
         return self._unmarked(patterns.LETS_IT_GO)
 
     def _unmarked(self, pattern: re.Pattern[str]) -> bool:

@@ -120,8 +120,9 @@ def detect(
 #                          none a preference)
 #   asks_for_a_task        "Can you explain what this README wants me to do?": a task asked for as a question, no
 #                          standing mark (10 training messages, all none)
-#   lets_it_go             "never mind JP, client's dropping Japan. that's all for now": a message that opens by
-#                          dropping something (54 training messages: 53 none, one a rejection)
+#   lets_it_go             "never mind JP, client's dropping Japan. that's all for now": a message that drops
+#                          something, at its start or after "but" or a comma (58 training messages: 57 none, one a
+#                          rejection)
 #   fixes_own_input        "sorry, I meant the laser cutter, not the 3D printer": the user's own input put right is no
 #                          wish or rule (50 training messages, none a preference or a process)
 #   asks_a_hypothetical    "如果哪天我说错了参数, 你会纠正我吗?": a question about a case that has not happened
@@ -152,7 +153,7 @@ _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[Correcti
     ("asks_for_a_task", lambda turn: turn.asks_for_a_task, frozenset({CorrectionType.PREFERENCE})),
     (
         "lets_it_go",
-        lambda turn: turn.opens_by_letting_go,
+        lambda turn: turn.lets_it_go,
         frozenset({CorrectionType.FACTUAL, CorrectionType.PREFERENCE, CorrectionType.PROCESS}),
     ),
     (

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 from hindsight_insights.commands import Provenance, WriteCommand
 from hindsight_insights.config import Settings
-from hindsight_insights.detection.correction_turn import ReadMessage, read, short
+from hindsight_insights.detection.correction_turn import ReadMessage, Sentence, read, short
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import NUMBER, detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
@@ -172,12 +172,14 @@ RULE_STEP_AT = 0.5
 
 
 def whole_rule(corrected: str, message: str, learned: LearnedDetector | None = None) -> str:
-    """A process's words in the rule: from the rule the detector quoted through the sentences right after it in its
+    """A process's words in the rule: the rule the detector quoted with the sentences right around it in its
     paragraph that the detector, reading each alone, leans to as steps of a process (P(process) at least
-    RULE_STEP_AT, and above every other correction type); never a question, nor a reason or a story after the rule
-    ("…before restarting nginx; the app had crashed"). A rule of work is rarely one sentence: "company and lease cars
-    never go through instantly. She needs a letter on headed paper …, and the application goes to the back-office
-    queue for a manual check" is one rule, and its steps are what a later answer must follow."""
+    RULE_STEP_AT, and above every other correction type); never a question, nor a reason or a story beside the rule
+    ("…before restarting nginx; the app had crashed", "我是这个网点的站长。"). A rule of work is rarely one sentence:
+    "company and lease cars never go through instantly. She needs a letter on headed paper …, and the application
+    goes to the back-office queue for a manual check" is one rule, and its steps are what a later answer must follow.
+    The steps may also come first, and the quoted rule point back at them ("件先在站里留3天，…再走退回。以后网点谁来
+    问都按这个回")."""
     located = _located(corrected, message)
     if located is None:
         return corrected
@@ -185,13 +187,25 @@ def whole_rule(corrected: str, message: str, learned: LearnedDetector | None = N
     for sentence in turn.sentences:
         if sentence.span.end <= end:
             continue
-        between = turn.message.text[end : sentence.span.start]
-        if sentence.asks or "\n\n" in between or sentence.span.end - start > RULE_CHARS:
-            break
-        if not _step(turn.message.quote(sentence.span.start, sentence.span.end), learned):
+        if not _joins(turn, sentence, end, sentence.span.start, sentence.span.end - start, learned):
             break
         end = sentence.span.end
+    for sentence in reversed(turn.sentences):
+        if sentence.span.end > start:
+            continue  # the quote's own sentence, or one after it
+        if not _joins(turn, sentence, sentence.span.end, start, end - sentence.span.start, learned):
+            break
+        start = sentence.span.start
     return (turn.message.quote(start, end) or corrected).strip()
+
+
+def _joins(
+    turn: ReadMessage, sentence: Sentence, gap_start: int, gap_end: int, length: int, learned: LearnedDetector | None
+) -> bool:
+    """Whether `sentence`, next to the rule across the text from gap_start to gap_end, is one more step of it."""
+    if sentence.asks or "\n\n" in turn.message.text[gap_start:gap_end] or length > RULE_CHARS:
+        return False
+    return _step(turn.message.quote(sentence.span.start, sentence.span.end), learned)
 
 
 def _step(said: str, learned: LearnedDetector | None) -> bool:

@@ -50,7 +50,7 @@ from collections.abc import Sequence
 
 from hindsight_insights.commands import Provenance
 from hindsight_insights.config import Settings
-from hindsight_insights.detection.correction_turn import read
+from hindsight_insights.detection.correction_turn import Sentence, read
 from hindsight_insights.detection.correction_types import IMPLICIT, Correction, CorrectionType
 from hindsight_insights.detection.corrections import (
     NUMBER,
@@ -223,12 +223,18 @@ def _only_asks(message: str, previous: str) -> bool:
     sentences = read(message, previous).sentences
     if not sentences:
         return False
-    # A question and one statement after it, its reason ("这个里面有哪些过敏原？我们要贴到标签上。") also only asks.
-    with_its_reason = len(sentences) == 2 and sentences[0].asks and not sentences[1].question
+    # A question and one statement after it, its reason ("这个里面有哪些过敏原？我们要贴到标签上。") also only asks,
+    # after an approval or two ("Nice. Which of those can we make the day before? The kitchen there is tiny.").
+    asked = [sentence for sentence in sentences if not _approves(sentence)]
+    with_its_reason = len(asked) == 2 and asked[0].asks and not asked[1].question
     return with_its_reason or (
-        sentences[-1].asks
-        and all(sentence.asks or "approval" in sentence.guards or not anchors(sentence.text) for sentence in sentences)
+        sentences[-1].asks and all(sentence.asks or _approves(sentence) for sentence in sentences)
     )
+
+
+def _approves(sentence: Sentence) -> bool:
+    """An approval ("ok.", "Nice.", "好的") or a sentence with no content word: nothing but courtesy."""
+    return "approval" in sentence.guards or not anchors(sentence.text)
 
 
 def _clause_showing(answer: str, words: frozenset[str]) -> str | None:
@@ -270,11 +276,12 @@ SENT_CHARS = 160
 def sent_versions(messages: Sequence[str], answers: Sequence[str | None]) -> dict[int, str]:
     """The versions users sent in place of the assistant's draft, by message index, each as written (its first
     SENT_CHARS): after a line that ends with a colon ("我最后发出去的是这样的：", "went on the board as:"), the
-    paragraphs of SENT_LINES lines or more that rewrite the answer before (each shares at least 1/SENT_SHARE of its
-    words and numbers with it), when the answer after is laid out like the version: it keeps a mark of layout the
-    version brought and the draft lacked ("【M-2207｜Line 3】", "[02:10]"), or its lines are much nearer the
-    version's in length than the draft's (twice as near, on a log scale). The user showed how they want such text,
-    and the assistant followed: a wish never stated."""
+    paragraphs that rewrite the answer before (each shares at least 1/SENT_SHARE of its words and numbers with it),
+    when the answer after is laid out like the version. Either the version has SENT_LINES lines or more and the
+    answer, as long, keeps a mark of layout the version brought and the draft lacked ("【M-2207｜Line 3】",
+    "[02:10]") or has lines much nearer the version's in length than the draft's (twice as near, on a log scale); or
+    the version, however short, separates its fields by a mark the draft lacked, and the answer does too
+    ("1|2|日常饮水用|…"). The user showed how they want such text, and the assistant followed: a wish never stated."""
     found: dict[int, str] = {}
     for index in range(1, len(messages)):
         draft, answer = answers[index - 1], answers[index]
@@ -302,11 +309,19 @@ def _sent_version(message: str, draft: str) -> str | None:
     if not kept:
         return None
     version = message[start + kept[0].start : start + kept[-1].end].strip()
-    return version if len(_lines(version)) >= SENT_LINES else None
+    return version if len(_lines(version)) >= SENT_LINES or _separators(version, draft) else None
+
+
+def _separators(version: str, draft: str) -> frozenset[str]:
+    """The marks of layout the version brought that it uses at least twice, as separators of one line
+    ("1|2|日常饮水用|304不锈钢|…"): a version that short shows its layout by them alone."""
+    return frozenset(mark for mark in LAYOUT_MARKS - set(draft) if version.count(mark) >= 2)
 
 
 def _laid_out_like(answer: str, version: str, draft: str) -> bool:
-    if len(_lines(answer)) < SENT_LINES:
+    if any(answer.count(mark) >= 2 for mark in _separators(version, draft)):
+        return True  # the answer separates its fields the way the version did
+    if len(_lines(answer)) < SENT_LINES or len(_lines(version)) < SENT_LINES:
         return False
     brought = (LAYOUT_MARKS & set(version)) - set(draft)
     if brought & set(answer):
@@ -366,10 +381,13 @@ def repeated_wish(correction: Correction, message: str, answer: str, others: Seq
     not do: "EUR please" after an answer in dollars; "like the Northwind one" after the Northwind email names the
     subject, not a wish); else `correction` unchanged."""
     probabilities = correction.probabilities
-    # A message that asks, in a question or in a last clause that asks ("按我们每月用40袋，每月多花多少"), is no wish;
-    # nor one the rules read as for this time only, or as a declined offer ("just this time make it formal").
-    question = "guard:question" in correction.signals or any(
-        sentence.asks for sentence in read(message, None).sentences[-1:]
+    # A message that asks, in a question or in a last clause that asks ("按我们每月用40袋，每月多花多少"), or in a
+    # question with its reason after it ("can you make this one sound formal? it's going to their compliance team"), is
+    # no wish; nor one the rules read as for this time only, or as a declined offer ("just this time make it formal").
+    question = (
+        "guard:question" in correction.signals
+        or any(sentence.asks for sentence in read(message, None).sentences[-1:])
+        or _only_asks(message, answer)
     )
     one_off = any(signal in _NOT_STANDING for signal in correction.signals)
     if correction.is_correction or not probabilities or question or one_off:
