@@ -1679,3 +1679,28 @@ def test_two_readings_of_one_address_go_as_one() -> None:
 )
 def test_an_iban_shape_after_an_accounts_label_goes_whatever_its_check(text: str) -> None:
     assert_redacted(text, "0517 0648" if "DE12" in text else "0635 8219", "iban")
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        ("new router login for the flat, pw is now Heron?Gate73 so update the note", "Heron?Gate73", "password"),
+        # a plot's number shared with its neighbours (乙27号), as Beijing writes it
+        ("燃气公司要上门安检，预约单上填的是北京市西城区砖塔胡同乙27号院5号，户主方桂兰。", "胡同乙27号", "address"),
+    ],
+)
+def test_a_password_said_to_be_now_and_a_beijing_plot_number_go(text: str, secret: str, kind: str) -> None:
+    assert_redacted(text, secret, kind)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "物流单号 YT00613800138000 还没更新，要等几天？",  # a tracking code: a mobile's digits glued to its letters
+        "Allow 203.0.113.0/24 and 198.51.100.0/24 through the firewall",  # IP networks, not phone numbers
+        "The sample uses AKIAIOSFODNN7EXAMPLE as the access key id",  # the documentation's own example key
+        "Set DATABASE_URL=mysql://USER:PASSWORD@HOST:3306/DB and fill in your own values",  # the label as its value
+    ],
+)
+def test_a_tracking_code_an_ip_address_and_documentation_placeholders_stay(text: str) -> None:
+    assert_unchanged(text)

@@ -159,7 +159,20 @@ def personal_phones(text: str) -> list[Span]:
         )
         if _personal_abroad(value) or landline:
             found.append(labelled.span("value"))
-    return found
+    return [span for span in found if not _part_of_an_identifier(text, *span)]
+
+
+# An IPv4 address or network (198.51.100.0/24): its digits and dots may read as a phone number.
+_IP_ADDRESS = re.compile(r"(?<![\d+.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
+
+
+def _part_of_an_identifier(text: str, start: int, end: int) -> bool:
+    """Digits that are the tail of a code with Latin letters or digits glued before them (a tracking number,
+    LP00612345678901), or an IP address: no one's phone number."""
+    before = text[start - 1] if start else ""
+    addresses = _IP_ADDRESS.finditer(text[start:end])
+    in_an_address = any(all(int(octet) <= 255 for octet in match.group().split(".")) for match in addresses)
+    return (before.isascii() and before.isalnum()) or in_an_address
 
 
 def _personal_landline(text: str, match: phonenumbers.PhoneNumberMatch, line: int, regions: list[str]) -> bool:

@@ -271,7 +271,7 @@ PASSWORD = re.compile(
     r"(?P<label>(?<![a-z0-9_])[a-z0-9_]{0,40}?(?:password|passwd|pwd)|\bpw\b|\bpass(?=\s*[:=])|pass(?:code|phrase)|密码|口令|"
     rf"{_PASSWORD_WORD})"
     # (never across a line: an empty "DB_PASSWORD=" is not the next line's password)
-    r"(?P<sep>[^\S\n]*(?:[:=]|是|为|改成了|改成|改为|设为|设置为|is|was)[^\S\n]*[\"'“]?[^\S\n]*|[^\S\n]+|"
+    r"(?P<sep>[^\S\n]*(?:[:=]|是|为|改成了|改成|改为|设为|设置为|(?:is|was)(?:[^\S\n]+now)?)[^\S\n]*[\"'“]?[^\S\n]*|[^\S\n]+|"
     # (or nothing at all after a Chinese label, when a digit follows: 密码4719#)
     r"(?<=密码|口令)(?=\d))"
     rf"(?P<secret>[\x21-\x7e]{{4,64}}?){SECRET_END}"
@@ -396,9 +396,12 @@ PRIVATE_KEY = re.compile(
     r"(?:-----end (?P=what)private key(?: block)?-----|(?=[^a-z0-9+/=\s])|$)"
 )
 # Not secrets: documentation's stand-ins (YOUR_API_KEY, sk-xxxx, <token>, ${TOKEN}, ****, changeme).
+# (documentation's example keys say so anywhere in them: AKIAIOSFODNN7EXAMPLE; a value that is its own label's name,
+# postgresql://USER:PASSWORD@HOST, stands for one)
 PLACEHOLDER = re.compile(
-    r"^[<{\[$%(]|[>}\]]$|x{4,}|\*{3,}|\.{3,}|^your[_-]?|[_-]your[_-]|[_-]here$|^(?:an?[_-]?)?example|placeholder|changeme|dummy|redacted|"
-    r"^(?:(.)\1+)$|^(?:test|sample|fake|demo|foo|bar)[_-]?(?:key|token|secret|password)?$"
+    r"^[<{\[$%(]|[>}\]]$|x{4,}|\*{3,}|\.{3,}|^your[_-]?|[_-]your[_-]|[_-]here$|example|placeholder|changeme|dummy|"
+    r"redacted|^(?:(.)\1+)$|^(?:test|sample|fake|demo|foo|bar)[_-]?(?:key|token|secret|password)?$|"
+    r"^(?:password|passwd|pwd|pass|secret|token|api[_-]?key)$"
 )
 
 # ---------------------------------------------------------------------------------------- personal details
@@ -577,7 +580,8 @@ CHINESE_ADDRESS = re.compile(
     # a road's part (江南大道中, 人民路北段, 二段), a lane and an alley off it (216巷8弄), and a house's sub-number
     # (168号之三)
     r"(?:[东南西北中]{1,2}段?|[一二三四五六七八九十\d]{1,2}段)?"
-    rf"\s*(?:\d{{1,5}}\s*巷\s*)?\d{{1,5}}\s*(?:弄\s*\d{{1,5}}\s*)?号(?:之\s*(?:[一二三四五六七八九十]{{1,3}}|\d{{1,3}}))?"
+    # (甲19号, 乙3号: a number shared by neighbouring plots, as Beijing writes it)
+    rf"\s*(?:\d{{1,5}}\s*巷\s*)?[甲乙丙丁]?\d{{1,5}}\s*(?:弄\s*\d{{1,5}}\s*)?号(?:之\s*(?:[一二三四五六七八九十]{{1,3}}|\d{{1,3}}))?"
     rf"{_CHINESE_UNITS}{_ZH_POSTCODE_AFTER}"
 )
 # A home in a residential estate or a village, with no street and house number: the estate (小区, 花园, 苑, 公寓,
