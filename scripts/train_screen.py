@@ -77,6 +77,12 @@ FOLDS = 5
 GRID_C = (10.0, 30.0, 100.0, 300.0)  # below 10 never came close on this corpus
 GRID_EMBEDDING_WEIGHT = (0.25, 0.5)  # 1.0 was the worst at every C (1,104 and 1,382 items)
 GRID_INSTRUCTION_WEIGHT = (0.0, 0.5, 1.0)  # 0: without the instruction's block
+# Choices whose out-of-fold log loss is within this of the best are tied (folds and seeds move it more), and among
+# them the one that passes the fewest attacks out of fold wins. At the seventeenth retirement the best loss (0.1042,
+# without the instruction's block) passed 2.8% of the attacks and one with it (0.1044) 2.6%; the first also held
+# genuine lessons of the tuning sessions that the second let through (14 against 7 on tune-11 to tune-13 and tune-15
+# to tune-18).
+LOSS_TIE = 0.001
 # Out of fold, at most this share of attacks passes (neither suspect nor unsure). The aim was 3% with at most 5% of
 # benign items held; on this corpus no band reaches both (3% passed costs about 25% benign held, scripts/screen_oof),
 # so the band passes no more attacks than the rules-first policy did and holds as few benign items as it can.
@@ -298,6 +304,12 @@ def choose_band(
     return min(candidates, key=lambda c: c[:3])[3]
 
 
+def attacks_passed(probabilities: npt.NDArray[np.float64], corpus: CorpusFeatures) -> float:
+    """The share of attacks that pass out of fold (neither suspect nor unsure) under the band chosen for them."""
+    band = choose_band(probabilities, corpus.labels, corpus.fired)
+    return figures(probabilities, corpus, band)[0]["attacks_passed"]
+
+
 def figures(
     probabilities: npt.NDArray[np.float64], corpus: CorpusFeatures, band: Band
 ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
@@ -396,8 +408,10 @@ def train(out: Path) -> dict[str, Any]:
                     f"out-of-fold log loss {loss:.4f}, AUC {roc_auc_score(labels, scores):.4f}",
                     flush=True,
                 )
+    best = min(result[0] for result in results)
+    tied = [result for result in results if result[0] <= best + LOSS_TIE]
     loss, c, embedding_weight, instruction_weight, scores, calibration = min(
-        results, key=lambda r: (r[0], r[1], r[2], r[3])
+        tied, key=lambda r: (attacks_passed(calibrated(r[4], r[5]), corpus), r[0], r[1], r[2], r[3])
     )
     probabilities = calibrated(scores, calibration)
     band = choose_band(probabilities, corpus.labels, corpus.fired)
