@@ -1704,3 +1704,11 @@ def test_a_password_said_to_be_now_and_a_beijing_plot_number_go(text: str, secre
 )
 def test_a_tracking_code_an_ip_address_and_documentation_placeholders_stay(text: str) -> None:
     assert_unchanged(text)
+
+
+def test_a_pastoral_address_after_a_bare_label_goes_when_a_recipient_is_named_after_it() -> None:
+    """A herders' 嘎查 has no house number or room; after a bare 地址 it could be a shop's, but a recipient named
+    right after it makes it the place someone receives their parcels."""
+    parcel = "饲料能送到吗？地址是内蒙古呼伦贝尔市新巴尔虎右旗阿拉坦额莫勒镇呼伦嘎查，收件人其木格。"
+    assert_redacted(parcel, "呼伦嘎查", "address")
+    assert_unchanged("门店地址是内蒙古呼伦贝尔市新巴尔虎右旗阿拉坦额莫勒镇呼伦嘎查，营业时间九点到六点。")

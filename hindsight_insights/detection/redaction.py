@@ -303,7 +303,8 @@ def _door_codes(text: str) -> Iterator[tuple[int, int]]:
 
 
 def _labelled_chinese_addresses(text: str) -> Iterator[tuple[int, int]]:
-    """CHINESE_LABELLED_ADDRESS's values that have a number, and after a bare 地址 a room too."""
+    """CHINESE_LABELLED_ADDRESS's values that have a number, and after a bare 地址 a room too, or a recipient named
+    right after it (…敖包图嘎查，收件人巴特尔: a parcel to someone's home)."""
     for match in patterns.CHINESE_LABELLED_ADDRESS.finditer(text):
         value = match["value"]
         # (a herders' or a hamlet's address has no house number: …别力古台镇查干淖尔嘎查)
@@ -311,7 +312,8 @@ def _labelled_chinese_addresses(text: str) -> Iterator[tuple[int, int]]:
         numbered = re.search(r"\d|[一二三四五六七八九十]+[户号排]", value) or re.search(r"(?:村|嘎查|屯|寨)$", value)
         # a village's group is its houses' number: …乌兰宝力格嘎查三组 after a bare 地址 too
         village_group = re.search(r"(?:村|嘎查|屯|寨)[一二三四五六七八九十\d]{1,3}(?:组|队)$", value)
-        if village_group or (numbered and (not match["bare"] or patterns.HOME_UNIT.search(value))):
+        someones = patterns.HOME_UNIT.search(value) or patterns.RECIPIENT_AFTER.match(text[match.end("value") :])
+        if village_group or (numbered and (not match["bare"] or someones)):
             yield match.span("value")
 
 
