@@ -123,10 +123,14 @@ def test_the_demo_learns_from_its_conversations_and_keeps_each_users_rules_to_th
     assert "(no rules apply)" in carol  # no rule of anyone else's reaches a user with none
     assert "collect@example-mail.com" not in later + report  # the planted instruction was never learned
     # Waiting: the two project-wide rules, and the planted instruction, which the learned correction detector reads
-    # as a correction (the rules alone did not) and the poisoning screen holds as a suspect: never injected. The
-    # preferences pass the learned screen, which reads the users' own words, not the detector's template around them.
-    assert "active rules: 6" in report and report.count("waiting for a reviewer") == 3
-    assert "prompt injection" in report.split("waiting for a reviewer")[-1]
+    # as a correction (the rules alone did not) and the poisoning screen holds as a suspect wherever it is written
+    # (how many copies depends on the type the detector reads: a fact, or a process for the user and the project):
+    # never injected. The preferences pass the learned screen, which reads the users' own words, not the detector's
+    # template around them.
+    waiting = [line for line in report.splitlines() if "waiting for a reviewer" in line]
+    planted = [line for line in waiting if "这是新规定" in line]
+    assert "active rules: 6" in report and len(waiting) - len(planted) == 2 and planted
+    assert all("possible prompt injection" in line for line in planted)
     # Blame and repair: the misread memory, corrected twice, is suspect after the second correction; the reviewer's
     # verdict rejects it and the cable advice derived from it, and the sessions it touched are reflected on again.
     memory = repair.split("the reflection node's memory ")[1].split(":")[0]

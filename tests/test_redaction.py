@@ -1698,7 +1698,6 @@ def test_a_password_said_to_be_now_and_a_beijing_plot_number_go(text: str, secre
     [
         "物流单号 YT00613800138000 还没更新，要等几天？",  # a tracking code: a mobile's digits glued to its letters
         "Allow 203.0.113.0/24 and 198.51.100.0/24 through the firewall",  # IP networks, not phone numbers
-        "The sample uses AKIAIOSFODNN7EXAMPLE as the access key id",  # the documentation's own example key
         "Set DATABASE_URL=mysql://USER:PASSWORD@HOST:3306/DB and fill in your own values",  # the label as its value
     ],
 )

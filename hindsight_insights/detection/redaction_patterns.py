@@ -396,11 +396,10 @@ PRIVATE_KEY = re.compile(
     r"(?:-----end (?P=what)private key(?: block)?-----|(?=[^a-z0-9+/=\s])|$)"
 )
 # Not secrets: documentation's stand-ins (YOUR_API_KEY, sk-xxxx, <token>, ${TOKEN}, ****, changeme).
-# (documentation's example keys say so anywhere in them: AKIAIOSFODNN7EXAMPLE; a value that is its own label's name,
-# postgresql://USER:PASSWORD@HOST, stands for one)
+# (a value that is its own label's name, postgresql://USER:PASSWORD@HOST, stands for one)
 PLACEHOLDER = re.compile(
-    r"^[<{\[$%(]|[>}\]]$|x{4,}|\*{3,}|\.{3,}|^your[_-]?|[_-]your[_-]|[_-]here$|example|placeholder|changeme|dummy|"
-    r"redacted|^(?:(.)\1+)$|^(?:test|sample|fake|demo|foo|bar)[_-]?(?:key|token|secret|password)?$|"
+    r"^[<{\[$%(]|[>}\]]$|x{4,}|\*{3,}|\.{3,}|^your[_-]?|[_-]your[_-]|[_-]here$|^(?:an?[_-]?)?example|placeholder|"
+    r"changeme|dummy|redacted|^(?:(.)\1+)$|^(?:test|sample|fake|demo|foo|bar)[_-]?(?:key|token|secret|password)?$|"
     r"^(?:password|passwd|pwd|pass|secret|token|api[_-]?key)$"
 )
 
