@@ -269,6 +269,9 @@ SENT_LINES = 3
 SENT_SHARE = 4
 # Marks of layout a rewrite brings and an answer can keep: brackets, bars, arrows, dashes, bullets, boxes.
 LAYOUT_MARKS = frozenset("【】[]「」《》<>→—–|｜•·*#@/~=+☐✅❌")
+# The marks that separate the fields of one line and nothing else (a date's or a URL's slashes, a range's dashes are
+# no layout): what shows the layout of a version too short to compare line lengths.
+FIELD_SEPARATORS = frozenset("|｜•→")
 # How much of the version goes into the rule.
 SENT_CHARS = 160
 
@@ -313,9 +316,9 @@ def _sent_version(message: str, draft: str) -> str | None:
 
 
 def _separators(version: str, draft: str) -> frozenset[str]:
-    """The marks of layout the version brought that it uses at least twice, as separators of one line
-    ("1|2|日常饮水用|304不锈钢|…"): a version that short shows its layout by them alone."""
-    return frozenset(mark for mark in LAYOUT_MARKS - set(draft) if version.count(mark) >= 2)
+    """The field separators (FIELD_SEPARATORS) the version brought that it uses at least twice, as separators of one
+    line ("1|2|日常饮水用|304不锈钢|…"): a version that short shows its layout by them alone."""
+    return frozenset(mark for mark in FIELD_SEPARATORS - set(draft) if version.count(mark) >= 2)
 
 
 def _laid_out_like(answer: str, version: str, draft: str) -> bool:
