@@ -615,7 +615,8 @@ def test_a_one_line_version_shows_its_layout_by_its_separators() -> None:
     own_layout = "入库信息：\n款号：BG-0415\n颜色：米白色\n尺码：均码\n数量：5 个\n货位：A 区 7 号架"
     assert sent_versions(messages, [draft, own_layout]) == {}
     # a date's slashes separate no fields: "2026/12/05" in the version and the answer shows no layout
-    dated = ["帮我记一下入库：卫衣 3 件。", "最后登记的是：\nHD-2031 藏青 L 3 件 2026/12/05 入库\n\n下一件：帆布包 5 个。"]
+    sent = "最后登记的是：\nHD-2031 藏青 L 3 件 2026/12/05 入库\n\n下一件：帆布包 5 个。"
+    dated = ["帮我记一下入库：卫衣 3 件。", sent]
     first = "入库：款号 HD-2031，藏青色，L 码，3 件。"
     assert sent_versions(dated, [first, "帆布包 BG-0415 米白 5 个 2026/12/05 入库"]) == {}
 
