@@ -133,9 +133,9 @@ def lesson_paragraphs(message: str, corrected: str) -> str:
 def _located(corrected: str, message: str) -> tuple[ReadMessage, int, int] | None:
     """The message read once, with where the detector's quote of it starts and ends in its folded text; None when the
     quote is not in it as written."""
-    turn = read(message, None)
-    start = turn.message.text.find(fold(corrected).text)
-    return None if start < 0 else (turn, start, start + len(fold(corrected).text))
+    turn, quoted = read(message, None), fold(corrected).text
+    start = turn.message.text.find(quoted)
+    return None if start < 0 else (turn, start, start + len(quoted))
 
 
 def every_wish(corrected: str, message: str, learned: LearnedDetector | None = None) -> str:

@@ -208,7 +208,7 @@ def adopted_requests(
         previous, finding = answers[index - 1], findings[index]
         if not previous or "?" in previous or "？" in previous or (finding is not None and finding.is_correction):
             continue
-        if not _only_asks(messages[index], previous):
+        if not _only_asks(read(messages[index], previous).sentences):
             continue
         later = given[index + 1 :]
         kept = frozenset.intersection(given[index], *later) - frozenset().union(*given[:index])
@@ -219,8 +219,7 @@ def adopted_requests(
     return found
 
 
-def _only_asks(message: str, previous: str) -> bool:
-    sentences = read(message, previous).sentences
+def _only_asks(sentences: Sequence[Sentence]) -> bool:
     if not sentences:
         return False
     # A question and one statement after it, its reason ("这个里面有哪些过敏原？我们要贴到标签上。") also only asks,
@@ -387,15 +386,15 @@ def repeated_wish(correction: Correction, message: str, answer: str, others: Seq
     # A message that asks, in a question or in a last clause that asks ("按我们每月用40袋，每月多花多少"), or in a
     # question with its reason after it ("can you make this one sound formal? it's going to their compliance team"), is
     # no wish; nor one the rules read as for this time only, or as a declined offer ("just this time make it formal").
+    turn = read(message, answer)
     question = (
         "guard:question" in correction.signals
         or any(sentence.asks for sentence in read(message, None).sentences[-1:])
-        or _only_asks(message, answer)
+        or _only_asks(turn.sentences)
     )
     one_off = any(signal in _NOT_STANDING for signal in correction.signals)
     if correction.is_correction or not probabilities or question or one_off:
         return correction
-    turn = read(message, answer)
     # Nor an answer to the assistant's own question, unless it marks a standing wish ("Nineteen years. Everyone
     # remembers the storm in The Tempest" after "how many years has Dev been with the company?").
     if turn.answers_a_question and not turn.marks_a_standing_wish:
