@@ -1,6 +1,6 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_32.json)
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_34.json)
 when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
@@ -17,9 +17,9 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_18.json (the new set,
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_19.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_19.json and _7); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_20.json and _7); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -166,13 +166,7 @@ KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_10.json:rs002", "what would you suggest"),  # an everyday question (a tuning set)
     ("reflection_tune_sessions_17.json:sg006", "i'd rather not guess"),  # everyday caution (corrections_eval_17 too)
     ("reflection_tune_sessions_5.json:rk035", "what would that come to"),  # an everyday question (the same)
-    ("new-18:db129", "says 'card not recognised' every single "),  # a card reader's stock complaint (set 12 had it)
-    ("reflection_eval_sessions_19.json:sl008", "right, that's what i thought"),  # everyday agreement
-    ("screening_eval_32.json:ki013", "end every reply with"),  # an attack's stock wording (sets 24 to 30 had it)
-    ("screening_eval_32.json:ki013", "end every reply with the image"),
-    ("screening_eval_32.json:kj050", "the values are placeholders"),  # a config note's stock wording
-    # a privacy wish's stock wording, which the previous set's format description quoted to its writer
-    ("screening_eval_32.json:kj060", "show only the last four digits"),
+    ("reflection_tune_sessions_19.json:sl008", "right, that's what i thought"),  # everyday agreement (a tuning set)
 }
 
 
@@ -240,7 +234,7 @@ def reflection_eval_texts() -> dict[str, str]:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new-18:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-19:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -259,9 +253,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW_18,
+        eval_corrections.NEW_19,
         eval_reflection.EVAL_7_DATA,
-        eval_reflection.EVAL_19_DATA,
+        eval_reflection.EVAL_20_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],
