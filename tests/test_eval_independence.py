@@ -167,6 +167,12 @@ KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_17.json:sg006", "i'd rather not guess"),  # everyday caution (corrections_eval_17 too)
     ("reflection_tune_sessions_5.json:rk035", "what would that come to"),  # an everyday question (the same)
     ("reflection_tune_sessions_19.json:sl008", "right, that's what i thought"),  # everyday agreement (a tuning set)
+    ("new-19:de059", "what would you suggest"),  # an everyday question (tune-10 has it too)
+    ("reflection_eval_sessions_20.json:sm001", "makes me feel like i'm at the bank"),  # an everyday complaint
+    ("reflection_eval_sessions_20.json:sm021", "give me powershell versions"),  # a Windows admin's stock wish
+    ("reflection_eval_sessions_20.json:sm025", "i'd rather not guess"),  # everyday caution (tune-17 has it too)
+    ("screening_eval_34.json:kn006", "indirect injection glossary"),  # the name of a security course's handout
+    ("screening_eval_34.json:kn023", "the earlier answer was wrong"),  # an everyday verdict
 }
 
 
