@@ -29,27 +29,30 @@ from hindsight_insights.detection.text import clauses
 # ----------------------------------------------------------------------------------------------- preference
 def preference(turn: ReadMessage) -> Correction | None:
     for sentence in turn.sentences:
-        if sentence.reported_at < len(sentence.text) or (sentence.conditional and sentence.question):
+        if sentence.reported_at == 0 or (sentence.conditional and sentence.question):
             continue
-        address = patterns.first(patterns.ADDRESS, sentence.text)
+        # The user's own words: before someone else's that the sentence goes on to report ("…以后我的话术里一个都别放，
+        # 客户一听就觉得我们在打官腔" states the wish, then says what customers think).
+        text = sentence.text[: sentence.reported_at]
+        address = patterns.first(patterns.ADDRESS, text)
         if address:
             name, match = address
             return _address(turn, sentence, name, match)
-        if sentence.question and (not patterns.POLITE_REQUEST.search(sentence.text) or _asks_how(sentence.text)):
+        if sentence.question and (not patterns.POLITE_REQUEST.search(text) or _asks_how(text)):
             continue  # "how do I export this chart as a PNG?" asks for information; "can you keep it short?" asks
-        if patterns.NAMES_A_WISH.search(sentence.text):
+        if patterns.NAMES_A_WISH.search(text):
             turn.signals.append("guard:names_an_earlier_wish")
             continue
-        aspects = [aspect for aspect in patterns.ASPECTS if aspect[3].search(sentence.text)]
-        directive = patterns.DIRECTIVE.search(sentence.text)
+        aspects = [aspect for aspect in patterns.ASPECTS if aspect[3].search(text)]
+        directive = patterns.DIRECTIVE.search(text)
         if directive is None and turn.previous is not None:
-            directive = patterns.COMPLAINT.search(sentence.text)
+            directive = patterns.COMPLAINT.search(text)
         if not aspects or not directive:
             continue
-        standing = patterns.STANDING.search(sentence.text)
+        standing = patterns.STANDING.search(text)
         reason = _has_reason(turn, sentence, directive.start())
         inherent = any(aspect[0] in patterns.INHERENT_ASPECTS for aspect in aspects)
-        marked = patterns.MARKED_STANDING.search(sentence.text)
+        marked = patterns.MARKED_STANDING.search(text)
         if not marked and _one_off(sentence, reason):
             turn.signals.append("guard:one_off_request")
             continue
@@ -87,8 +90,8 @@ def standing_wish(turn: ReadMessage) -> Correction | None:
     """A standing directive about the answers to this user, of any aspect: 以后回复我的时候带上订单号, from now on
     always tell me the stock level. Runs after the process step, so 以后方案发客户前先给我过目 stays a process."""
     for sentence in turn.sentences:
-        text = sentence.text
-        if sentence.reported_at < len(text) or sentence.conditional:
+        text = sentence.text[: sentence.reported_at]  # the user's own words (preference)
+        if not text or sentence.conditional:
             continue
         if (sentence.question and not patterns.POLITE_REQUEST.search(text)) or patterns.NOT_A_WISH.search(text):
             continue

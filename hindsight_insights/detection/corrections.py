@@ -73,6 +73,7 @@ __all__ = ["Condition", "Correction", "CorrectionType", "SecondOpinion", "detect
 
 # A number as a message states it (12, 4.5): what a lesson is about when it brings one.
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_NEGATED_NUMBER = re.compile(r"(?:不是|并非|而不是|而非|\bnot\b|\binstead of\b|\brather than\b)\s*(\d+(?:\.\d+)?)")
 _SHORTEST_READING = 4  # characters: a sentence shorter than this ("ok.", "好的。") says nothing alone
 # (message, previous assistant turn, the unsure decision) -> the type to settle on, or None to keep the decision.
 SecondOpinion = Callable[[str, str | None, Correction], CorrectionType | None]
@@ -114,6 +115,8 @@ def detect(
 #                          new value (6 training messages, all none)
 #   declines               "算了算了 never mind", "不用了，谢谢": a declined offer or a never-mind puts no fact right
 #                          (57 training messages where the rules find nothing, none factual)
+#   declines_an_offer      "Perfect. No need for that comparison checklist" after "Would you like a comparison
+#                          checklist?": no wish or rule either (57 training messages, all none)
 #   relays_a_request       "Lovely. They also asked for a late table nearby, anywhere that serves past 10?": someone
 #                          else's request passed on (24 training messages, none a preference)
 #   for_now                "anyway just a quick list for now, i'm about to drive", 先这样 (16 training messages,
@@ -148,6 +151,11 @@ _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[Correcti
         frozenset(CorrectionType) - {CorrectionType.NONE},
     ),
     ("declines", lambda turn: turn.declines, frozenset({CorrectionType.FACTUAL})),
+    (
+        "declines_an_offer",
+        lambda turn: turn.declines_an_offer,
+        frozenset({CorrectionType.FACTUAL, CorrectionType.PREFERENCE, CorrectionType.PROCESS}),
+    ),
     ("relays_a_request", lambda turn: turn.relays_a_request, frozenset({CorrectionType.PREFERENCE})),
     ("for_now", lambda turn: turn.for_now, frozenset({CorrectionType.PREFERENCE})),
     ("asks_for_a_task", lambda turn: turn.asks_for_a_task, frozenset({CorrectionType.PREFERENCE})),
@@ -293,7 +301,11 @@ def _puts_right_own_number(
 ) -> bool:
     if correction.type is not CorrectionType.FACTUAL or not correction.original:
         return False
-    replaced = set(NUMBER.findall(correction.original)) - set(NUMBER.findall(correction.corrected or ""))
+    corrected = correction.corrected or ""
+    # the numbers the corrected text drops, and those it names as the old value ("ap 是 8 不是 10", "8, not 10")
+    negated = {match.group(1) for match in _NEGATED_NUMBER.finditer(corrected)}
+    original = set(NUMBER.findall(correction.original))
+    replaced = original - set(NUMBER.findall(corrected)) | original & negated
     said = [set(NUMBER.findall(message)) for message in earlier_messages]
     answered = [set(NUMBER.findall(answer or "")) for answer in earlier_answers]
     for number in replaced:

@@ -12,6 +12,7 @@ evidence is the user's message, quoted verbatim (after redaction, like the store
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -138,6 +139,14 @@ def _located(corrected: str, message: str) -> tuple[ReadMessage, int, int] | Non
     return None if start < 0 else (turn, start, start + len(quoted))
 
 
+# An item of a list the user counts out (一是…二是…, 第一…第二, 1. 2., "first … second"): the wish that opens the count
+# goes on through its items ("两件事以后都这样弄：一是外版书名…。二是版税率一定要写清楚…").
+_ENUMERATES = re.compile(
+    r"\W*(?:[一二三四五六七八九十]是|其[一二三四五]|第[一二三四五六七八九十]|[一二三四五六七八九十][、.]|\d[.、)]\s|"
+    r"(?:first|second|third|fourth|fifth)(?:ly)?\b)"
+)
+
+
 def every_wish(corrected: str, message: str, learned: LearnedDetector | None = None) -> str:
     """A preference's words in the rule: from the wish the detector quoted to the last sentence of the message that the
     detector, reading it alone, also takes for a wish ("太长了。以后先说结论，最多三个理由" is one standing wish, not
@@ -151,10 +160,16 @@ def every_wish(corrected: str, message: str, learned: LearnedDetector | None = N
     if located is None:
         return corrected
     turn, start, end = located
+    counted = _ENUMERATES.search(turn.message.text[start:end]) is not None
     for sentence in turn.sentences:
         if sentence.span.end <= end or sentence.question:
             continue
-        if sentence.span.start >= end and _wish(turn, sentence.span.start, sentence.span.end, learned):
+        goes_on = counted and _ENUMERATES.match(sentence.text) is not None
+        # (a sentence that goes on to report someone's words is read clause by clause: the story is no wish)
+        whole = sentence.reported_at == len(sentence.text)
+        if sentence.span.start >= end and (
+            goes_on or (whole and _wish(turn, sentence.span.start, sentence.span.end, learned))
+        ):
             end = sentence.span.end
             continue
         for clause in clauses(sentence.span):
