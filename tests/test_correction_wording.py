@@ -147,6 +147,19 @@ def test_a_wish_in_a_clause_among_reasons_stays_in_the_rule() -> None:
     assert "SAML" not in rule
 
 
+def test_the_items_a_wish_counts_out_stay_in_its_rule() -> None:
+    message = (
+        "两件事以后都这样弄：一是外版书名一律写中文暂定名加书名号，后面括号放原文title。"
+        "二是版税率一定要写清楚是按定价还是按实洋算，光写个7%没意义。首印5000的话版税大概多少？"
+    )
+    rule = every_wish("两件事以后都这样弄：一是外版书名一律写中文暂定名加书名号，后面括号放原文title", message)
+    assert rule.endswith("光写个7%没意义") and "首印" not in rule
+    # no count opened: a later sentence that is no wish stays out
+    assert every_wish("以后书名后面括号放原文title", "以后书名后面括号放原文title。二是我明天请假。") == (
+        "以后书名后面括号放原文title"
+    )
+
+
 def test_an_unsure_rejection_writes_no_session_rule_unless_a_workspace_model_settled_it() -> None:
     """ "政策性的，村里统一买的" answers the assistant's own question; a model in its unsure band read it as a
     rejection. The turn keeps the finding (its signals flag the session), but no rule tells the assistant it was

@@ -545,3 +545,95 @@ def test_a_task_carried_on_after_a_remark_and_anyway_is_a_follow_up() -> None:
 )
 def test_enough_said_and_no_need_decline_an_offer(message: str) -> None:
     assert read(message, "Would you like me to draft a follow-up as well?").declines
+
+
+@pytest.mark.parametrize(
+    ("message", "previous"),
+    [
+        # an interjection or two before the never-mind; "never mind" is no "never"
+        ("ugh actually never mind the groups for now, committee hasn't signed off the format", "Group A gets 1, 8."),
+        ("never mind the groups for now, committee hasn't signed off the format.", "Group A gets seeds 1, 8, 9, 16."),
+    ],
+)
+def test_never_mind_marks_nothing_standing_and_may_follow_an_interjection(message: str, previous: str) -> None:
+    turn = read(message, previous)
+    assert turn.lets_it_go and not turn.marks_a_standing_wish
+    assert not detect(message, previous).is_correction
+
+
+def test_a_blank_in_the_draft_asks_so_the_value_that_fills_it_is_an_answer() -> None:
+    draft = "An article on the bypass (Tuesday, page [x]) said the scheme cost £48m. In fact, it cost £84m."
+    message = "page 12. does 'In fact' read too blunt there?"
+    assert read(message, draft).answers_a_question
+    assert "factual" in ruled_out(message, draft)
+    # a citation mark is no blank
+    assert not read("page 12.", "The bypass cost £84m [1].").answers_a_question
+
+
+@pytest.mark.parametrize(
+    ("message", "standing"),
+    [
+        ("can you give it to me as set commands instead? same goes for any Junos stuff you give me.", True),
+        ("type hints and a docstring on every function you write for me pls", True),
+        ("can you give it to me as set commands instead?", False),
+    ],
+)
+def test_what_the_assistant_makes_named_whole_marks_a_wish_standing(message: str, standing: bool) -> None:
+    assert read(message, "interfaces { ge-1/0/3 { … } }").marks_a_standing_wish is standing
+
+
+def test_a_wish_before_reported_speech_in_its_sentence_is_the_users_own() -> None:
+    message = "以后给我的回复别用表格，客户一看就说太乱了。"
+    found = detect(message, "已整理成表格如下：……")
+    assert found.type is CorrectionType.PREFERENCE and "别用表格" in (found.corrected or "")
+    # reported from its start: someone else's words, no wish of the user's
+    assert detect("客户说以后给他的回复别用表格。", "已整理成表格如下：……").type is not CorrectionType.PREFERENCE
+
+
+def test_the_de_hua_of_a_compound_word_is_no_condition() -> None:
+    assert not any(sentence.conditional for sentence in read("这几个词以后我的话术里一个都别放。", "您好").sentences)
+    assert all(sentence.conditional for sentence in read("运费是15元的话，总价多少？", "总价 100 元。").sentences)
+
+
+def test_a_one_off_sentence_beside_one_marked_standing_does_not_make_the_message_one_off() -> None:
+    message = "这几个词以后我的话术里一个都别放。另外这次是线路故障抢修，不是计划停电。"
+    assert not read(message, "您好，敬请谅解。").for_this_time_only
+    assert read("这次先给我看汇总，明细下次再说。", "汇总如下。").for_this_time_only
+    assert read("Could you make this one a bit more formal? It's going to HR.", "Hi Sam, …").for_this_time_only
+
+
+def test_a_decline_after_the_assistant_offered_more_is_no_wish_or_rule() -> None:
+    offered = "Here's the email. Would you like a comparison checklist of other insurers too?"
+    message = "Perfect. No need for that comparison checklist, I'll just ring round a few."
+    assert read(message, offered).declines_an_offer
+    assert {"factual", "preference", "process"} <= ruled_out(message, offered)
+    # declining a style after no offer may be a standing wish
+    assert not read("No need for the Mr. Alvarez stuff, Diego is fine.", "Dear Mr. Alvarez, …").declines_an_offer
+
+
+@pytest.mark.parametrize(
+    ("message", "reported"),
+    [
+        ("Any FNOL where the customer mentions an injury gets transferred to the Injury team the same day.", False),
+        ("The handler doesn't ask whether they want to claim for it.", False),
+        ("Write file notes in the third person, they go into the claim record.", False),
+        ("The customer says the tracking number is wrong.", True),
+    ],
+)
+def test_a_reporting_frame_after_where_or_if_names_a_case_and_a_claim_is_no_saying(
+    message: str, reported: bool
+) -> None:
+    sentence = read(message, "Handler script: …").sentences[0]
+    assert (sentence.reported_at < len(sentence.text)) is reported
+
+
+def test_a_long_message_that_teaches_and_closes_with_a_redo_is_no_mere_continuation() -> None:
+    message = (
+        "This one matters for the whole team. Any FNOL where the customer mentions an injury gets transferred to the "
+        "Injury Claims team the same day. The handler doesn't discuss amounts on that call. I'm the team leader, "
+        "that's our procedure. Redo the script for this call."
+    )
+    turn = read(message, "Handler script: …")
+    assert any("continues_the_task" in sentence.guards for sentence in turn.sentences)
+    assert not turn.continues_the_task and not turn.relays_a_request
+    assert read("nice. same for the two sours and the pilsner pls", "Margarita: 8.50").continues_the_task

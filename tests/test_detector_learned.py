@@ -261,9 +261,11 @@ def test_an_implicit_value_the_model_is_sure_of_holds_like_a_general_correction(
 def test_a_wish_followed_by_a_question_is_read_by_its_sentence(
     learned: LearnedDetector, message: str, before: str
 ) -> None:
-    """Read whole, the question weighs the message under the bar; its first sentence alone is the wish it states."""
+    """Read whole, the question weighs the message down; its first sentence alone is the wish it states."""
     whole = learned.probabilities(message, before, frozenset())
-    assert 1 - whole["none"] < learned.combination.correction_at
+    first = read(message, before).sentences[0].text.strip()
+    alone = learned.probabilities(first, before, frozenset())
+    assert alone["preference"] > whole["preference"]
     found = detect(message, before, learned)
     assert (
         found.type is CorrectionType.PREFERENCE and 1 - found.probabilities["none"] >= learned.combination.correction_at

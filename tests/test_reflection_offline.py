@@ -457,6 +457,13 @@ def test_a_number_the_user_gave_first_put_right_is_their_own_input_not_a_lesson(
         ["The fee is 9 euros.", "Yes, 9 euros each."],
     )
     assert answers_fix.type is CorrectionType.FACTUAL
+    # the corrected text names the user's old number as the one it replaces: still their own input put right
+    typo_fix = own_input_put_right(
+        Correction(CorrectionType.FACTUAL, GENERAL, corrected="ap 是 8 不是 10", original="ap 10 mm 等于 1×D"),
+        ["帮我看下这个 program 的 feed：S8000，F1800，ap 10 mm，ae 3 mm。", "roughing，side milling。"],
+        ["每齿进给 0.075 mm/z。先确认一下：这一刀是 roughing 还是 finishing？", "ap 10 mm 等于 1×D。"],
+    )
+    assert typo_fix.type is CorrectionType.NONE
 
 
 def test_a_look_alike_of_a_wish_is_no_returning_wish() -> None:

@@ -72,11 +72,11 @@ class ReadMessage:
         """A sentence carries the task on to another thing (patterns.CONTINUES_THE_TASK: "now the same for March"), or
         the message opens with the next item (patterns.NEXT_ITEM: "fine. next: …"), and no sentence marks a standing
         wish: "… so from now on grades in Font only. redo the spread?" asks for the
-        redo under a wish that stands. A message of one or two sentences (all 11 training messages that carry the task
-        on are): in a longer one the request closes what the sentences before it teach ("Any FNOL where the customer
-        mentions an injury … gets transferred …. I'm the motor claims team leader, that's our procedure. … Redo the
-        script and a file note for this call.")."""
-        if self.marks_a_standing_wish or len(self.sentences) > 2:
+        redo under a wish that stands. A short message: an opening word, a remark, the request (the 11 training
+        messages that carry the task on have one or two sentences); in a longer one the request closes what the
+        sentences before it teach ("Any FNOL where the customer mentions an injury … gets transferred …. I'm the motor
+        claims team leader, that's our procedure. … Redo the script and a file note for this call.")."""
+        if self.marks_a_standing_wish or len(self.sentences) > _TASK_SENTENCES:
             return False
         if patterns.NEXT_ITEM.search(self.message.text):
             return True
@@ -283,6 +283,9 @@ def analyse(span: Span) -> Sentence:
             sentence.guards.append(name)
     return sentence
 
+
+# The most sentences a message that carries the task on has (continues_the_task).
+_TASK_SENTENCES = 3
 
 # What opens a case (where, when, if, 如果, 凡是), just before a frame of reported speech: the frame names the case.
 _A_CASE_BEFORE = re.compile(
