@@ -160,6 +160,11 @@ def test_the_items_a_wish_counts_out_stay_in_its_rule() -> None:
     )
 
 
+def test_a_wish_quoted_with_its_whole_message_leaves_the_question_after_it_out() -> None:
+    message = "这几个词以后我的话术里一个都别放，客户一听就觉得我们在打官腔。另外这次是线路故障，话术里有必要区分吗？"
+    assert every_wish(message, message) == "这几个词以后我的话术里一个都别放，客户一听就觉得我们在打官腔"
+
+
 def test_an_unsure_rejection_writes_no_session_rule_unless_a_workspace_model_settled_it() -> None:
     """ "政策性的，村里统一买的" answers the assistant's own question; a model in its unsure band read it as a
     rejection. The turn keeps the finding (its signals flag the session), but no rule tells the assistant it was

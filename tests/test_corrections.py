@@ -7,7 +7,15 @@ import pytest
 
 from bench.eval_corrections import evaluate, load
 from hindsight_insights.detection.correction_turn import read
-from hindsight_insights.detection.corrections import Condition, CorrectionType, detect, further_wishes, ruled_out
+from hindsight_insights.detection.correction_types import Correction
+from hindsight_insights.detection.corrections import (
+    Condition,
+    CorrectionType,
+    _with_condition,
+    detect,
+    further_wishes,
+    ruled_out,
+)
 
 FACTUAL, PREFERENCE, PROCESS, NEGATIVE, NONE = (
     CorrectionType.FACTUAL,
@@ -637,3 +645,12 @@ def test_a_long_message_that_teaches_and_closes_with_a_redo_is_no_mere_continuat
     assert any("continues_the_task" in sentence.guards for sentence in turn.sentences)
     assert not turn.continues_the_task and not turn.relays_a_request
     assert read("nice. same for the two sours and the pilsner pls", "Margarita: 8.50").continues_the_task
+
+
+def test_this_time_beside_a_sentence_marked_standing_does_not_keep_the_wish_to_the_conversation() -> None:
+    message = "这几个词以后我的话术里一个都别放，客户会觉得是官腔。另外这次是线路故障抢修，不是计划停电。"
+    wish = Correction(CorrectionType.PREFERENCE, 0.7, corrected=message)
+    assert _with_condition(wish, read(message, "您好，敬请谅解。")).condition is not Condition.TEMPORAL
+    once = "这次的提醒写短一点，我要转给我妈。"
+    found = _with_condition(Correction(CorrectionType.PREFERENCE, 0.7, corrected=once), read(once, "提醒如下。"))
+    assert found.condition is Condition.TEMPORAL

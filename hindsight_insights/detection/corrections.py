@@ -66,6 +66,7 @@ from hindsight_insights.detection.learned_corrections import (
     rule_outcome,
     settle,
 )
+from hindsight_insights.detection.periods import this_conversation_only
 from hindsight_insights.detection.text import Span, clauses, fold
 from hindsight_insights.models import Condition
 
@@ -461,6 +462,10 @@ def _with_condition(found: Correction, turn: ReadMessage) -> Correction:
         (Condition.SOURCE_SPECIFIC, patterns.SOURCE),
     ):
         hit = patterns.first(table, text)
+        if hit and condition is Condition.TEMPORAL and not turn.for_this_time_only:
+            # 这次 in a sentence beside one marked standing ("…以后我的话术里一个都别放。另外这次是线路故障…") says
+            # what this case is, not that the wish holds for this conversation only
+            hit = None if this_conversation_only(hit[1].group()) else hit
         if hit:
             name, match = hit
             start, end = match.span()

@@ -160,6 +160,11 @@ def every_wish(corrected: str, message: str, learned: LearnedDetector | None = N
     if located is None:
         return corrected
     turn, start, end = located
+    # A quote of the whole message (the model found the wish in it, no rule quoted a clause) ends with its last
+    # sentence that does not ask: "…以后我的话术里一个都别放…。另外这次是…，话术里有必要区分吗" asks after the wish.
+    asking = [s for s in turn.sentences if start < s.span.start < end <= s.span.end and s.question]
+    if asking and all(s.question for s in turn.sentences if s.span.start >= asking[0].span.start):
+        end = max(start, asking[0].span.start)
     counted = _ENUMERATES.search(turn.message.text[start:end]) is not None
     for sentence in turn.sentences:
         if sentence.span.end <= end or sentence.question:
