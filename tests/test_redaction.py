@@ -1711,3 +1711,22 @@ def test_a_pastoral_address_after_a_bare_label_goes_when_a_recipient_is_named_af
     parcel = "饲料能送到吗？地址是内蒙古呼伦贝尔市新巴尔虎右旗阿拉坦额莫勒镇呼伦嘎查，收件人其木格。"
     assert_redacted(parcel, "呼伦嘎查", "address")
     assert_unchanged("门店地址是内蒙古呼伦贝尔市新巴尔虎右旗阿拉坦额莫勒镇呼伦嘎查，营业时间九点到六点。")
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        ("Payroll query: overtime missing. Personnel no. 4410-2285, cost centre North.", "4410-2285", "employee_id"),
+        # a floor and a flat in a dash after the house number, as Chongqing writes it
+        ("上门取件的地址：重庆市渝中区两路口正街9号5-2，麻烦师傅先打电话。", "9号5-2", "address"),
+        # after a bare label, the person the courier collects from makes it someone's place
+        ("退货上门取件，地址填：成都市武侯区科华北路二支路8号，取件人罗女士。", "科华北路二支路8号", "address"),
+    ],
+)
+def test_a_personnel_number_a_dashed_flat_and_a_pickup_address_go(text: str, secret: str, kind: str) -> None:
+    assert_redacted(text, secret, kind)
+
+
+def test_our_shop_on_the_ground_floor_stays() -> None:
+    assert_unchanged("我们店在人民路中段46号2楼，周一到周五十点开门，欢迎光临。")
+    assert_unchanged("药房营业时间调整：周日 9:00-18:00，地址杭州市西湖区文三路259号一楼。")

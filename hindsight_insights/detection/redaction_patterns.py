@@ -164,7 +164,7 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
     (
         "employee_id",
         re.compile(
-            rf"(?:{_EMPLOYEE_NUMBER_ZH}|员工卡号|(?:employee|staff|emp)(?=\s*(?:number|no|id|#))|"
+            rf"(?:{_EMPLOYEE_NUMBER_ZH}|员工卡号|(?:employee|staff|emp|personnel|payroll)(?=\s*(?:number|no|id|#))|"
             r"personalnummer|personalnr\.?|mitarbeiternummer|matricule|matrícula|matricola|"
             r"(?:número|n\.?\s?[ºo]|núm\.?) de empleado|numero di matricola|personeelsnummer)"
             # a few words between, within the clause: "工号，我的是 HS207731", "staff ID - mine is …", "… ist"
@@ -180,7 +180,7 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
         # the label after the number: "HS207731 是我的工号", "E-4410 (my staff ID)"
         re.compile(
             rf"(?<![\da-z])(?P<value>[a-z]{{0,4}}[-_]?\d{{3,10}})(?![\da-z])\s*{_LABEL_AFTER}"
-            rf"(?:{_EMPLOYEE_NUMBER_ZH}|(?:employee|staff) (?:number|id|no))"
+            rf"(?:{_EMPLOYEE_NUMBER_ZH}|(?:employee|staff|personnel|payroll) (?:number|id|no))"
         ),
     ),
     (
@@ -246,7 +246,7 @@ TABLE_COLUMNS: list[tuple[str, re.Pattern[str]]] = [
     ("bank_card", re.compile(r"卡号|银行卡|信用卡|card")),
     ("iban", re.compile(r"\biban\b")),
     ("bank_account", re.compile(rf"{_ACCOUNT_ZH}|account|sort code|bsb|routing")),
-    ("employee_id", re.compile(rf"{_EMPLOYEE_NUMBER_ZH}|employee|staff (?:no|id|number)")),
+    ("employee_id", re.compile(rf"{_EMPLOYEE_NUMBER_ZH}|employee|(?:staff|personnel|payroll) (?:no|id|number)")),
     ("phone", re.compile(r"手机|电话|联系方式|phone|mobile|\btel\b|전화|휴대")),
     ("email", re.compile(r"邮箱|电邮|e-?mail|이메일")),
     ("address", re.compile(r"地址|住址|address|adresse|anschrift|dirección|indirizzo|주소")),
@@ -567,7 +567,9 @@ _CHINESE_UNITS = (
     r"(?:(?<=号)(?:[前后东西]?厢房|亭子间|客堂间|前楼|后楼))?"
     # (after an entrance a bare number is the room: 2单元706; a building, entrance and room in dashes: 14-3, 7-2-301)
     r"(?:(?<=[楼层])\s*(?:\d{1,5}\s*号|之\s*\d{1,3})|(?<=单元|\d门)\s*\d{1,5}|(?<=[栋幢座])\s*\d{3,5}(?!\d)|"
-    r"(?<=排)\s*\d{1,3}\s*号|(?<=[园苑城邸府湾居庄坊墅期])\d{1,3}-\d{1,4}(?:-\d{1,4})?(?![\d-]|\s*[层楼点时号]))?)"
+    r"(?<=排)\s*\d{1,3}\s*号|(?<=[园苑城邸府湾居庄坊墅期])\d{1,3}-\d{1,4}(?:-\d{1,4})?(?![\d-]|\s*[层楼点时号])|"
+    # (a floor and a flat in a dash right after the house number, as Chongqing writes it: 16号4-3, 附5号2-1)
+    r"(?<=号)\d{1,3}-\d{1,4}(?![\d-]|\s*[层楼点时号]))?)"
 )
 # A postcode written right after an address goes with it: "…22号后厢房，邮编200021".
 _ZH_POSTCODE_AFTER = r"(?:\s*[,，]?\s*邮编\s*[:：]?\s*\d{6}(?!\d))?"
@@ -578,7 +580,7 @@ CHINESE_ADDRESS = re.compile(
     rf"(?:(?:{_PLACE}|\d){{1,12}}(?:路|街|大道|大街|道|巷|胡同|弄|里)|{_PLACE}{{1,8}}[一二三四五六七八九十头]条)"
     # a road's part (江南大道中, 人民路北段, 二段), a lane and an alley off it (216巷8弄), and a house's sub-number
     # (168号之三)
-    r"(?:[东南西北中]{1,2}段?|[一二三四五六七八九十\d]{1,2}段)?"
+    r"(?:\s?[东南西北中]{1,2}段?|\s?[一二三四五六七八九十\d]{1,2}段)?"
     # (甲19号, 乙3号: a number shared by neighbouring plots, as Beijing writes it)
     rf"\s*(?:\d{{1,5}}\s*巷\s*)?[甲乙丙丁]?\d{{1,5}}\s*(?:弄\s*\d{{1,5}}\s*)?号(?:之\s*(?:[一二三四五六七八九十]{{1,3}}|\d{{1,3}}))?"
     rf"{_CHINESE_UNITS}{_ZH_POSTCODE_AFTER}"
@@ -687,7 +689,7 @@ _TOWNS_AFTER = r"(?:,\s*[a-z\u00c0-\u024f][a-z\u00c0-\u024f .'-]{1,30}(?=[,.;)\n
 _BUSINESS_WORDS = (
     r"office|offices|store|shop|headquarters|hq|branch|clinic|showroom|warehouse|restaurant|hotel|campus|factory|"
     r"venue|visit us|find us|hostel|guesthouse|studio|gallery|museum|salon|cafe|café|bakery|pharmacy|gym|"
-    r"门店|本店|我店|店铺|商铺|公司|总部|办公室|分店|营业厅|营业部|仓库|诊所|酒店|餐厅|工厂|厂区|会议室|工作室|民宿|"
+    r"门店|本店|我店|我们店|我们的店|咱们店|店铺|商铺|公司|总部|办公室|分店|营业厅|营业部|仓库|诊所|酒店|餐厅|工厂|厂区|会议室|工作室|民宿|"
     r"旅舍|展厅|画廊|博物馆|药店|健身房"
 )
 BUSINESS_LABEL = re.compile(
@@ -829,12 +831,12 @@ _SURNAME = (
 _CHINESE_NAME = rf"[{_SURNAME}][\u4e00-\u9fff]{{1,2}}"
 RECIPIENT_LAST = re.compile(rf"[,，\s]\s*{_CHINESE_NAME}\s*收?$")
 # A recipient named just after an address (…22号后厢房，邮编200021，收件人沈佳怡): a parcel's, so someone's home.
-RECIPIENT_SOON_AFTER = re.compile(r"^(?P<between>[^\n。]{0,20}?)(?:收件人|收货人)")
+RECIPIENT_SOON_AFTER = re.compile(r"^(?P<between>[^\n。]{0,20}?)(?:收件人|收货人|取件人|寄件人)")
 # A recipient's name right after the house or the room, alone in its clause (…椰林坊巷9号 蔡雨桐，L码): the
 # destination ends there.
 RECIPIENT_NAMED = re.compile(rf"(?<=[号室楼座户房\d])\s*[,，]?\s*{_CHINESE_NAME}\s*收?(?=\s*[,，。!！]|$)")
 RECIPIENT_AFTER = re.compile(
-    rf"^\W{{0,3}}(?:收件人|收货人|联系人|[\u4e00-\u9fff]{{2,4}}收|{_CHINESE_NAME}(?=[。，,.；;!！]|$))"
+    rf"^\W{{0,3}}(?:收件人|收货人|取件人|寄件人|联系人|[\u4e00-\u9fff]{{2,4}}收|{_CHINESE_NAME}(?=[。，,.；;!！]|$))"
 )
 # What an address has: a Chinese place or house word, a street's kind, a postcode's shape, or three parts and more.
 ADDRESS_SHAPE = re.compile(
