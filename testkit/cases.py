@@ -26,14 +26,14 @@ TABLE_PREFERENCE: dict[str, Any] = {
 
 # A genuine preference that the learned screen is unsure of (no rule fires): without a workspace model it waits for
 # a reviewer, with one it is asked once (tests/test_screen_admission.py, tests/test_plugin_daemon.py). Which wording
-# lands in the band moves with every retraining: the model trained with the sixteenth sets retired reads these fields
-# with "从现在起都叫他“老王”" at 0.39 (unsure, band 0.27-0.50; 0.36 with the fifteenth sets'), "以后都叫他“老王”" at
-# 0.29 (0.25 with the fifteenth sets', 0.35 with the ninth set's) and "以后称呼他为“老王”" at 0.11.
+# lands in the band moves with every retraining: the model trained with the eighteenth sets retired reads these
+# fields with "从现在起，都叫他“老王”" at 0.36 (unsure, band 0.25-0.50), "从现在起都叫他“老王”" at 0.24 (0.39 with
+# the sixteenth sets'), "以后都叫他“老王”" at 0.18 and "以后称呼他为“老王”" at 0.08.
 UNSURE_PREFERENCE: dict[str, Any] = {
     "topic": "称呼",
     "kind": "preference",
     "scene": "general",
-    "action": "从现在起都叫他“老王”。",
+    "action": "从现在起，都叫他“老王”。",
     "observation": "助手称用户为“王老师”，用户说“叫我老王就行，别叫王老师”。",
     "evidence": "叫我老王就行，别叫王老师",
     "confidence": 0.9,
@@ -154,8 +154,10 @@ def insight_reply(quote: str = NAME_QUOTE, *, turn: int = 1, fenced: bool = True
 
 
 # A turn the learned correction detector is unsure of (P(correction) in its band, decided none): a standing wish
-# about number format no rule covers. The workspace model is asked about the second message.
-UNSURE_PERCENT_QUOTE = "这么长的小数看着累"
+# about number format no rule covers. The workspace model is asked about the second message. Which wording lands in
+# the band moves with every retraining: the nineteenth model reads "这么长的小数我看着累" at P(correction) 0.76 (band
+# 0.58-0.88, decided none), "这么长的小数看着累" at 0.89 (a preference at once) and "这么长的小数看着有点累" at 0.61.
+UNSURE_PERCENT_QUOTE = "这么长的小数我看着累"
 UNSURE_CORRECTION_TURNS: list[dict[str, Any]] = [
     {"user_message": "上周的转化率是多少？", "assistant_message": "转化率为 3.4567%，比上周提升 0.8912 个百分点。"},
     {"user_message": UNSURE_PERCENT_QUOTE, "assistant_message": "好的，转化率为 3.5%，提升 0.9 个百分点。"},

@@ -241,7 +241,7 @@ def test_record_turn(runner: RunnerPlugin, plugin_credentials: dict[str, Any], p
     session = f"conv-{uuid.uuid4().hex[:8]}"
     parameters = {
         "session_id": session,
-        "user_message": "不对，地址是杭州的",
+        "user_message": "不对，地址是杭州的，不是上海",
         "assistant_message": "抱歉，已更正。",
         "scene": "售后服务",
         "feedback": "dislike",
@@ -268,7 +268,7 @@ def test_record_turn(runner: RunnerPlugin, plugin_credentials: dict[str, Any], p
     assert second.json["turn_index"] == 1 and second.json["signals"] == []
     assert second.json["correction"]["type"] == "none" and second.json["learned"] == []
     turns = plugin_store.turns.session(session)
-    assert [t.user_message for t in turns] == ["不对，地址是杭州的", "好的"]
+    assert [t.user_message for t in turns] == ["不对，地址是杭州的，不是上海", "好的"]
     assert turns[0].user_id == "dify-user-1" and turns[0].signals.correction
     assert [str(i) for i in turns[0].injected_insight_ids] == [saved.json["id"]]
 
