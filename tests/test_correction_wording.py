@@ -154,10 +154,14 @@ def test_the_items_a_wish_counts_out_stay_in_its_rule() -> None:
     )
     rule = every_wish("两件事以后都这样弄：一是外版书名一律写中文暂定名加书名号，后面括号放原文title", message)
     assert rule.endswith("光写个7%没意义") and "首印" not in rule
-    # no count opened: a later sentence that is no wish stays out
+    # no count opened: a later sentence that is no wish stays out ("first" as a word opens no count)
     assert every_wish("以后书名后面括号放原文title", "以后书名后面括号放原文title。二是我明天请假。") == (
         "以后书名后面括号放原文title"
     )
+    plain = "Put the total first. Second thing: I'm in Berlin."
+    assert every_wish("Put the total first", plain) == "Put the total first"
+    counted = "From now on: first, put the total at the top. Second, no emoji."
+    assert every_wish("first, put the total at the top", counted) == "first, put the total at the top. Second, no emoji"
 
 
 def test_a_wish_quoted_with_its_whole_message_leaves_the_question_after_it_out() -> None:

@@ -139,12 +139,14 @@ def _located(corrected: str, message: str) -> tuple[ReadMessage, int, int] | Non
     return None if start < 0 else (turn, start, start + len(quoted))
 
 
-# An item of a list the user counts out (一是…二是…, 第一…第二, 1. 2., "first … second"): the wish that opens the count
-# goes on through its items ("两件事以后都这样弄：一是外版书名…。二是版税率一定要写清楚…").
-_ENUMERATES = re.compile(
-    r"\W*(?:[一二三四五六七八九十]是|其[一二三四五]|第[一二三四五六七八九十]|[一二三四五六七八九十][、.]|\d[.、)]\s|"
-    r"(?:first|second|third|fourth|fifth)(?:ly)?\b)"
+# An item of a list the user counts out (一是…二是…, 第一点…第二点, 1. 2., "first, … second, …"): the wish that opens
+# the count goes on through its items ("两件事以后都这样弄：一是外版书名…。二是版税率一定要写清楚…").
+_ENUMERATOR = (
+    r"(?:[一二三四五六七八九十]是|其[一二三四五]|第[一二三四五六七八九十](?:[点条个]|[,，])|[一二三四五六七八九十][、.]|"
+    r"\d[.、)]\s|(?:first|second|third|fourth|fifth)(?:ly)?\s*[,:，：])"
 )
+_COUNT_OPENS = re.compile(rf"(?:^|[\s:：,，;；。.!！])\W*{_ENUMERATOR}")  # a count opens in the wish
+_ENUMERATES = re.compile(rf"\W*{_ENUMERATOR}")  # a sentence is the count's next item
 
 
 def every_wish(corrected: str, message: str, learned: LearnedDetector | None = None) -> str:
@@ -165,7 +167,7 @@ def every_wish(corrected: str, message: str, learned: LearnedDetector | None = N
     asking = [s for s in turn.sentences if start < s.span.start < end <= s.span.end and s.question]
     if asking and all(s.question for s in turn.sentences if s.span.start >= asking[0].span.start):
         end = max(start, asking[0].span.start)
-    counted = _ENUMERATES.search(turn.message.text[start:end]) is not None
+    counted = _COUNT_OPENS.search(turn.message.text[start:end]) is not None
     for sentence in turn.sentences:
         if sentence.span.end <= end or sentence.question:
             continue
