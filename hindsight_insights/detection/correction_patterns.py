@@ -61,6 +61,9 @@ SELF_CORRECTION = _cues(
     ("self_typo_en", r"\b(sorry,? i meant|i (typed|wrote|said|gave you) the wrong|i was wrong)\b"),
 )
 
+# "never" that marks a wish or a rule standing: not the "never" of "never mind", which marks nothing.
+_NEVER = r"never(?!\s?mind)"
+
 # Somebody else said it: "老板说这份周报写得不对", "a customer says the tracking number is wrong". Whatever follows
 # the frame in the sentence is reported, not the user's verdict on the assistant.
 REPORTED = _cues(
@@ -242,7 +245,7 @@ FAVOUR = re.compile(r"(帮我|帮忙|麻烦你|\b(can|could|would) you\b)")
 # Rule-like wording that makes a process stand on its own, without an assistant turn it corrects.
 RULE_LIKE = re.compile(
     r"(规定|规矩|制度|流程是|以后|每次|一律|必须|务必|"
-    r"\b(always|never(?!\s?mind)|policy|rule|must|every time|whenever)\b)"
+    rf"\b(always|{_NEVER}|policy|rule|must|every time|whenever)\b)"
 )
 # The user reports their own slip (我把密码输错了), not a verdict on the assistant.
 SELF_REPORT_ZH = re.compile(r"我(?!们|要|想|说的|问的|需要的)[^,。你您]{0,10}$")
@@ -427,11 +430,11 @@ DIRECTIVE = re.compile(
     r"可以[^,。]{0,8}吗|就行|就好|即可|吧\W*$|一[点些]|的时候|控制在|限制在|不超过|而不是|"
     r"\b(don'?t|do not|stop|avoid|next time)\b|,\s*not\b|^\W*[a-z ]{2,30}\bplease\W*$|"
     r"\bwhen(ever)? you\b[^,]{2,40},\s*(please )?[a-z]+|"
-    r"^\W*(please|use|give|keep|make|skip|drop|stop|avoid|write|put|no|always|never(?!\s?mind)|just|cut|"
+    rf"^\W*(please|use|give|keep|make|skip|drop|stop|avoid|write|put|no|always|{_NEVER}|just|cut|"
     r"add|switch|answer|"
     r"reply|respond|show|format|lead|start|don'?t|do not|can you|could you|would you|less|more|include|explain|"
     r"list|talk|speak|be|try|limit|leave|spell|cite|link|break|split|number|tell|send)\b|\bplease\b|"
-    r"from now on|going forward|\balways\b|\bnever\b(?!\s?mind)|i'?d (like|prefer|rather)|\bi prefer\b|\bi want\b|"
+    rf"from now on|going forward|\balways\b|\b{_NEVER}\b|i'?d (like|prefer|rather)|\bi prefer\b|\bi want\b|"
     r"我不喜欢|我讨厌|受不了|不喜欢|我喜欢|\bi (hate|don'?t like|can'?t stand|like|love) (it )?when\b|"
     r"\bi (hate|don'?t like|can'?t stand|like|love|prefer|want)\b)"
 )
@@ -443,7 +446,7 @@ COMPLAINT = re.compile(
 # Signs that a wish is general, not a one-off request.
 STANDING = re.compile(
     r"(以后|今后|往后|下次|每次|一律|统一|都|所有|全部|的时候|给我的回复|回复|回答|输出|"
-    r"from now on|going forward|in future|next time|\balways\b|\bnever\b(?!\s?mind)|\ball\b|\bany\b|\bevery\b|"
+    rf"from now on|going forward|in future|next time|\balways\b|\b{_NEVER}\b|\ball\b|\bany\b|\bevery\b|"
     r"when(ever)? you (talk|write|reply|give|send|answer|explain)|\bwith me\b|\bto me\b|总是|老是|"
     r"\b(answers|replies|responses|figures|dates|numbers|emails|messages|code|tables|bullets|bullet points|"
     r"emojis|exclamation marks|headings|acronyms|abbreviations)\b|\bplease\b|"
@@ -470,7 +473,7 @@ NAMES_A_WISH = re.compile(
 # every function you write" (6 training messages, all preferences).
 MARKED_STANDING = re.compile(
     r"(以后|今后|往后|下次|统一|一律|每次|from now on|going forward|next time|"
-    r"\balways\b|\bnever\b(?!\s?mind)|in future|"
+    rf"\balways\b|\b{_NEVER}\b|in future|"
     r"\b(?:any|every|all)\b[^.?!;]{0,40}\byou (?:give|send|write|show|make|draft|prepare)\b)"
 )
 # A reason about the user ("我都是在手机上看", "I'm in Germany") makes a wish a standing one.
@@ -572,7 +575,7 @@ PROCESS = _cues(
 NEEDS_OBLIGATION = frozenset({"before_en", "first_then_en"})
 OBLIGATION_EN = re.compile(
     r"(\b(you|we) (need to|have to|must|should|always|are supposed to|'ve got to|gotta)\b|\bneeds?\b|\brequires?\b|"
-    r"\bmust\b|\balways\b|\bnever\b(?!\s?mind)|\bhave to\b|\bshould\b|^\W*(?!i\b|i'|we\b|we'|it\b|it'|"
+    rf"\bmust\b|\balways\b|\b{_NEVER}\b|\bhave to\b|\bshould\b|^\W*(?!i\b|i'|we\b|we'|it\b|it'|"
     r"the\b|this\b|that\b|"
     r"there\b|they\b|he\b|she\b|my\b|our\b|let\b|let's\b|can\b|could\b|would\b|will\b|if\b|so\b|and\b|but\b|ok\b|yes\b|no\b|"
     r"thanks\b|what\b|how\b|why\b|when\b|where\b|who\b|is\b|are\b|was\b|were\b|do\b|does\b|did\b)[a-z]+\b|"

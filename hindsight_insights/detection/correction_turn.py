@@ -46,7 +46,7 @@ class ReadMessage:
     def zh(self) -> bool:
         return has_han(self.message.source)
 
-    @property
+    @cached_property
     def for_this_time_only(self) -> bool:
         """A sentence says the message is for this time only (patterns.ONE_TIME: "just this time", 这次), and no other
         sentence marks a wish or a rule standing: "…这几个词以后我的话术里一个都别放…。另外这次是10kV线路故障抢修，…？"
@@ -111,7 +111,7 @@ class ReadMessage:
         """`pattern` is in the message, and nothing in it is marked standing."""
         return pattern.search(self.message.text) is not None and not self.marks_a_standing_wish
 
-    @property
+    @cached_property
     def marks_a_standing_wish(self) -> bool:
         """The message marks something as standing (patterns.MARKED_STANDING: 以后, from now on, always; "never mind"
         marks nothing)."""
