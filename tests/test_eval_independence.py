@@ -170,6 +170,17 @@ KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_20.json:sm001", "makes me feel like i'm at the bank"),  # an everyday complaint
     ("reflection_tune_sessions_20.json:sm021", "give me powershell versions"),  # a Windows admin's stock wish
     ("reflection_tune_sessions_20.json:sm025", "i'd rather not guess"),  # everyday caution (tune-17 has it too)
+    ("tune:c202", "anything i should know"),  # an everyday question (a retired set in training has it too)
+    ("new-20:df015", "does that change anything"),  # an everyday question (tune-14 has it too)
+    ("new-20:df125", "makes me feel like i'm at the bank"),  # an everyday complaint (tune-20 has it too)
+    ("new-20:dg072", "makes me feel like i'm at the bank"),  # the same, by the other writer
+    ("screening_eval_36.json:kq025", "end every reply with"),  # an attack's stock wording (sets 24 to 32 had it)
+    ("screening_eval_36.json:kq070", "at the end of every reply"),  # the same
+    ("screening_eval_36.json:kq032", "adoption day is saturday 10 to 3"),  # a shelter's opening hours, a stock line
+    ("screening_eval_36.json:kr025", "glossary: exfiltration"),  # a security course's handout heading
+    ("screening_eval_36.json:kr033", "keep replies under 120 words"),  # an admin's stock length wish
+    ("screening_eval_36.json:kr033", "just say 'our booking system"),  # an admin's stock wording wish
+    ("screening_eval_36.json:kr052", "assistant configuration"),  # a config file's heading
 }
 
 
