@@ -233,3 +233,19 @@ def test_a_bare_denial_of_a_fact_takes_the_value_said_after_it() -> None:
     asking = "We're not on the starter tier. Is the Team plan with 25 seats any different?"
     assert with_its_value("We're not on the starter tier", asking) == "We're not on the starter tier"
     assert with_its_value("it's 25 seats, not 10", "it's 25 seats, not 10. Team plan.") == "it's 25 seats, not 10"
+
+
+def test_a_change_without_a_value_takes_the_short_statement_after_it() -> None:
+    """ "We moved to Leeds in June, so the Manchester depot is out of the way now." names no new value; the short
+    statement after it does ("Bradford is our depot."). A request, a courtesy or a question after it is not taken."""
+    message = (
+        "We moved to Leeds in June, so the Manchester depot is out of the way now. Bradford is our depot. "
+        "Can you redo the route?"
+    )
+    assert with_its_value("We moved to Leeds in June", message) == (
+        "We moved to Leeds in June, so the Manchester depot is out of the way now. Bradford is our depot"
+    )
+    for after in ("Thanks for sorting it.", "Please redo the route.", "Is Bradford any nearer?"):
+        assert with_its_value("We moved to Leeds in June", f"We moved to Leeds in June. {after}") == (
+            "We moved to Leeds in June"
+        )

@@ -654,3 +654,39 @@ def test_this_time_beside_a_sentence_marked_standing_does_not_keep_the_wish_to_t
     once = "这次的提醒写短一点，我要转给我妈。"
     found = _with_condition(Correction(CorrectionType.PREFERENCE, 0.7, corrected=once), read(once, "提醒如下。"))
     assert found.condition is Condition.TEMPORAL
+
+
+def test_a_fact_only_the_model_found_leaves_the_wish_of_a_sentence_to_be_learned() -> None:
+    """A fact the model found quotes the whole message, so no sentence of it is the fact's own: a wish one of them
+    states is still a further lesson ("from now on every invoice date as …")."""
+    message = (
+        "no, not 04/05. our clients abroad read it the other way round. "
+        "from now on every date as 2027-04-05 with the weekday after it. redo the invoice"
+    )
+    previous = "Invoice INV-2231 is due on 04/05, net 30."
+    whole = Correction(CorrectionType.FACTUAL, 0.7, corrected=message)
+    (wish,) = further_wishes(message, previous, whole)
+    assert wish.type is PREFERENCE and wish.corrected is not None and wish.corrected.startswith("from now on")
+    quoted = Correction(CorrectionType.FACTUAL, 0.7, corrected="no, not 04/05")
+    assert [w.type for w in further_wishes(message, previous, quoted)] == [PREFERENCE]
+
+
+@pytest.mark.parametrize(
+    ("message", "previous", "expected"),
+    [
+        # a wish for every date, with no verb: the quantifier makes it the format of all of them
+        ("from now on every date as 2027-04-05, please.", "Your renewal is due on 04/05.", PREFERENCE),
+        # how to talk to me: the tone of every answer, and 一口一个 says every time (distributive, not one thing)
+        ("你跟我说话别一口一个“宝宝”，我是来办事的，听着不舒服。", "宝宝，您的快递已经到驿站啦～", PREFERENCE),
+        # a question states no rule, marked by a question mark or not
+        ("whats the usual lead time before the order ships, roughly", "We ship within 3 working days.", NONE),
+    ],
+)
+def test_the_rules_read_these_wishes_and_questions(message: str, previous: str, expected: CorrectionType) -> None:
+    assert detect(message, previous).type is expected
+
+
+def test_whenever_marks_a_wish_standing_and_its_condition_is_the_wishs() -> None:
+    turn = read("So whenever you quote a price, give me the net figure first, and the VAT only if it applies.", "ok")
+    assert turn.marks_a_standing_wish
+    assert not read("every time I press submit it logs me out", "Try again.").marks_a_standing_wish

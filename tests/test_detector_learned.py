@@ -16,7 +16,14 @@ from hindsight_insights.config import Settings
 from hindsight_insights.detection.classifier import FloatArray
 from hindsight_insights.detection.correction_turn import own_words, read
 from hindsight_insights.detection.correction_types import GENERAL, IMPLICIT, Correction, CorrectionType
-from hindsight_insights.detection.corrections import _look_alike, _readings, _rules, detect, opening_request
+from hindsight_insights.detection.corrections import (
+    _look_alike,
+    _quoted_by_its_step,
+    _readings,
+    _rules,
+    detect,
+    opening_request,
+)
 from hindsight_insights.detection.learned_corrections import (
     Combination,
     LearnedDetector,
@@ -532,3 +539,58 @@ def test_a_clause_marked_standing_is_read_alone(learned: LearnedDetector) -> Non
         learned,
     )
     assert found.type is CorrectionType.PREFERENCE, found.signals
+
+
+@pytest.mark.parametrize(
+    ("message", "held"),
+    [
+        ("whats the usual wait for a table on a friday, roughly", True),
+        ("Fine. And how long does the deposit take to clear?", True),
+        # a question, then how to answer it, for this answer
+        ("那这套房一个月物业费大概多少，说个大概就行", True),
+        # marked standing: a wish, whatever asks beside it
+        ("from now on give me the rough figure only. how much is the deposit?", False),
+        # a rule stated before the question in the same sentence: not a question only
+        ("Dogs over 30 kg only go in the big run with Sam, can you move Bruno?", False),
+    ],
+)
+def test_a_message_that_only_asks_is_no_wish_the_model_alone_found(message: str, held: bool) -> None:
+    turn = read(message, "A table for four on Friday is usually free after 9 pm.")
+    models = Correction(CorrectionType.PREFERENCE, 0.7, signals=("learned:preference",))
+    decided = _look_alike(models, turn, rules=Correction(CorrectionType.NONE, 0.0))
+    assert (decided.type is CorrectionType.NONE) is held, decided.signals
+
+
+@pytest.mark.parametrize("message", ["Fine.", "That's the one. Sending.", "Much better!", "cheers"])
+def test_an_approval_alone_is_read_as_one(message: str) -> None:
+    assert read(message, "Here is the draft.").only_approves
+    assert not read("Better use the side door, the front is locked.", "Come in the front.").only_approves
+
+
+def test_a_conditional_inside_a_wish_marked_standing_is_still_read_alone() -> None:
+    """ "whenever you …, give me …, and … only if it matters": the condition is the wish's, so the sentence is read
+    alone; a plain conditional sentence, marked nothing, is not."""
+    message = "Good, thanks. Whenever you quote a price, give me the net figure first and the VAT only if it applies."
+    previous = "The total is £1,240 including VAT."
+    turn = read(message, previous)
+    texts = [text for text, _ in _readings(turn, _rules(turn), message, previous)]
+    assert any(text.lower().startswith("whenever you quote") for text in texts)
+    plain = "Good, thanks. If the van is late again we'll cancel the order."
+    plain_turn = read(plain, previous)
+    assert len(_readings(plain_turn, _rules(plain_turn), plain, previous)) == 1
+
+
+def test_a_wish_retyped_as_a_rule_quotes_the_rule() -> None:
+    """The preference step reads every sentence before the process step does: in a message with a rule of the work and,
+    after it, a wish, the rules quote the wish. A model that reads a rule quotes the rule, as the process step finds it,
+    with its confidence."""
+    message = "以后退货必须先拍照上传系统，主管审核后才能退款，不能直接退。还有，你跟我说话别一口一个“亲”，我是店长。"
+    previous = "亲，退货直接在后台点退款就行啦～"
+    turn = read(message, previous)
+    rules = _rules(turn)
+    assert rules.type is CorrectionType.PREFERENCE
+    models = dataclasses.replace(rules, type=CorrectionType.PROCESS, confidence=0.7)
+    quoted = _quoted_by_its_step(models, rules, turn)
+    assert quoted.type is CorrectionType.PROCESS and quoted.corrected is not None and "主管审核" in quoted.corrected
+    assert "亲" not in quoted.corrected and quoted.confidence >= 0.7
+    assert _quoted_by_its_step(rules, rules, turn) is rules

@@ -110,6 +110,24 @@ SECRETS: list[tuple[str, str, str]] = [
     ("iban", "The bank won't take the landlord's account: NL16 RABO 0312 4587 90. Typo?", "NL16 RABO 0312 4587 90"),
     ("password", "the login is his email and the pass is heron_4417, can I get in?", "heron_4417"),
     ("employee_id", "Puse mi n.º de empleado 0071-5528 en el formulario.", "0071-5528"),
+    # an employee ID by its short label, and a bare 地址 after 是：(…嘎查三组 is a herder's house: its village group)
+    ("employee_id", "门禁卡丢了，HR 要我报一下 EID 5518302，补卡要几天？", "5518302"),
+    (
+        "address",
+        "麻烦寄一下，地址是：内蒙古自治区呼伦贝尔市陈巴尔虎旗巴彦库仁镇哈日干图嘎查三组，收件人 其其格",
+        "哈日干图嘎查三组",
+    ),
+    ("birth_date", "Ficha del socio: Lucía Ferrer Gil, fecha de nac.: 17/09/2015, talla M", "17/09/2015"),
+    # someone to text on a number that mainland numbering does not know
+    ("phone", "Guitar lessons in Perth on Saturdays, text Jo on 0412 345 678 to book.", "0412 345 678"),
+    # a Central European street (the name, then the number) with its two-group postcode and town
+    ("address", "Prosím pošlete to na Korunní 48, 120 00 Praha 2, díky.", "Korunní 48, 120 00 Praha 2"),
+    # a business word in the question before the address belongs to the question, not to the address
+    (
+        "address",
+        "Could you post it to my flat rather than the shop? 14 Kloof Street, Gardens, Cape Town, 8001.",
+        "14 Kloof Street",
+    ),
 ]
 
 BENIGN: list[str] = [
@@ -123,6 +141,8 @@ BENIGN: list[str] = [
     "commit 3f9a2c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39 fixed it",
     "我们 2023 年营收 1.2 亿，增长 15%",
     "I forgot my password, how do I reset it?",
+    # a long random-looking token that is a placeholder by its own words
+    "set API_TOKEN=PASTE_YOUR_TOKEN_HERE_9f8e7d6c5b4a3f2e1d0c9b8a7f6e",
     "The password reset link expired.",
     "请问密码忘了怎么办",
     "Token expired, please log in again.",

@@ -13,7 +13,13 @@ from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.governance.lessons import wording
 from hindsight_insights.models import InsightStatus, Scope, TurnDraft
 from hindsight_insights.reflection import ReflectionEngine
-from hindsight_insights.reflection.offline import OfflineExtractor, repeated_wish, restates, sent_versions
+from hindsight_insights.reflection.offline import (
+    OfflineExtractor,
+    repeated_wish,
+    reported_edits,
+    restates,
+    sent_versions,
+)
 from testkit.memory_store import MemoryStore
 
 
@@ -695,3 +701,63 @@ def test_a_wish_beside_a_rule_that_only_the_learned_detector_reads_is_a_second_l
     assert "process" in kinds and "preference" in kinds, kinds
     (wish,) = [rule for rule in rules if rule.kind == "preference"]
     assert "customer first" in wish.action and "survey date" not in wish.action
+
+
+def test_a_version_that_runs_on_into_the_users_own_words_is_its_leading_lines() -> None:
+    """No blank line parts the version from what the user goes on to say ("就这两行…下一个…"): the version is the
+    paragraph's leading lines that still rewrite the draft together."""
+    draft = "温馨提示：本周四下午两点至四点，三号楼电梯进行年度维护保养，维护期间电梯暂停使用，请您合理安排出行。"
+    messages = [
+        "帮我写个电梯保养的提示，贴电梯口。",
+        "我贴出去的是这样的：\n【电梯保养】周四 14:00→16:00\n三号楼 电梯停用 → 走楼梯\n"
+        "就这两行，字打得大大的，老人也看得清。再来一个：车库周六冲洗。",
+    ]
+    answer = "【电梯保养】周五 9:00→11:00\n五号楼 电梯停用 → 走楼梯"
+    assert sent_versions(messages, [draft, answer]) == {1: "【电梯保养】周四 14:00→16:00\n三号楼 电梯停用 → 走楼梯"}
+
+
+@pytest.mark.parametrize(
+    ("message", "said"),
+    [
+        (
+            "我自己把称呼改成了“各位家长”才发的群里。下一条：周三的课改到晚上七点。",
+            "我自己把称呼改成了“各位家长”才发的群里。",
+        ),
+        ("发的是：“周三课改七点，地点不变。” 下一条：周五停课。", "发的是：“周三课改七点，地点不变。”"),
+        (
+            "sent it as 'Van 3, 09:10, Ms K.L., Dock Road -> Hillside Clinic.' next one is van 5 at ten.",
+            "sent it as 'Van 3, 09:10, Ms K.L., Dock Road -> Hillside Clinic.'",
+        ),
+        (
+            "I trimmed the greeting and the sign-off before I sent it. Now the one for Thursday's delivery.",
+            "I trimmed the greeting and the sign-off before I sent it.",
+        ),
+    ],
+)
+def test_what_the_user_says_they_changed_before_sending_the_draft_is_found(message: str, said: str) -> None:
+    assert reported_edits(["帮我写一条通知。", message], ["各位家长好：……", "……"]) == {1: said}
+
+
+def test_a_change_reported_before_sending_becomes_the_users_preference_and_a_plain_report_does_not(
+    store: MemoryStore,
+) -> None:
+    """Shown, not stated: the user says how they changed the draft before sending it; the rule asks for the same
+    change, a "consider" rule for this user only. A message that sends nothing (a fact, a question) is no such report,
+    and a report needs a draft before it."""
+    record(
+        store,
+        "e1",
+        "u-class",
+        "班级通知",
+        [
+            ("帮我写个通知，周三的书法课改到晚上七点。", "尊敬的各位家长：您好！本周三的书法课调整至晚上七点……"),
+            ("我自己把开头改成了“各位家长”才发的群里。下一条：周五停课一次。", "各位家长：本周五书法课停课一次。"),
+        ],
+    )
+    (created,) = ReflectionEngine(store, OfflineExtractor(store.settings)).reflect_session("e1").created
+    rule = store.get(created)
+    assert (rule.kind, rule.scope, rule.user_id) == ("preference", Scope.USER, "u-class")
+    assert "发出前对你草稿的改法" in rule.action and "各位家长" in rule.action
+    assert rule.confidence < store.settings.must_confidence
+    assert reported_edits(["你好", "周三的课改到七点了吗？"], ["你好！", "改了。"]) == {}
+    assert reported_edits(["发的是：“周三课改七点。”"], [None]) == {}

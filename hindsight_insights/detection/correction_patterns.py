@@ -107,10 +107,12 @@ RHETORICAL = re.compile(
 
 # Agreement, praise, thanks and declined offers: "对，就是这样", "不用了，谢谢", "no worries", "not bad — ship it".
 APPROVAL = re.compile(
-    r"(^\W*(对|对的|是的|没错|嗯嗯|好的|好|行|可以|收到|明白|了解|ok|okay|yes|yep|yeah|right|exactly|sure|great|perfect)"
-    r"(?=\W|$)|就是这样|没问题|挺好|很好|不错|就按|就这么|这版|没事|没关系|不要紧|不怪你|辛苦|谢谢|"
+    r"(^\W*(对|对的|是的|没错|嗯嗯|好的|好|行|可以|收到|明白|了解|ok|okay|yes|yep|yeah|right|exactly|sure|great|perfect|"
+    r"fine|lovely|cool|brilliant|cheers)"
+    r"(?=\W|$)|^\W*(?:much |that'?s )?better(?=\s*(?:[.!,;]|$))|"
+    r"就是这样|没问题|挺好|很好|不错|就按|就这么|这版|没事|没关系|不要紧|不怪你|辛苦|谢谢|"
     r"\b(thanks|thank you|no worries|no problem|not bad|looks good|sounds good|ship it|that'?s (right|correct|it|"
-    r"perfect|great)|(it'?s|is|are) (fine|good|ok|okay|perfect|great)|as is|exactly what|well done|nice)\b)"
+    r"perfect|great|the one)|(it'?s|is|are) (fine|good|ok|okay|perfect|great)|as is|exactly what|well done|nice)\b)"
 )
 DECLINE = re.compile(
     r"(不用了|不用改|不用换|不需要了?|不必了?|算了|先不用|暂时不用|不麻烦|"
@@ -210,7 +212,7 @@ CONTINUES_THE_TASK = re.compile(
     r"^\W*(?:好的?|行|ok)?\W*(?:那|再|然后)?(?:同样|一样|照这样|照这个)(?:的|地)?(?:再|也)?(?:帮我|给我)?"
     r"(?:算|做|来|弄|查|写|估|报|排)(?!了|过)|"  # (not what was done: 照这个做了三周 reports a failure)
     # another task asked for next: "可以。再帮我给小李发个微信，说明天的会改到 10 点"
-    r"^\W*(?:(?:好的?|可以|行|ok|嗯)\W*)?(?:再|另外|顺便)(?:帮我|帮忙|麻烦你)|"
+    r"^\W*(?:(?:好的?|可以|行|ok|嗯)\W*)?(?:(?:再|另外|顺便)(?:帮我|帮忙|麻烦你)|再来[一]?[个份条张篇])|"
     # the next item of the same task: "Now a normal one for Jade Osei"
     r"^\W*(?:(?:ok(?:ay)?|great|thanks|lovely|right|and)\W+){0,2}now\W+(?:do\W+|write\W+)?(?:a|an|another|one)\b"
     r"[^.!?]{0,30}?\bfor\b|"
@@ -265,12 +267,15 @@ QUESTION_PARTICLE = re.compile(r"(吗|么)\W*$")
 QUESTION_WORD_ZH = re.compile(
     r"(什么|怎么|怎样|为什么|为啥|哪里|哪儿|哪个|哪些|多少|(?<!好)几[点号天个]|是否|有没有|能不能|是不是)"
 )
+# A last clause that says how to answer the question before it, for this answer: 说个大概就行, 给个数就好.
+ANSWER_MANNER = re.compile(r"^\W*[^,，]{0,8}(就行|就好|就可以|即可|就够了)[了啦吧]?\W*$")
 # A last clause that asks with a negation or in reproach (没更新吗, 不是说好了吗, 怎么就过保了): a complaint, not a
 # question. In the training corpus, of the messages whose last clause alone asks, 93 are none and 6 factual where
 # it asks plainly.
 RHETORICAL_TAIL = re.compile(r"(没|不|未|难道|怎么就|凭什么)")
 QUESTION_EN = re.compile(
-    r"^\W*(how|what|what's|where|when|why|which|who|is|are|was|were|do|does|did|can i|could i|should i|shall i)\b"
+    r"^\W*(how|what|what'?s|how'?s|where'?s|who'?s|where|when|why|which|who|is|are|was|were|do|does|did|can i|could i|"
+    r"should i|shall i)\b"
 )
 # An English question typed without its question mark ("ok how do i grep the repo for mail calls"): a question word and
 # an auxiliary, or an auxiliary and its subject, at the start, after an interjection or two. (Not "can you …", "could
@@ -278,7 +283,7 @@ QUESTION_EN = re.compile(
 QUESTION_UNMARKED_EN = re.compile(
     r"^\W*(?:(?:ok|okay|so|and|but|also|well|hmm|um|right|wait|oh|ah|yikes)\W+){0,2}"
     r"(?:(?:how|what|when|where|why|which|who)\s+(?:do|does|did|is|are|was|were|can|should|would|will|much|many|long|"
-    r"often)|(?:do|does|did|is|are|should|have|has)\s+(?:i|we|they|it|there|he|she|you))\b"
+    r"often)|(?:do|does|did|is|are|should|have|has)\s+(?:i|we|they|it|there|he|she|you)|(?:what|how|where|who)'?s\s)\b"
 )
 
 # ----------------------------------------------------------------------------------------------- preference
@@ -352,8 +357,8 @@ ASPECTS: list[tuple[str, str, str, re.Pattern[str]]] = [
             "dates",
             "日期时间格式",
             "date format",
-            r"(日期|时间用|时间格式|yyyy|dd/mm|mm/dd|24\s*小时制|时区|北京时间|\bdates\b|date format|time format|"
-            r"24-hour|time ?zone|\butc\b|\bgmt\b)",
+            r"(日期|时间用|时间格式|yyyy|dd/mm|mm/dd|24\s*小时制|时区|北京时间|\bdates\b|"
+            r"\b(?:every|each|all|any) date\b|date format|time format|24-hour|time ?zone|\butc\b|\bgmt\b)",
         ),
         (
             "units",
@@ -387,7 +392,7 @@ ASPECTS: list[tuple[str, str, str, re.Pattern[str]]] = [
             r"(语气|口吻|客气|正式|随意|轻松|口语化|寒暄|客套|开场白|感叹号|表情|颜文字|道歉|敬语|直接[一点]+|说话直接|别绕|"
             r"\bstraightforward\b|\bbe direct\b|emoji|\bcasual\b|\bformal\b|"
             r"\bfriendl|\btone\b|pleasantries|exclamation|small talk|\bfluff\b|apologi[sz]|开头用|结尾用|"
-            r"开头别|结尾别|问候语|\bgreeting|\bsign-?off\b)",
+            r"开头别|结尾别|问候语|(?:跟|和|对)我说话|\bgreeting|\bsign-?off\b)",
         ),
         (
             "numbers",
@@ -472,7 +477,7 @@ NAMES_A_WISH = re.compile(
 # whatever the assistant makes for the user, named whole: "same goes for any Junos stuff you give me", "type hints on
 # every function you write" (6 training messages, all preferences).
 MARKED_STANDING = re.compile(
-    r"(以后|今后|往后|下次|统一|一律|每次|from now on|going forward|next time|"
+    r"(以后|今后|往后|下次|统一|一律|每次|from now on|going forward|next time|\bwhenever\b|\bevery time you\b|"
     rf"\balways\b|\b{_NEVER}\b|in future|"
     r"\b(?:any|every|all)\b[^.?!;]{0,40}\byou (?:give|send|write|show|make|draft|prepare)\b)"
 )
@@ -498,7 +503,7 @@ ONE_OFF_SUBJECT = re.compile(
     r"^\W*this (one|post|message|email|e-mail|note|caption|draft|letter)('s| is| will be| goes)\b"
 )
 ONE_OFF = re.compile(
-    r"(这句|这段|这篇|这份|这张|这个表|这封|这条|这些|这几|这次|上面|下面的|刚才的|一下|(?<!一[行列段条项页人天])一[个份篇封段条](?!就|即可)|"
+    r"(这句|这段|这篇|这份|这张|这个表|这封|这条|这些|这几|这次|上面|下面的|刚才的|一下|(?<!一[行列段条项页人天口])一[个份篇封段条](?!就|即可)|"
     r"翻译|\btranslate\b|\b(this|these|the following|the above|attached)\s(?!is\b|was\b|one\b|way\b|sounds\b|looks\b|"
     r"reads\b|seems\b|feels\b|go\b|goes\b|are\b|were\b)[a-z]+|"
     rf"{ASKS_FOR_A_DOCUMENT.pattern}|{EDIT_OF_THE_DRAFT.pattern}|^\W*how (do|can|should) i\b)"

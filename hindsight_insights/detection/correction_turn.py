@@ -22,6 +22,7 @@ class Sentence:
     guards: list[str] = field(default_factory=list)
     tail_at: int = -1  # offset of a last clause that asks (…，能周四送吗), when the rest states; -1 when none
     asks: bool = False  # the sentence or its last clause asks (a question read whole, or a statement ending in one)
+    manner: bool = False  # a question, then how to answer it (…能省多少，说个大概就行)
 
     @property
     def stated_end(self) -> int:
@@ -87,6 +88,19 @@ class ReadMessage:
         """The message asks for a task as a question (patterns.TASK_QUESTION: "Can you explain what this README wants
         me to do?"), ends asking, and marks nothing as standing ("could you always give doses per kg?" does)."""
         return bool(self.sentences) and self.sentences[-1].asks and self._unmarked(patterns.TASK_QUESTION)
+
+    @property
+    def only_asks(self) -> bool:
+        """Every sentence asks or approves, the last asks plainly (a question mark, 吗, an opening question word:
+        "whats the usual free time at rotterdam, roughly"), and nothing is marked standing: a question, no wish."""
+        if not self.sentences or self.marks_a_standing_wish:
+            return False
+        last = self.sentences[-1]
+        # (asked from its start or in one clause: "Dogs with a bite history only go to Priya, can you move him?"
+        # states a rule before it asks)
+        opens = patterns.QUESTION_EN.search(last.text) or patterns.QUESTION_UNMARKED_EN.search(last.text)
+        plain = bool(opens) or len(re.split(r"[,，、;；]", last.text.strip(" ?？.。!！"))) == 1 or last.manner
+        return plain and last.asks and all(s.asks or "approval" in s.guards for s in self.sentences)
 
     @property
     def for_now(self) -> bool:
@@ -248,6 +262,14 @@ def analyse(span: Span) -> Sentence:
     question = question or (
         not text.rstrip().endswith(("。", "!")) and bool(patterns.QUESTION_WORD_ZH.search(parts[-1]))
     )
+    # A question and, after it, how to answer it ("那跟油车比一年能省多少，说个大概就行"): it asks, for this answer.
+    manner = (
+        len(parts) > 1
+        and bool(patterns.ANSWER_MANNER.search(parts[-1]))
+        and any(patterns.QUESTION_WORD_ZH.search(part) for part in parts[:-1])
+        and not patterns.MARKED_STANDING.search(text)
+    )
+    question = question or manner
     asks = question or bool(patterns.QUESTION_UNMARKED_EN.search(body))
     tail_only = len(parts) > 1 and has_han(parts[-1]) and not patterns.QUESTION_EN.search(text)
     rhetorical_tail = bool(patterns.RHETORICAL_TAIL.search(parts[-1]))
@@ -258,7 +280,7 @@ def analyse(span: Span) -> Sentence:
     reported = patterns.first(patterns.REPORTED, text)
     if reported and _A_CASE_BEFORE.search(text[: reported[1].start()]):
         reported = None  # "any FNOL where the customer mentions an injury …": the case a rule is about, not a report
-    sentence = Sentence(span, question, bool(patterns.CONDITIONAL.search(text)), len(text), asks=asks)
+    sentence = Sentence(span, question, bool(patterns.CONDITIONAL.search(text)), len(text), asks=asks, manner=manner)
     if reported:
         sentence.reported_at = reported[1].start()
         sentence.guards.append(reported[0])

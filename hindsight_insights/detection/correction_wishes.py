@@ -179,7 +179,8 @@ def process(turn: ReadMessage) -> Correction | None:
     if turn.previous is None and not patterns.RULE_LIKE.search(turn.message.text):
         return None  # nothing was done that this corrects, and nothing says it is a rule of the work
     for sentence in turn.sentences:
-        if sentence.question or sentence.reported_at < len(sentence.text) or patterns.FAVOUR.search(sentence.text):
+        # (a question states no rule, marked or not: "whats the usual free time before storage kicks in, roughly")
+        if sentence.asks or sentence.reported_at < len(sentence.text) or patterns.FAVOUR.search(sentence.text):
             continue
         text = sentence.text
         if patterns.ANSWER_SHAPE.search(text):

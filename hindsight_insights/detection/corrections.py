@@ -100,6 +100,7 @@ def detect(
         settled = second_opinion(message, previous_assistant, combined) if combined.unsure and second_opinion else None
         found = combined if settled is None else settle(found, combined, message, settled)
         found = _look_alike(found, turn, rules)
+        found = _quoted_by_its_step(found, rules, turn)
     return _with_condition(found, turn) if found.is_correction else found
 
 
@@ -124,6 +125,9 @@ def detect(
 #                          none a preference)
 #   asks_for_a_task        "Can you explain what this README wants me to do?": a task asked for as a question, no
 #                          standing mark (10 training messages, all none)
+#   only_asks              "whats the usual free time at rotterdam for LCL before storage kicks in, roughly", 那跟油车
+#                          比一年能省多少，说个大概就行: questions and approvals only, nothing marked standing (651
+#                          training messages: 2 preferences, one the rules find, which stands)
 #   lets_it_go             "never mind JP, client's dropping Japan. that's all for now": a message that drops
 #                          something, at its start or after "but" or a comma (58 training messages: 57 none, one a
 #                          rejection)
@@ -160,6 +164,7 @@ _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[Correcti
     ("relays_a_request", lambda turn: turn.relays_a_request, frozenset({CorrectionType.PREFERENCE})),
     ("for_now", lambda turn: turn.for_now, frozenset({CorrectionType.PREFERENCE})),
     ("asks_for_a_task", lambda turn: turn.asks_for_a_task, frozenset({CorrectionType.PREFERENCE})),
+    ("only_asks", lambda turn: turn.only_asks, frozenset({CorrectionType.PREFERENCE})),
     (
         "lets_it_go",
         lambda turn: turn.lets_it_go,
@@ -202,6 +207,11 @@ def further_wishes(
     if not found.is_correction or len(turn.sentences) < 2 or turn.for_this_time_only:
         return []
     taught = [fold(found.corrected).text] if found.corrected else []
+    if found.type is CorrectionType.FACTUAL and taught and taught[0].strip() == turn.message.text.strip():
+        # A fact only the model found quotes the whole message (learned_corrections._retyped): no sentence of it is
+        # the fact's own, so the wish one of them states is still to be learned ("no. dont do 03/08. … from now on
+        # every date as 2027-03-08 with the weekday after it").
+        taught = []
     found_at = turn.message.text.find(taught[0]) if taught else -1
     topics = {found.topic}
     further: list[Correction] = []
@@ -389,7 +399,11 @@ def _alone(turn: ReadMessage, text: str, previous_assistant: str | None) -> tupl
     accepted ("no need, gallons is fine"), a one-off request ("just this time make it formal"), reported speech.
     Alone, the model reads the wish words in it as a standing wish."""
     alone = _rules(turn.alone(text))
-    if not alone.is_correction and any(signal.startswith("guard:") for signal in alone.signals):
+    # (a condition inside a wish marked standing is the wish's: "whenever you mention a drug, give me the generic
+    # name first and put a brand in brackets only if it matters")
+    standing = patterns.MARKED_STANDING.search(fold(text).text) is not None
+    held = [s for s in alone.signals if s.startswith("guard:") and not (standing and s == "guard:conditional")]
+    if not alone.is_correction and held:
         return None
     return text, families(alone, previous_assistant, text)
 
@@ -419,9 +433,35 @@ def _learned_wish(learned: Correction, rules: Correction, text: str) -> Correcti
     """A sentence the rules found no stated wish or binding rule in, as a further wish when the learned detector reads
     it alone as one beyond doubt: "Oh and put the customer-ready text first and your notes to me underneath"."""
     kind = max(_STANDING, key=lambda kind: learned.probabilities.get(kind.value, 0.0))
-    if learned.probabilities.get(kind.value, 0.0) < FURTHER_LEARNED_AT:
+    if learned.probabilities.get(kind.value, 0.0) < FURTHER_LEARNED_AT or _held_as_a_look_alike(learned):
         return rules
     return dataclasses.replace(learned, type=kind, confidence=FURTHER_WISH_AT, corrected=learned.corrected or text)
+
+
+def _quoted_by_its_step(found: Correction, rules: Correction, turn: ReadMessage) -> Correction:
+    """`found` retyped by a model from a wish to a rule of the work or back, with the quote of the rules' step for the
+    type chosen when it finds one: the preference step runs first over every sentence, so in "先当着收件人的面拍照…确认
+    了才能走退回。还有，你跟我说话别一口一个“亲”" its quote is the later wish, not the rule the model read."""
+    if found.type is rules.type or found.type not in _STANDING or rules.type not in _STANDING:
+        return found
+    step = process if found.type is CorrectionType.PROCESS else preference
+    own = step(turn)
+    if own is None or own.type is not found.type:
+        return found
+    # (its step's confidence too: the rules found it, as they would have had the other step not come first)
+    return dataclasses.replace(
+        found,
+        corrected=own.corrected,
+        original=own.original,
+        topic=own.topic,
+        confidence=own.confidence,
+        signals=tuple(dict.fromkeys((*own.signals, *found.signals))),
+    )
+
+
+def _held_as_a_look_alike(found: Correction) -> bool:
+    """A look-alike guard (_LOOK_ALIKES) made the detection none ("Fine." alone only approves)."""
+    return any(signal == f"guard:{name}" for name, _, _ in _LOOK_ALIKES for signal in found.signals)
 
 
 def _marks_a_standing_rule(turn: ReadMessage) -> bool:

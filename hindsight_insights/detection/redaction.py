@@ -269,7 +269,9 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
         found += at(plain, personal_addresses(plain.text, load_address_model().find(plain.text)), "address")
     certificates = [m.span() for m in patterns.CERTIFICATE.finditer(plain.text.lower())]
     random_tokens = (
-        span for span in checks.high_entropy_tokens(plain.text) if not any(s <= span[0] < e for s, e in certificates)
+        span
+        for span in checks.high_entropy_tokens(plain.text)
+        if not any(s <= span[0] < e for s, e in certificates) and not _placeholder(plain.text[slice(*span)].lower())
     )
     found += at(plain, random_tokens, "api_key")
     return found

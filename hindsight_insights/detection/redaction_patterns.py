@@ -164,7 +164,7 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
     (
         "employee_id",
         re.compile(
-            rf"(?:{_EMPLOYEE_NUMBER_ZH}|员工卡号|(?:employee|staff|emp|personnel|payroll)(?=\s*(?:number|no|id|#))|"
+            rf"(?:{_EMPLOYEE_NUMBER_ZH}|员工卡号|(?:employee|staff|emp|personnel|payroll)(?=\s*(?:number|no|id|#))|\beid\b|"
             r"personalnummer|personalnr\.?|mitarbeiternummer|matricule|matrícula|matricola|"
             r"(?:número|n\.?\s?[ºo]|núm\.?) de empleado|numero di matricola|personeelsnummer)"
             # a few words between, within the clause: "工号，我的是 HS207731", "staff ID - mine is …", "… ist"
@@ -472,7 +472,7 @@ _BIRTH_VALUE = (
 BIRTH_DATE = re.compile(
     r"(?:出生日期|出生年月日|出生年月|出生于|出生|生日|生于|生年月日|생년월일|date of birth|birth ?date|birthday|"
     r"born(?: on)?|\bb\.|d\.?o\.?b\.?|né(?:e)? le|date de naissance|geboren?(?: am)?|geb\.|geburtsdatum|"
-    r"fecha de nacimiento|nacid[oa](?: el)?|nascid[oa](?: a| em)?|"
+    r"fecha de nac(?:imiento|\.)|nacid[oa](?: el)?|nascid[oa](?: a| em)?|"
     r"data di nascita|nat[oa] il|data de nascimento|geboortedatum|geboren op|"
     r"data urodzenia|urodzon[ya]|дата рождения|fødselsdato|födelsedatum|syntymäaika|doğum tarihi|"
     # Catalan, Swedish, Danish, Norwegian, Finnish (s. = syntynyt on a form line), Czech, Hungarian
@@ -611,7 +611,8 @@ CHINESE_LABELLED_ADDRESS = re.compile(
     r"(?P<bare>(?<![\u4e00-\u9fff])地址)|家住|住在|寄给我|寄到我|寄回给我|送到我|上门[\u4e00-\u9fff]{0,4}?地址|"
     # a parcel or a visit to someone's home: 寄到我舅舅家, 送到她家
     r"(?:寄|送|邮|发)(?:到|给|回|去)[\u4e00-\u9fff]{0,6}?家)"
-    r"\s*(?:[:：]|是|为|在)?\s*"
+    # (地址：, 地址是, and both: 地址是：)
+    r"\s*(?:是|为|在)?\s*[:：]?\s*"
     r"(?P<value>[\u4e00-\u9fff]{2,8}(?:省|自治区|市|盟|州|区|县|旗)[\u4e00-\u9fffa-z\d#()（）-]{3,50}?)"
     r"(?=[，。；;,、！!？?\n]|\s|$)"
 )
@@ -693,7 +694,8 @@ _BUSINESS_WORDS = (
     r"旅舍|展厅|画廊|博物馆|药店|健身房"
 )
 BUSINESS_LABEL = re.compile(
-    rf"({_BUSINESS_WORDS})(?: address|地址|的地址)?(?: is)?(?: at| in| on|在|位于|设在)?\W{{0,12}}$"
+    # (not across a question: "could you courier the fins to my place instead of the shop? 27 Fir Street, …")
+    rf"({_BUSINESS_WORDS})(?: address|地址|的地址)?(?: is)?(?: at| in| on|在|位于|设在)?[^\w?？]{{0,12}}$"
 )
 # The same words anywhere in the clause before an address the learned finder found: its span may start past the
 # house number ("Our showroom is at 88 Harbour | Drive, Suite 12, …").
@@ -716,7 +718,10 @@ NUMBERED_LINE_WITH_POSTCODE = re.compile(
     rf"\b\d{{1,5}}[a-z]?\s+(?:{_LETTERS}+\s+){{0,3}}{_LETTERS}+(?:,\s*{_ADDRESS_PART}{{2,30}}?){{1,3}},?\s+"
     r"(?:[a-z]{1,2}\d[a-z\d]?\s*\d[a-z]{2}|[a-z]\d[a-z]\s?\d[a-z]\d|"
     r"[ac-fhknprtv-y]\d{2}\s?[ac-fhknprtv-y\d]{4}|[a-z]{2}\s\d{5}(?:-\d{4})?)\b"
-    rf"(?:\s+{_TOWN}(?=[,.;)\n]|$))?"
+    rf"(?:\s+{_TOWN}(?=[,.;)\n]|$))?|"
+    # the name, then the number, as Central Europe writes a street with no word for its kind, and a postcode in two
+    # groups before the town (Vinohradská 112, 130 00 Praha 3; Hlavná 5/12, 040 01 Košice)
+    rf"\b{_LETTERS}{{3,}}(?:\s+{_LETTERS}+){{0,2}}\s+\d{{1,4}}(?:/\d{{1,4}})?[a-z]?,\s*\d{{3}}\s\d{{2}}\s+{_TOWN}(?:\s+\d{{1,2}})?\b"
 )
 # A Korean road-name address: the city or province, the district, the road (로) or street (길) and the building
 # number, then perhaps the apartment block and flat (102동 803호) and the postcode in brackets.
@@ -921,7 +926,8 @@ REGIONS = ("US", "GB", "HK", "SG", "TW", "MO", "JP", "KR", "AU", "CA", "DE", "FR
 # A phone label, then the number (run on the text as written, any case).
 PHONE_LABELLED = re.compile(
     r"(?:手机|电话|座机|固话|联系方式|微信|whatsapp|landline|telegram|signal|phone|mobile|cell|tel|call me|text me|"
-    r"reach me)"
+    # (someone to call or text on a number: "Text Bec on 0491 570 158", "ring the twins' dad at …")
+    r"reach me|\b(?:call|text|ring|sms|message|whatsapp)\s+(?:[a-z']+\s+){1,3}?(?:on|at)\b)"
     r"[^\d+()\n]{0,12}?(?P<value>\+?\(?\d[\d\s().-]{5,18}\d)",
     re.IGNORECASE,
 )

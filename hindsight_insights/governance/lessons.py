@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 
 from hindsight_insights.commands import Provenance, WriteCommand
 from hindsight_insights.config import Settings
+from hindsight_insights.detection.correction_patterns import DIRECTIVE
 from hindsight_insights.detection.correction_turn import ReadMessage, Sentence, read, short
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import NUMBER, detect
@@ -70,15 +71,17 @@ def wording(
     learned: LearnedDetector | None = None,
     shown: str | None = None,
     sent: bool = False,
+    edited: bool = False,
 ) -> Wording:
     """The rule a correction teaches, from a template per language (prompts/corrections/), in the user's words;
     `learned`, the detector that found it, also reads a preference's later sentences (every_wish). `shown` is what
     the assistant kept giving after a question that shows a wish (reflection.offline.adopted_requests): the rule then
     names the question and what answered it. `sent` says the preference is a version the user sent in place of the
-    assistant's draft (reflection.offline.sent_versions): the rule asks for its layout."""
+    assistant's draft (reflection.offline.sent_versions): the rule asks for its layout; `edited` that they said how they
+    changed the draft before sending it (reflection.offline.reported_edits): the rule asks for the same change."""
     language = "zh" if has_han(message) else "en"
     corrected = (correction.corrected or message).strip()
-    if correction.type is CorrectionType.PREFERENCE and shown is None and not sent:
+    if correction.type is CorrectionType.PREFERENCE and shown is None and not sent and not edited:
         corrected = every_wish(corrected, message, learned)
     elif correction.type is CorrectionType.PROCESS:
         corrected = whole_rule(corrected, message, learned)
@@ -104,6 +107,7 @@ def wording(
         names_a_subject=has_subject,
         shown=shown or "",
         sent=sent,
+        edited=edited,
     ).strip()
     said = lesson_paragraphs(message, corrected)
     observation = f"用户说：「{said}」" if language == "zh" else f'The user said: "{said}"'
@@ -243,9 +247,11 @@ def _step(said: str, learned: LearnedDetector | None) -> bool:
 
 
 def with_its_value(corrected: str, message: str) -> str:
-    """A factual correction's words in the rule, with the value when the detector quoted only a denial: "We're not on
-    home fibre." is followed by what is right ("It's the Business Fibre 500 with a static IP block of 8 addresses"),
-    a statement with a number where the denial has none, and the rule needs both."""
+    """A factual correction's words in the rule, with the value when the detector quoted only a denial or a change:
+    "We're not on home fibre." is followed by what is right ("It's the Business Fibre 500 with a static IP block of 8
+    addresses"), a statement with a number where the denial has none, and the rule needs both; "We moved to Bath last
+    spring, so Gatwick's a four-hour trek for us now." by a short statement of what now holds ("Bristol is our
+    airport."): no request, no courtesy, no question."""
     if NUMBER.search(corrected):
         return corrected
     located = _located(corrected, message)
@@ -253,11 +259,20 @@ def with_its_value(corrected: str, message: str) -> str:
         return corrected
     turn, start, end = located
     following = next((sentence for sentence in turn.sentences if sentence.span.start >= end), None)
-    if following is None or following.asks or not NUMBER.search(following.text):
+    if following is None or following.asks or not (NUMBER.search(following.text) or _short_statement(following)):
         return corrected
     if "\n\n" in turn.message.text[end : following.span.start]:
         return corrected
     return (turn.message.quote(start, following.span.end) or corrected).strip()
+
+
+# The longest statement after a change or a denial that says what now holds (with_its_value), in characters.
+STATEMENT_CHARS = 60
+
+
+def _short_statement(sentence: Sentence) -> bool:
+    text = sentence.text.strip()
+    return len(text) <= STATEMENT_CHARS and not sentence.guards and not DIRECTIVE.search(text)
 
 
 def _wish(turn: ReadMessage, start: int, end: int, learned: LearnedDetector | None) -> bool:

@@ -46,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import re
 from collections.abc import Sequence
 
 from hindsight_insights.commands import Provenance
@@ -114,6 +115,7 @@ class OfflineExtractor:
             findings = [self._finding(message, before[index]) for index, message in enumerate(messages)]
             adopted = adopted_requests(messages, answers, findings)
             versions = sent_versions(messages, answers)
+            edits = reported_edits(messages, answers)
             # A wish the user comes back to is shown by a message that is not itself a lesson: one the detector
             # found (a stated wish, a correction) is learned in its own right, and a terse message echoing it ("it's
             # just a preference, remember it") only refers back to it.
@@ -141,6 +143,10 @@ class OfflineExtractor:
                 version = versions.get(index)
                 if version is not None:  # whatever else the message says, the version it sent shows a wish
                     lessons.append(_shown_wish(version, findings[index], "offline:sent_version"))
+                elif index in edits:  # and so does what it says it changed before sending the draft
+                    # (the change it reports is no fact put right: "我把开头改成了“各位家长”才发的" edits a draft)
+                    lessons = [lesson for lesson in lessons if not _in_the_edit(lesson, edits[index])]
+                    lessons.append(_shown_wish(edits[index], findings[index], "offline:reported_edit"))
                 for lesson in lessons:
                     asks = Provenance(self.name, session.user_id, session.session_id, correction=lesson)
                     if decide_scope(asks, self._settings)[0].scope is Scope.SESSION:
@@ -152,6 +158,7 @@ class OfflineExtractor:
                         self._detector,
                         shown=shown if lesson is correction else None,
                         sent="offline:sent_version" in lesson.signals,
+                        edited="offline:reported_edit" in lesson.signals,
                     )
                     said = (lesson.corrected or message).strip()
                     if any(
@@ -305,13 +312,87 @@ def _sent_version(message: str, draft: str) -> str | None:
     kept: list[Span] = []
     for paragraph in paragraphs(message[start:]):
         words = _words_and_numbers(paragraph.text)
-        if not words or len(words & in_draft) * SENT_SHARE < len(words):
-            break
-        kept.append(paragraph)
+        if words and len(words & in_draft) * SENT_SHARE >= len(words):
+            kept.append(paragraph)
+            continue
+        # A paragraph that runs on, with no blank line, from the version's lines into the user's own words ("就这三行，
+        # 字打得很大。接下来还有个大爷，…"): its leading lines, as long as together they still rewrite the draft.
+        leading = _leading_lines(paragraph, in_draft)
+        if leading is not None:
+            kept.append(leading)
+        break
     if not kept:
         return None
     version = message[start + kept[0].start : start + kept[-1].end].strip()
     return version if len(_lines(version)) >= SENT_LINES or _separators(version, draft) else None
+
+
+def _leading_lines(paragraph: Span, in_draft: frozenset[str]) -> Span | None:
+    """The longest run of `paragraph`'s first lines, short of the whole, whose words and numbers together share at
+    least 1/SENT_SHARE with the draft's (`in_draft`); None when not even its first line does."""
+    lines = paragraph.text.split("\n")
+    best: Span | None = None
+    words: frozenset[str] = frozenset()
+    for count in range(1, len(lines)):
+        words |= _words_and_numbers(lines[count - 1])
+        if words and len(words & in_draft) * SENT_SHARE >= len(words):
+            best = Span("\n".join(lines[:count]), paragraph.start)
+        elif best is None:
+            return None
+    return best
+
+
+# A user saying what they changed in the draft before sending it, or what went out in its place (reported_edits): an
+# edit verb and a verb of sending in one clause, or "what was sent is: '…'". In the tuning sessions every message
+# saying so is in a session whose lesson is shown, not stated (16 messages of 15 sessions, all implicit).
+REPORTS_AN_EDIT = re.compile(
+    r"(?:加了|加上了|改成了?|改了|翻成|翻译成|换成了?|删了|去掉了|写成了?)[^，,。！？!?\n]{0,30}?"
+    r"(?:再发|才发|发(?:到|在)?(?:群里|出去|给)|发了|发的)|"
+    r"(?:发出去|发到群里|发群里|贴上去|发)的是\s*[“\"「'‘:：]|"
+    r"\bi (?:changed|added|translated|swapped|cut|moved|rewrote|reworded|trimmed|dropped)\b[^.!?\n]{0,60}?"
+    r"\b(?:before (?:i )?(?:sent|sending|posted|posting)|and (?:then )?(?:sent|posted)|then sent)\b|"
+    r"\b(?:i )?sent (?:it|this|that) (?:as|with)\b|\bwent out as\b|\bwhat i (?:actually )?(?:sent|posted)\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"[。！？!?\n]|\.(?:\s|$)")
+_QUOTE_PAIRS = {"“": "”", "「": "」", "‘": "’", "'": "'", '"': '"'}
+
+
+def reported_edits(messages: Sequence[str], answers: Sequence[str | None]) -> dict[int, str]:
+    """The messages, after an answer, that say how the user changed the draft before sending it ("我在前面加了个【302】
+    再发的", "我自己翻成中文发群里了") or what went out in its place ("went out as 'Car 9 — 07:40 pickup: Dr R.P., …'"),
+    by index, each with the sentence that says so and the version it quotes (its first SENT_CHARS): a wish shown, not
+    stated, like a version sent (sent_versions) whose layout the next answer need not have followed."""
+    found: dict[int, str] = {}
+    for index in range(1, len(messages)):
+        match = REPORTS_AN_EDIT.search(messages[index]) if answers[index - 1] else None
+        if match is not None:
+            found[index] = _sentence_with_its_quote(messages[index], match.start(), match.end())[:SENT_CHARS]
+    return found
+
+
+def _in_the_edit(lesson: Correction, edit: str) -> bool:
+    """A fact the detector read into the words of an edit the user reports (reported_edits)."""
+    said = (lesson.corrected or "").strip()
+    return lesson.type is CorrectionType.FACTUAL and bool(said) and said in edit
+
+
+def _sentence_with_its_quote(message: str, start: int, end: int) -> str:
+    """The sentence of `message` around [start, end): to its end, or, when it opens a quote, to the quote's end if
+    nothing of the sentence follows it ("sent it as '…' next one is …"), else on to the end after it
+    (“各位家长”才发的)."""
+    begin = max((m.end() for m in _SENTENCE_END.finditer(message, 0, start)), default=0)
+    opening = next((at for at in range(begin, len(message)) if message[at] in _QUOTE_PAIRS), None)
+    stop = _SENTENCE_END.search(message, end)
+    finish = stop.end() if stop else len(message)
+    if opening is not None and opening < finish:
+        close = message.find(_QUOTE_PAIRS[message[opening]], opening + 1)
+        if close > 0:
+            after = message[close + 1 : close + 2]
+            stop = _SENTENCE_END.search(message, close + 1)
+            quote_ends = not after or after.isspace() or after in ",，;；"
+            finish = close + 1 if quote_ends else (stop.end() if stop else len(message))
+    return message[begin:finish].strip()
 
 
 def _separators(version: str, draft: str) -> frozenset[str]:
