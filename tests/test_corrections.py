@@ -690,3 +690,20 @@ def test_whenever_marks_a_wish_standing_and_its_condition_is_the_wishs() -> None
     turn = read("So whenever you quote a price, give me the net figure first, and the VAT only if it applies.", "ok")
     assert turn.marks_a_standing_wish
     assert not read("every time I press submit it logs me out", "Try again.").marks_a_standing_wish
+
+
+def test_not_yet_is_for_the_thing_at_hand_and_someone_swearing_is_reported() -> None:
+    """先别 (not yet) holds back the one thing at hand, no standing wish about answers; what someone else swore or
+    insisted was wrong is reported speech, no verdict of the user's."""
+    assert detect("吓我一跳，我先问问房东。要点先别发。", "要点：1. 租期一年；2. 月租 4350 元。").type is NONE
+    swore = "A couple in the Map Room swore blind the timer was wrong. Can you help me word the briefing?"
+    found = detect(swore, None)
+    assert found.type is NONE and "guard:reported_en" in found.signals
+
+
+def test_declining_what_the_assistant_offered_rejects_nothing() -> None:
+    message = "ok, 45 it is. don't bother with the hint cards, Priya's doing those."
+    offered = "45 minutes is about right for a first room. I can draft hint cards for it if that helps."
+    assert read(message, offered).declines_an_offer
+    assert "negative" in ruled_out(message, offered)
+    assert not read(message, "45 minutes is about right for a first room.").declines_an_offer

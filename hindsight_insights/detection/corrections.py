@@ -118,7 +118,7 @@ def detect(
 #   declines               "算了算了 never mind", "不用了，谢谢": a declined offer or a never-mind puts no fact right
 #                          (57 training messages where the rules find nothing, none factual)
 #   declines_an_offer      "Perfect. No need for that comparison checklist" after "Would you like a comparison
-#                          checklist?": no wish or rule either (57 training messages, all none)
+#                          checklist?": no wish, rule or rejection either (60 training messages, all none)
 #   relays_a_request       "Lovely. They also asked for a late table nearby, anywhere that serves past 10?": someone
 #                          else's request passed on (24 training messages, none a preference)
 #   for_now                "anyway just a quick list for now, i'm about to drive", 先这样 (16 training messages,
@@ -159,7 +159,7 @@ _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[Correcti
     (
         "declines_an_offer",
         lambda turn: turn.declines_an_offer,
-        frozenset({CorrectionType.FACTUAL, CorrectionType.PREFERENCE, CorrectionType.PROCESS}),
+        frozenset(CorrectionType) - {CorrectionType.NONE},
     ),
     ("relays_a_request", lambda turn: turn.relays_a_request, frozenset({CorrectionType.PREFERENCE})),
     ("for_now", lambda turn: turn.for_now, frozenset({CorrectionType.PREFERENCE})),
