@@ -67,7 +67,7 @@ from hindsight_insights.detection.learned_corrections import (
     settle,
 )
 from hindsight_insights.detection.periods import this_conversation_only
-from hindsight_insights.detection.text import Span, clauses, fold
+from hindsight_insights.detection.text import RAW_SENTENCE_END, Span, clauses, fold
 from hindsight_insights.models import Condition
 
 __all__ = ["Condition", "Correction", "CorrectionType", "SecondOpinion", "detect"]
@@ -255,7 +255,7 @@ def acknowledged(found: Correction, message: str, reply: str | None) -> Correcti
         return found
     if 1.0 - probabilities.get(CorrectionType.NONE.value, 1.0) < ACKNOWLEDGED_AT:
         return found
-    opening = fold(re.split(r"[。！？!?\n]|\.(?:\s|$)", reply.strip(), maxsplit=1)[0][:160]).text
+    opening = fold(RAW_SENTENCE_END.split(reply.strip(), maxsplit=1)[0][:160]).text
     if not patterns.ACKNOWLEDGES_AN_ERROR.search(opening) or patterns.REFUSES.search(opening):
         return found
     return dataclasses.replace(
@@ -401,7 +401,7 @@ def _alone(turn: ReadMessage, text: str, previous_assistant: str | None) -> tupl
     alone = _rules(turn.alone(text))
     # (a condition inside a wish marked standing is the wish's: "whenever you mention a drug, give me the generic
     # name first and put a brand in brackets only if it matters")
-    standing = patterns.MARKED_STANDING.search(fold(text).text) is not None
+    standing = patterns.MARKED_STANDING.search(text) is not None  # (a folded sentence or clause)
     held = [s for s in alone.signals if s.startswith("guard:") and not (standing and s == "guard:conditional")]
     if not alone.is_correction and held:
         return None

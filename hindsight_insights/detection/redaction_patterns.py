@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import re
 
+from hindsight_insights.detection.text import RAW_SENTENCE_END
+
 # ------------------------------------------------------------------------------------------ numbers by label
 # Between a label and its value: 号/号码/number/no./#, then 是/为/:/is.
 # The value may sit in quotes or brackets: 身份证号「…」, card no. (…), "…".
@@ -80,7 +82,7 @@ PASSPORT_NEARBY = 160
 # Eight digits alone (Sweden's, Norway's) are any number's shape: a passport's only after the word, in the same
 # sentence and within this many characters ("passport number …, he emailed it: 84719306").
 PASSPORT_EIGHT_DIGITS_AFTER = 80
-SENTENCE_END = re.compile(r"[?!。？！\n]|\.(?:\s|$)")
+SENTENCE_END = RAW_SENTENCE_END
 # What may stand between the word and its number for the number to be labelled by it: "passport no. ", "护照号码："
 PASSPORT_JOIN = re.compile(r"[^\w]*(?:号码|号|编号|证号|no\.?|number|num|nr\.?|n°|nº)?[^\w]*")
 NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [

@@ -30,6 +30,9 @@ _NOT_AN_END = "".join(
 )
 # A Latin full stop after a Chinese character ends a sentence too, as people type in mixed text ("真的很烦. anyway").
 _SENTENCE_END = re.compile(rf"[。!?;\n]+|\.{{3,}}|…+|(?<=[a-z0-9)\"'\u4e00-\u9fff]){_NOT_AN_END}\.(?=\s|$)")
+# Where a sentence of text as written (not folded) ends: a stop, full-width or not, a line break, or a full stop before
+# a space or the end ("3.5" goes on). Redaction's reach, the reflection's quotes and an answer's opening read it.
+RAW_SENTENCE_END = re.compile(r"[。！？!?\n]|\.(?:\s|$)")
 # Clause breaks inside a sentence: commas (not a thousands separator: 3,482), the enumeration comma, colons (not in
 # 14:00) and dashes.
 _CLAUSE_BREAK = re.compile(r"、|,(?!(?<=\d,)\d{3}(?!\d))|(?<!\d):(?!\d)|\s[-–—]+\s|[–—]+")

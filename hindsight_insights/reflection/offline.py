@@ -64,7 +64,7 @@ from hindsight_insights.detection.corrections import (
 )
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.quantities import anchors
-from hindsight_insights.detection.text import HAN_RUN, Span, clauses, fold, paragraphs, sentences
+from hindsight_insights.detection.text import HAN_RUN, RAW_SENTENCE_END, Span, clauses, fold, paragraphs, sentences
 from hindsight_insights.governance.lessons import KIND_OF, wording
 from hindsight_insights.models import Scope
 from hindsight_insights.reflection.llm import DetectedCandidate, ExtractionRequest
@@ -354,7 +354,6 @@ REPORTS_AN_EDIT = re.compile(
     r"\b(?:i )?sent (?:it|this|that) (?:as|with)\b|\bwent out as\b|\bwhat i (?:actually )?(?:sent|posted)\b",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"[。！？!?\n]|\.(?:\s|$)")
 _QUOTE_PAIRS = {"“": "”", "「": "」", "‘": "’", "'": "'", '"': '"'}
 
 
@@ -381,15 +380,15 @@ def _sentence_with_its_quote(message: str, start: int, end: int) -> str:
     """The sentence of `message` around [start, end): to its end, or, when it opens a quote, to the quote's end if
     nothing of the sentence follows it ("sent it as '…' next one is …"), else on to the end after it
     (“各位家长”才发的)."""
-    begin = max((m.end() for m in _SENTENCE_END.finditer(message, 0, start)), default=0)
-    opening = next((at for at in range(begin, len(message)) if message[at] in _QUOTE_PAIRS), None)
-    stop = _SENTENCE_END.search(message, end)
+    begin = max((m.end() for m in RAW_SENTENCE_END.finditer(message, 0, start)), default=0)
+    stop = RAW_SENTENCE_END.search(message, end)
     finish = stop.end() if stop else len(message)
-    if opening is not None and opening < finish:
+    opening = next((at for at in range(begin, finish) if message[at] in _QUOTE_PAIRS), None)
+    if opening is not None:
         close = message.find(_QUOTE_PAIRS[message[opening]], opening + 1)
         if close > 0:
             after = message[close + 1 : close + 2]
-            stop = _SENTENCE_END.search(message, close + 1)
+            stop = RAW_SENTENCE_END.search(message, close + 1)
             quote_ends = not after or after.isspace() or after in ",，;；"
             finish = close + 1 if quote_ends else (stop.end() if stop else len(message))
     return message[begin:finish].strip()
