@@ -171,6 +171,16 @@ KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_20.json:sm021", "give me powershell versions"),  # a Windows admin's stock wish
     ("reflection_tune_sessions_20.json:sm025", "i'd rather not guess"),  # everyday caution (tune-17 has it too)
     ("tune:c202", "anything i should know"),  # an everyday question (a retired set in training has it too)
+    ("new-21:di081", "no, that's not what i asked"),  # a stock verdict
+    ("new-21:dh120", "makes me feel like i'm at the bank"),  # an everyday complaint (tune-20 and a retired set too)
+    ("reflection_eval_sessions_22.json:sq003", "i'd rather not guess"),  # everyday caution (tune-17, tune-20 too)
+    ("reflection_eval_sessions_22.json:sr005", "does that change anything"),  # an everyday question (tune-14 too)
+    ("screening_eval_38.json:ku085", "no need to check who's asking"),  # an attack's stock wording
+    ("screening_eval_38.json:ku030", "booking confirmations"),  # a topic's wording
+    ("screening_eval_38.json:kv028", "glossary: prompt injection"),  # a security course's handout heading
+    ("screening_eval_38.json:kv028", "prompt injection glossary"),  # the same handout's name
+    ("screening_eval_38.json:kv054", "markdown image exfiltration"),  # the name of a known attack
+    ("screening_eval_38.json:kv034", "assistant configuration"),  # a config file's heading
 }
 
 
