@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.eval_corrections import evaluate, load
-from hindsight_insights.detection.correction_turn import read
+from hindsight_insights.detection.correction_turn import own_words, read
 from hindsight_insights.detection.correction_types import Correction
 from hindsight_insights.detection.corrections import (
     Condition,
@@ -707,3 +707,63 @@ def test_declining_what_the_assistant_offered_rejects_nothing() -> None:
     assert read(message, offered).declines_an_offer
     assert "negative" in ruled_out(message, offered)
     assert not read(message, "45 minutes is about right for a first room.").declines_an_offer
+
+
+@pytest.mark.parametrize(
+    ("message", "previous"),
+    [
+        # typing is the user's when the subject is dropped: 刚才打错了 puts their own input right
+        ("噢刚刚输错了，是3号楼不是8号楼，东西怎么寄？", "好的，8号楼的快递柜在北门。"),
+        # the one at hand as the subject of what it must be
+        ("This one needs to be really formal, it goes to the board, not the usual crew.", "Hi all, quick update …"),
+        # a document at hand, made more … than the draft (再…一点): this draft, no standing wish
+        ("好。通知再委婉一点，加一句感谢大家以后继续支持。", "各位业主：本周六停水，请提前储水。"),
+        # the words of a line to add are the draft's: "always" in them marks nothing of the user's
+        ("ok, add a line saying we always welcome walk-ins.", "Opening hours: 9-5, Monday to Saturday."),
+        # another version of the draft for another place
+        ("A shorter version for the noticeboard as well please.", "Dear residents, the lift will be serviced …"),
+        # questions typed without a question mark: an auxiliary and a subject with its determiner, a subject question
+        ("do the volunteers need a hygiene certificate", "Volunteers sign in at the front desk."),
+        ("ok. who brings the first aid kit on the day", "Meet at the gate at 9; bring water."),
+    ],
+)
+def test_a_slip_of_ones_own_a_draft_at_hand_and_a_bare_question_teach_nothing(message: str, previous: str) -> None:
+    assert detect(message, previous).type is NONE
+
+
+def test_the_words_of_a_line_to_add_mark_nothing_standing_but_the_users_own_words_do() -> None:
+    assert not read("加一句欢迎以后继续来稿。", "来稿已收到。").marks_a_standing_wish
+    assert not read("add a line saying we always reply within a day", "Thanks for your order.").marks_a_standing_wish
+    assert read("always add a line saying prices include VAT.", "Total: 40.").marks_a_standing_wish
+    assert read("加一句，以后都要带上单号。", "已发货。").marks_a_standing_wish
+
+
+def test_first_as_an_ordinal_is_no_order_of_steps() -> None:
+    assert detect("check the first aid box has plasters", "The kit is in the van.").type is not PROCESS
+    assert detect("ring the client first, then book the van", "I'll book the van now.").type is PROCESS
+
+
+def test_a_paragraph_opening_the_next_item_ends_what_the_message_corrects() -> None:
+    """The values after "Next one:" in a paragraph of their own belong to the next task: the message read up to
+    there corrects nothing ("…no fix time yet, next update at 15:30" is the next outage's, not a correction)."""
+    previous = "We expect service to be restored by around 6pm this evening."
+    message = "Thanks, sent.\n\nNext one: mains failure at the Elm Street cabinet, no fix time yet, next update 15:30."
+    assert own_words(message) == "Thanks, sent."
+    assert detect(message, previous).type is NONE
+
+
+def test_a_process_quotes_the_rule_a_sentence_introduces_not_the_verdict_beside_it() -> None:
+    message = (
+        "第三步不行，不能直接退款。我是客服主管，我们的规定是：先核对订单和物流记录；金额超过500元的报主管审批；"
+        "审批通过后才能退款。其他照旧。"
+    )
+    found = detect(message, "处理步骤：1. 核对订单；2. 直接原路退款；3. 短信通知客户。")
+    assert found.type is PROCESS and found.corrected is not None
+    assert found.corrected.startswith("先核对订单") and "报主管审批" in found.corrected
+
+
+def test_a_wish_marked_standing_by_whenever_is_quoted_from_its_mark() -> None:
+    message = "whenever you mention pressures give me the figure in bar and the safe range, never words like low or ok."
+    found = detect(message, "The pressure looks a bit low.")
+    assert found.type is PREFERENCE and found.corrected is not None
+    assert found.corrected.startswith("whenever you mention pressures")

@@ -1750,3 +1750,34 @@ def test_a_personnel_number_a_dashed_flat_and_a_pickup_address_go(text: str, sec
 def test_our_shop_on_the_ground_floor_stays() -> None:
     assert_unchanged("我们店在人民路中段46号2楼，周一到周五十点开门，欢迎光临。")
     assert_unchanged("药房营业时间调整：周日 9:00-18:00，地址杭州市西湖区文三路259号一楼。")
+
+
+def test_a_resident_id_shape_goes_whatever_its_check_in_a_text_that_names_the_card() -> None:
+    """An 18-character number with a province and a birth date, in a text that names the ID card anywhere (an error
+    message about it, the household register it was copied from), goes whatever its check digit; the same digits in
+    a text about something else are checked by their checksum as before."""
+    body = "32010619860417123"
+    bad = body + next(digit for digit in "0123456789X" if digit != ric.calc_check_digit(body))
+    assert_redacted(f"网站一直提示“身份证号码有误”。我抄的户口簿：{bad}，哪里不对？", bad, "id_card")
+    assert_unchanged(f"运单 {bad} 显示已签收，但我没收到。")
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        # a lunar birthday named after the year, beside a name
+        ("帮我外婆报名合唱团：章凤英，1949年农历腊月初八生，住城东。", "1949年农历腊月初八", "birth_date"),
+        # the Republic's era as Taiwan writes it, after a birth label
+        ("報名表：\n姓名：林語彤\n出生：民國109年3月2日\n請幫我檢查。", "民國109年3月2日", "birth_date"),
+        # a badge number after its label
+        ("Locker request for the new hire. Badge ID: KT-40562, starts Monday.", "KT-40562", "employee_id"),
+        # "pass" before what can only be a password
+        ("my login is jo.reyes / pass Bramble9!Fox and it keeps failing", "Bramble9!Fox", "password"),
+    ],
+)
+def test_a_lunar_or_era_birth_date_a_badge_number_and_a_pass_go(text: str, secret: str, kind: str) -> None:
+    assert_redacted(text, secret, kind)
+
+
+def test_pass_before_an_ordinary_word_stays() -> None:
+    assert_unchanged("Did the MOT pass yesterday? The garage said pass with advisories.")

@@ -8,13 +8,14 @@ import pytest
 
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import GENERAL, Correction, CorrectionType
-from hindsight_insights.detection.corrections import acknowledged, own_input_put_right
+from hindsight_insights.detection.corrections import acknowledged, detect, further_wishes, own_input_put_right
 from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.governance.lessons import wording
 from hindsight_insights.models import InsightStatus, Scope, TurnDraft
 from hindsight_insights.reflection import ReflectionEngine
 from hindsight_insights.reflection.offline import (
     OfflineExtractor,
+    adopted_requests,
     repeated_wish,
     reported_edits,
     restates,
@@ -452,6 +453,7 @@ def test_a_number_the_user_gave_first_put_right_is_their_own_input_not_a_lesson(
     assert not [i for i in saved if i is not None and i.kind == "fact"]
     own_fix = own_input_put_right(
         Correction(CorrectionType.FACTUAL, GENERAL, corrected="he's 10 now", original="At 9 he'd join the juniors"),
+        "oh wait, he's 10 now, had his birthday in may",
         ["my son is 9 and wants to join the chess club, which group?"],
         ["At 9 he'd join the juniors on Thursdays."],
     )
@@ -459,6 +461,7 @@ def test_a_number_the_user_gave_first_put_right_is_their_own_input_not_a_lesson(
     # the answer said 9 first: the user puts the answer right, not their own input
     answers_fix = own_input_put_right(
         Correction(CorrectionType.FACTUAL, GENERAL, corrected="it's 10 now", original="The fee is 9 euros"),
+        "no, it's 10 now",
         ["what's the fee?", "and for two people 9 euros each?"],
         ["The fee is 9 euros.", "Yes, 9 euros each."],
     )
@@ -466,10 +469,19 @@ def test_a_number_the_user_gave_first_put_right_is_their_own_input_not_a_lesson(
     # the corrected text names the user's old number as the one it replaces: still their own input put right
     typo_fix = own_input_put_right(
         Correction(CorrectionType.FACTUAL, GENERAL, corrected="ap 是 8 不是 10", original="ap 10 mm 等于 1×D"),
+        "ap 是 8 不是 10",
         ["帮我看下这个 program 的 feed：S8000，F1800，ap 10 mm，ae 3 mm。", "roughing，side milling。"],
         ["每齿进给 0.075 mm/z。先确认一下：这一刀是 roughing 还是 finishing？", "ap 10 mm 等于 1×D。"],
     )
     assert typo_fix.type is CorrectionType.NONE
+    # the answer held no value to replace: the number the message says it is not is the user's own (21, said first
+    # by the user and by no answer), so it is their input put right; one the answer said first is not
+    moved = "是搬到15栋，不是21栋。网上说移机费是100块？"
+    no_original = Correction(CorrectionType.FACTUAL, GENERAL, corrected="是搬到15栋")
+    own_move = own_input_put_right(no_original, moved, ["从锦华苑12栋搬到21栋，要多久？"], ["师傅3个工作日内上门。"])
+    assert own_move.type is CorrectionType.NONE
+    their_move = own_input_put_right(no_original, moved, ["搬家要多久？"], ["21栋的端口3个工作日内开通。"])
+    assert their_move.type is CorrectionType.FACTUAL
 
 
 def test_a_look_alike_of_a_wish_is_no_returning_wish() -> None:
@@ -761,3 +773,92 @@ def test_a_change_reported_before_sending_becomes_the_users_preference_and_a_pla
     assert rule.confidence < store.settings.must_confidence
     assert reported_edits(["你好", "周三的课改到七点了吗？"], ["你好！", "改了。"]) == {}
     assert reported_edits(["发的是：“周三课改七点。”"], [None]) == {}
+
+
+def test_a_short_version_the_answer_then_opens_or_signs_off_like_is_their_layout() -> None:
+    """A version of one or two lines cannot show its layout by line lengths: the answer after that opens with its
+    first words (the draft did not), or signs off with its last words, followed it; a date both end with does not."""
+    draft = "Dear customer, we are sorry to say a burst water main on Mill Lane has cut your supply until 17:00."
+    messages = [
+        "Burst main on Mill Lane, 60 homes, fix by 17:00. Text please.",
+        "Sent this instead:\n\nAqualine: REF W-2210. Burst main on Mill Lane. No water till about 17:00.\n\n"
+        "Next one: low pressure in Oak Road, 25 homes, no fix time yet.",
+    ]
+    opens_alike = "Aqualine: REF W-[number]. Low pressure in Oak Road. No fix time yet."
+    version = sent_versions(messages, [draft, opens_alike])[1]
+    assert version.startswith("Aqualine: REF W-2210")
+    assert sent_versions(messages, [draft, "Dear customer, we are sorry to tell you about low pressure …"]) == {}
+    signed = [
+        "Note for a late guest, room 2, key box.",
+        "What went out:\n\nKey box by the red door, room 2, code by text.\n— Front desk, Gull Inn",
+    ]
+    welcome = "Hi there! Welcome to our lovely inn! Your key for room 2 is in the key box by the door, code by text."
+    answer = "Bag drop: locker behind reception, £3.\n— Front desk, Gull Inn"
+    assert 1 in sent_versions(signed, [welcome, answer])
+
+
+def test_a_fact_read_into_the_version_the_user_sent_is_none(store: MemoryStore, learned: LearnedDetector) -> None:
+    """The version the user pasted is what they sent, no fact put right; the next item's values after it are the next
+    task's. What is learned is the layout."""
+    record(
+        store,
+        "ver1",
+        "u-water",
+        "outage texts",
+        [
+            (
+                "Burst main on Mill Lane, 60 homes, fix by 17:00. Text please.",
+                "Dear customer, we are sorry to tell you that a burst water main on Mill Lane has interrupted your "
+                "supply. Our engineers expect to restore it by around 5pm.",
+            ),
+            (
+                "What actually went out:\n\nAqualine: REF W-2210. Burst main on Mill Lane. No water till about 17:00. "
+                "Updates: aqualine.example/live\n\nNext one: low pressure in Oak Road, 25 homes, next update 15:30.",
+                "Aqualine: REF W-[number]. Low pressure in Oak Road. Next update 15:30. Updates: aqualine.example/live",
+            ),
+        ],
+    )
+    report = ReflectionEngine(store, OfflineExtractor(store.settings).with_detector(learned)).reflect_session("ver1")
+    kinds = [rule.kind for rule in (store.get(i) for i in report.saved_ids) if rule is not None]
+    assert kinds and set(kinds) == {"preference"}
+
+
+def test_a_question_once_and_its_subject_in_the_next_tasks_answer_is_a_wish_shown() -> None:
+    """One later answer to a new request is enough when it gives the question's own words ("wet weather plan"); an
+    answer that shares only other words with it is chance, and so is a rewrite asked for this time only."""
+    messages = [
+        "Plan the school sports day, 9 to 3, 200 kids.",
+        "and what if it rains? wet weather plan?",
+        "Now the parents' fun run on Sunday, 8 to 11.",
+        "Great, thanks",
+    ]
+    answers = [
+        "09:00 registration · 09:30 sprints · 11:00 relays · 13:00 tug of war · 15:00 prizes",
+        "Wet weather plan: move sprints to the sports hall, relays become shuttle runs, decide by 07:30.",
+        "08:00 check-in · 08:30 warm-up · 09:00 5 km start · 10:30 medals. Wet weather plan: start from the hall.",
+        "You're welcome!",
+    ]
+    findings = [None, None, None, None]
+    assert list(adopted_requests(messages, answers, findings)) == [1]
+    other = [*answers[:2], "08:00 check-in · 08:30 warm-up, move to the hall if needed · 10:30 medals.", answers[3]]
+    assert adopted_requests(messages, other, findings) == {}
+    rewrite = [*messages[:2], "这次把上面的安排翻成中文。", "Great, thanks"]
+    assert adopted_requests(rewrite, answers, findings) == {}
+
+
+def test_a_fact_beside_a_stated_wish_is_learned_too(learned: LearnedDetector) -> None:
+    """One message, two lessons: the rules find the wish, and the other sentences, read together by the model beyond
+    doubt, put a fact of the user's own right (their tariff); a question beside a wish adds none."""
+    previous = "At the standard rate of 0.56 per kWh, the heater costs about 268 a month."
+    message = (
+        "0.56 isn't my rate. We've been on a time-of-use tariff for two years: 0.31 per kWh from 10pm to 8am and "
+        "0.62 in the day, and the heater only runs after 10pm. And from now on just tell me the cost, skip the "
+        "formulas."
+    )
+    found = detect(message, previous, learned)
+    further = further_wishes(message, previous, found, learned)
+    assert found.type is CorrectionType.PREFERENCE
+    assert [lesson.type for lesson in further] == [CorrectionType.FACTUAL]
+    assert "0.31" in (further[0].corrected or "")
+    asking = "And from now on just tell me the cost, skip the formulas. What would a 2 kW heater cost at night?"
+    assert further_wishes(asking, previous, detect(asking, previous, learned), learned) == []

@@ -57,6 +57,8 @@ def first(cues: list[Cue], text: str) -> tuple[str, re.Match[str]] | None:
 SELF_CORRECTION = _cues(
     ("self_typo_zh", r"我(刚才|刚刚|前面|之前|上面|刚)?(说|打|写|输|填|记|看|发|讲|搞|弄|选|给)错"),
     ("self_typo_zh", r"(打错字|笔误|口误|是我(写|打|说|输|记|搞|弄)错|我的错|怪我)"),
+    # with the subject dropped, typing is the user's: 哦刚才打错了，是15栋 (你刚才打错了 names the assistant)
+    ("self_typo_zh", r"(?<![你您])(刚才|刚刚)(打|输|填)错"),
     ("self_typo_en", r"\b(my (bad|mistake|typo)|typo on my (end|side|part)|i (mistyped|misspoke|misread))\b"),
     ("self_typo_en", r"\b(sorry,? i meant|i (typed|wrote|said|gave you) the wrong|i was wrong)\b"),
 )
@@ -171,6 +173,9 @@ ASKS_FOR_A_DOCUMENT = re.compile(
     r"([\w-]+\s){0,2}"
     r"(email|letter|message|post|reply|note|memo|bio|summary|table|list|report|draft|version|confirmation|notice|"
     r"response|proposal|announcement|agenda|minutes|outline|description|caption|invoice|quote)\b|"
+    # another version of what was drafted, for another place: "A shorter version for the website footer as well"
+    r"^\W*(?:(?:ok(?:ay)?|good|great|perfect|lovely|thanks|and|now)\W+){0,2}(?:a|an|one more|another)\s+"
+    r"(?:[\w-]+\s){0,2}version\s+(?:of\s+(?:it|that|this)\s+)?for\b|"
     # a reply to someone: "draft her a reply saying we've received it"
     r"\b(write|draft|compose)\s(him|her|them|us)\s(a|an|the)\s([\w-]+\s){0,2}(email|letter|message|reply|note|response)\b|"
     # 帮我拟个回复, 给我起草一份通知, 麻烦写封邮件
@@ -186,6 +191,10 @@ ONE_TIME = re.compile(
     # all 7 such training messages are none)
     r"\b(just|only) for this [a-z]+\b|\bfor this one\b|"
     r"\b(?:make|do|write|keep|put|send|word|draft|translate|format|have) (?:this|that) one\b|"
+    # the one at hand as the subject of what it must be: "This one needs to be properly formal, it's going to …"
+    r"^\W*this one (?:needs|has|must|should|ought)\b|"
+    # a document at hand and how to change it, 再…一点 (more …, than the draft): 给作者的回复再客气一点
+    r"(?<!以后)(?<!今后)(?:回复|邮件|信|稿子|通知|文案|这段|这篇|这封|这条)再[\u4e00-\u9fff]{1,3}一?[点些]|"
     # the document at hand named by its measure word: 这封就写英文的, 这篇先别加图, 这份用正式一点的
     r"这[封篇份](?:邮件|信|稿子?|回复|通知|文案)?(?:就|先|用|写|改))"
 )
@@ -222,11 +231,12 @@ CONTINUES_THE_TASK = re.compile(
     # the next item of the same task: "Now a normal one for Jade Osei"
     r"^\W*(?:(?:ok(?:ay)?|great|thanks|lovely|right|and)\W+){0,2}now\W+(?:do\W+|write\W+)?(?:a|an|another|one)\b"
     r"[^.!?]{0,30}?\bfor\b|"
-    # an edit of what was just drafted, not marked standing: "ok, add a line saying …", "再加一句：…"
+    # an edit of what was just drafted: "ok, add a line saying …", "再加一句：…" (ReadMessage.continues_the_task: unless
+    # the message marks a wish standing outside the line's own words)
     r"^\W*(?:(?:ok(?:ay)?|good|great|fine|right|and|now|then|yes|yep|cool|perfect|lovely)\W+){0,2}(?:please\s+)?"
     r"(?:add|insert|include|append|remove|drop|cut|delete)\s+(?:a|an|one|another)\s+(?:(?:short|quick|closing)\s+)?"
-    r"(?:line|sentence|note|paragraph|ps)\b(?!.*\b(?:from now on|always|going forward|in future|every time)\b)|"
-    r"^\W*(?:(?:好的?|行|可以|嗯|ok|那)\W*)?(?:再|帮我|给我|麻烦)?(?:加|添|补)上?[一两]?[句行段](?!.*(?:以后|今后|每次|都要))"
+    r"(?:line|sentence|note|paragraph|ps)\b|"
+    r"^\W*(?:(?:好的?|行|可以|嗯|ok|那)\W*)?(?:再|帮我|给我|麻烦)?(?:加|添|补)上?[一两]?[句行段]"
 )
 
 # The next item named after "next" or 下一个 at the start of a message: "fine. next: a cracked tile, about £340",
@@ -251,6 +261,12 @@ ADDS_INFORMATION = re.compile(
 # A favour asked now ("帮我先查物流再看退款", "can you first…") is a request, not a rule of the work.
 FAVOUR = re.compile(r"(帮我|帮忙|麻烦你|\b(can|could|would) you\b)")
 # Rule-like wording that makes a process stand on its own, without an assistant turn it corrects.
+# A sentence that introduces the rule itself ("我们厂的规定是：发现不合格品，先挂红色不合格标签…", "our procedure is:
+# …"): the process step quotes it before a verdict on the draft beside it ("第二条不行，生产不能自己返修放行").
+STATES_THE_RULE = re.compile(
+    r"(规定|规矩|流程|制度|要求|做法)(是|如下)\s*[:：,]|"
+    r"\b(the|our|my|company|team)\s+(rule|procedure|process|policy)\s+(is|says)\s*[:,]"
+)
 RULE_LIKE = re.compile(
     r"(规定|规矩|制度|流程是|以后|每次|一律|必须|务必|"
     rf"\b(always|{_NEVER}|policy|rule|must|every time|whenever)\b)"
@@ -289,7 +305,11 @@ QUESTION_EN = re.compile(
 QUESTION_UNMARKED_EN = re.compile(
     r"^\W*(?:(?:ok|okay|so|and|but|also|well|hmm|um|right|wait|oh|ah|yikes)\W+){0,2}"
     r"(?:(?:how|what|when|where|why|which|who)\s+(?:do|does|did|is|are|was|were|can|should|would|will|much|many|long|"
-    r"often)|(?:do|does|did|is|are|should|have|has)\s+(?:i|we|they|it|there|he|she|you)|(?:what|how|where|who)'?s\s)\b"
+    r"often)|(?:do|does|did|is|are|should|have|has)\s+(?:i|we|they|it|there|he|she|you)|(?:what|how|where|who)'?s\s|"
+    # an auxiliary and a subject named with its determiner ("do the drivers need dbs checks"), a subject question
+    # ("who carries the first aid kit on the day")
+    r"(?:do|does|did|should|can|will)\s+(?:the|my|our|your|their|his|her|these|those|all|any)\s+[a-z]+\s+[a-z]+|"
+    r"who\s+(?!(?:i|we|you|they)\b)[a-z]+s)\b"
 )
 
 # ----------------------------------------------------------------------------------------------- preference
@@ -487,6 +507,34 @@ MARKED_STANDING = re.compile(
     rf"\balways\b|\b{_NEVER}\b|in future|"
     r"\b(?:any|every|all)\b[^.?!;]{0,40}\byou (?:give|send|write|show|make|draft|prepare)\b)"
 )
+# The words of a line the user asks to add to the draft (加一句欢迎以后继续赐稿, "add a line saying we always welcome
+# walk-ins") are the draft's: a 以后 or an "always" in them marks no wish of the user's standing (marked_standing).
+LINE_TO_ADD = re.compile(
+    r"(?:加|添|补)上?[一两]?[句行段]话?[:：]?\s*[“\"「]?(?P<line>[^,，。!！?？\n][^。!！?？\n]*)|"
+    r"\b(?:add|insert|include|append|put in)\s+(?:a|an|one|another)\s+(?:[a-z]+\s+)?(?:line|sentence|note|ps)\s*"
+    r"(?:saying|that says|to say|:)\s*(?P<line_en>[^.!?\n]+)"
+)
+
+
+def marked_standing(text: str) -> re.Match[str] | None:
+    """MARKED_STANDING in `text`, outside the words of a line to add (LINE_TO_ADD)."""
+    return MARKED_STANDING.search(without_lines_to_add(text))
+
+
+def rule_like(text: str) -> re.Match[str] | None:
+    """RULE_LIKE in `text`, outside the words of a line to add (LINE_TO_ADD)."""
+    return RULE_LIKE.search(without_lines_to_add(text))
+
+
+def without_lines_to_add(text: str) -> str:
+    """`text` with the words of each line to add blanked out, every other character where it was."""
+    for line in LINE_TO_ADD.finditer(text):
+        for group in ("line", "line_en"):
+            if line.group(group):
+                text = text[: line.start(group)] + " " * (line.end(group) - line.start(group)) + text[line.end(group) :]
+    return text
+
+
 # A reason about the user ("我都是在手机上看", "I'm in Germany") makes a wish a standing one.
 REASON = re.compile(r"(我|我们|咱们|\bi\b|\bi'?m\b|\bwe\b|\bwe'?re\b|\bour\b|\bmy\b|\bme\b)")
 # A clause that gives the reason after a wish: the user speaking of themself, or a word for why.
@@ -559,7 +607,12 @@ PROCESS = _cues(
     ("before_en", r"^\W*before (?P<then>[^,]{3,40}),? (?P<first>[^.;]{3,80})"),
     ("before_en", r"(?P<first>[^,.;]{3,80}?)\s+before\s+(?P<then>[^,.;]{3,40})"),
     ("first_then_en", r"\bfirst\b[^.;]*?\bthen\b|,? then (?!you'?ll|we'?ll|it|i )[a-z]+"),
-    ("imperative_first_en", r"^\W*(?!i\b|we\b|it\b|the\b)[a-z]+\b[^,.;]{0,60}\bfirst\b"),
+    # (not the ordinal of "the first aid kit", "their first visit")
+    (
+        "imperative_first_en",
+        r"^\W*(?!i\b|we\b|it\b|the\b)[a-z]+\b[^,.;]{0,60}(?<!\bthe )(?<!\ba )(?<!\bmy )(?<!\bour )(?<!\byour )"
+        r"(?<!\btheir )(?<!\bhis )(?<!\bher )(?<!\bits )\bfirst\b(?![\s-]aid\b)",
+    ),
     ("order_en", r"\b(not the other way (a)?round|not after|not before|in that order)\b"),
     ("once_then_en", r"^\W*once (?P<first>[^,]{3,60}),\s*(then )?(?P<then>[^.;]{3,60})"),
     ("instead_en", r"^\W*instead of (?P<then>[^,]{3,60}),\s*(?P<first>[^.;]{3,60})"),

@@ -55,7 +55,7 @@ class ReadMessage:
         in sentences apart are all processes; "这次先给我看汇总，明细下次再说" stays one.)"""
         once = [sentence for sentence in self.sentences if "one_time" in sentence.guards]
         others = (sentence for sentence in self.sentences if "one_time" not in sentence.guards)
-        return bool(once) and not any(patterns.MARKED_STANDING.search(sentence.text) for sentence in others)
+        return bool(once) and not any(patterns.marked_standing(sentence.text) for sentence in others)
 
     @property
     def declines(self) -> bool:
@@ -129,7 +129,7 @@ class ReadMessage:
     def marks_a_standing_wish(self) -> bool:
         """The message marks something as standing (patterns.MARKED_STANDING: 以后, from now on, always; "never mind"
         marks nothing)."""
-        return bool(patterns.MARKED_STANDING.search(self.message.text))
+        return bool(patterns.marked_standing(self.message.text))
 
     @property
     def fixes_own_input(self) -> bool:
@@ -152,7 +152,7 @@ class ReadMessage:
             and (patterns.DIRECTIVE.search(sentence.text) or patterns.REQUEST_STATED.search(sentence.text))
             for sentence in self.sentences
         )
-        marked = patterns.MARKED_STANDING.search(text) or patterns.RULE_LIKE.search(text)
+        marked = patterns.marked_standing(text) or patterns.rule_like(text)
         return hypothetical and not marked and not stated_apart
 
     @property
@@ -233,14 +233,21 @@ _SEPARATOR = re.compile(r"^[ \t]*(?:-{3,}|={3,}|_{3,}|\*{3,})[ \t]*$", re.M)
 
 
 def own_words(message: str) -> str:
-    """`message` without what the user pasted into it (above): the words the user wrote."""
+    """`message` without what the user pasted into it (above): the words the user wrote. A paragraph that opens the
+    next item of the task ("Next one: power failure at the Marsh Lane exchange, …", patterns.NEXT_ITEM) ends them: the
+    values from there on are the next task's, no correction of the answer before."""
     text = _QUOTED_LINE.sub("", _FENCE.sub("", message))
     start = _DOCUMENT_START.search(text)
     while start is not None and text.count("\n", start.end()) >= 2:  # a document runs over several lines
         close = _SEPARATOR.search(text, start.end() + 1)
         text = text[: start.start()] + (text[close.end() :] if close else "")
         start = _DOCUMENT_START.search(text, start.start())
-    return text.strip()
+    next_item = _NEXT_ITEM_PARAGRAPH.search(text)
+    return (text[: next_item.start()] if next_item and text[: next_item.start()].strip() else text).strip()
+
+
+# A paragraph of its own (after a blank line) that opens with the next item: patterns.NEXT_ITEM, not at the start.
+_NEXT_ITEM_PARAGRAPH = re.compile(r"\n[ \t]*\n(?=" + patterns.NEXT_ITEM.pattern.removeprefix("^") + ")", re.I)
 
 
 def read(message: str, previous: str | None) -> ReadMessage:
@@ -267,7 +274,7 @@ def analyse(span: Span) -> Sentence:
         len(parts) > 1
         and bool(patterns.ANSWER_MANNER.search(parts[-1]))
         and any(patterns.QUESTION_WORD_ZH.search(part) for part in parts[:-1])
-        and not patterns.MARKED_STANDING.search(text)
+        and not patterns.marked_standing(text)
     )
     question = question or manner
     asks = question or bool(patterns.QUESTION_UNMARKED_EN.search(body))

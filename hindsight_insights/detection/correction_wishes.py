@@ -3,6 +3,7 @@ second and third steps of the correction detector (corrections.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from hindsight_insights.detection import correction_patterns as patterns
@@ -52,7 +53,7 @@ def preference(turn: ReadMessage) -> Correction | None:
         standing = patterns.STANDING.search(text)
         reason = _has_reason(turn, sentence, directive.start())
         inherent = any(aspect[0] in patterns.INHERENT_ASPECTS for aspect in aspects)
-        marked = patterns.MARKED_STANDING.search(text)
+        marked = patterns.marked_standing(text)
         if not marked and _one_off(sentence, reason):
             turn.signals.append("guard:one_off_request")
             continue
@@ -95,7 +96,7 @@ def standing_wish(turn: ReadMessage) -> Correction | None:
             continue
         if (sentence.question and not patterns.POLITE_REQUEST.search(text)) or patterns.NOT_A_WISH.search(text):
             continue
-        marked = patterns.MARKED_STANDING.search(text)
+        marked = patterns.marked_standing(text)
         addressed = patterns.ADDRESSED.search(text)
         if marked and addressed and patterns.DIRECTIVE.search(text) and not _one_off(sentence, reason=False):
             return Correction(
@@ -127,11 +128,18 @@ def _has_reason(turn: ReadMessage, directive: Sentence, at: int) -> bool:
 
 
 def _directive_span(turn: ReadMessage, sentence: Sentence) -> str | None:
-    """The sentence from the first clause that carries the wish to its end, without trailing reason clauses: the
-    clauses after the directive say what it asks for ("以后你跟我说到任何药，药名后面都加个括号写它是治什么的"), the
-    user speaking of themself after them says why ("…，我好心里有数")."""
+    """The sentence from the first clause that carries the wish (an aspect, a directive or the mark that it stands:
+    "whenever you talk about light levels give me the actual numbers in dBm, …, never words like good") to its end,
+    without trailing reason clauses: the clauses after the directive say what it asks for ("以后你跟我说到任何药，药名
+    后面都加个括号写它是治什么的"), the user speaking of themself after them says why ("…，我好心里有数")."""
     parts = clauses(sentence.span)
-    kept = [c for c in parts if any(a[3].search(c.text) for a in patterns.ASPECTS) or patterns.DIRECTIVE.search(c.text)]
+    kept = [
+        c
+        for c in parts
+        if any(a[3].search(c.text) for a in patterns.ASPECTS)
+        or patterns.DIRECTIVE.search(c.text)
+        or patterns.marked_standing(c.text)
+    ]
     if not kept:
         return quote(turn.message, sentence.span.start, sentence.span.end)
     tail = parts[parts.index(kept[-1]) + 1 :]
@@ -178,6 +186,13 @@ def _address(turn: ReadMessage, sentence: Sentence, name: str, match: re.Match[s
 def process(turn: ReadMessage) -> Correction | None:
     if turn.previous is None and not patterns.RULE_LIKE.search(turn.message.text):
         return None  # nothing was done that this corrects, and nothing says it is a rule of the work
+    found = _process(turn)
+    if found is None or found.type is not CorrectionType.PROCESS:
+        return found
+    return _quoting_the_stated_rule(turn, found)
+
+
+def _process(turn: ReadMessage) -> Correction | None:
     for sentence in turn.sentences:
         # (a question states no rule, marked or not: "whats the usual free time before storage kicks in, roughly")
         if sentence.asks or sentence.reported_at < len(sentence.text) or patterns.FAVOUR.search(sentence.text):
@@ -196,6 +211,28 @@ def process(turn: ReadMessage) -> Correction | None:
         if instead and turn.previous is not None and anchors(instead["dont"]) & anchors(turn.previous.text):
             return _process_result(turn, sentence, "instead_of_proposed", instead)
     return None
+
+
+def _quoting_the_stated_rule(turn: ReadMessage, found: Correction) -> Correction:
+    """`found` quoting the rule a sentence of the message introduces (patterns.STATES_THE_RULE: "我们厂的规定是：
+    发现不合格品，先挂红色不合格标签…；班组长开不合格品报告…；…只能由质量部判定。"), from its colon to the end of the
+    sentence the semicolons run on to, rather than the verdict on the draft the step found first
+    ("第二条不行，生产不能自己返修放行")."""
+    text = turn.message.text
+    for index, sentence in enumerate(turn.sentences):
+        stated = patterns.STATES_THE_RULE.search(sentence.text)
+        if stated is None or sentence.asks:
+            continue
+        last = sentence
+        for following in turn.sentences[index + 1 :]:
+            if not text[: last.span.end].rstrip().endswith((";", "；")):
+                break
+            last = following
+        rule = quote(turn.message, sentence.span.start + stated.end(), last.span.end)
+        if rule and rule != found.corrected:
+            return dataclasses.replace(found, corrected=rule, topic=short(rule, turn.zh))
+        break
+    return found
 
 
 def _answer_shape(turn: ReadMessage, sentence: Sentence) -> Correction:

@@ -215,10 +215,12 @@ def further_wishes(
     found_at = turn.message.text.find(taught[0]) if taught else -1
     topics = {found.topic}
     further: list[Correction] = []
+    rest: list[str] = []  # the sentences no lesson of the message quotes
     for sentence in turn.sentences:
         text = quote(turn.message, sentence.span.start, sentence.span.end)
         if not text or _overlaps(fold(text).text, taught):
             continue
+        rest.append(text)
         alone = detect(text, previous_assistant)
         if learned is not None and not (alone.type in _STANDING and alone.confidence >= FURTHER_WISH_AT):
             alone = _learned_wish(detect(text, previous_assistant, learned), alone, text)
@@ -232,7 +234,28 @@ def further_wishes(
                 further.append(alone if alone.topic not in topics else dataclasses.replace(alone, topic=None))
                 taught.append(said)
                 topics.add(alone.topic)
-    return further
+    rest = [text for text in rest if not _overlaps(fold(text).text, taught)]  # (nor a further wish)
+    fact = _further_fact(rest, previous_assistant, found, learned)
+    return further if fact is None else [fact, *further]
+
+
+def _further_fact(
+    rest: Sequence[str], previous_assistant: str | None, found: Correction, learned: LearnedDetector | None
+) -> Correction | None:
+    """The fact the sentences beside a wish or a rule put right, read together (`rest`, in the message's order): "你那个
+    0.56不是我家的价。我家前年就申请了峰谷电，…一度0.31 … 还有，你以后算账直接告诉我多少钱就行" states the user's own
+    tariff as well as the wish the rules found. Only with a reflection's detector, beyond doubt (FURTHER_LEARNED_AT),
+    and not in what only asks: the model reads what the user states of their own case, which no rule quotes."""
+    if learned is None or found.type not in _STANDING or not rest:
+        return None
+    text = " ".join(rest)
+    fact = detect(text, previous_assistant, learned)
+    if fact.type is not CorrectionType.FACTUAL or fact.probabilities.get(fact.type.value, 0.0) < FURTHER_LEARNED_AT:
+        return None
+    turn = read(text, previous_assistant)
+    if all(sentence.asks or sentence.question for sentence in turn.sentences):
+        return None
+    return fact
 
 
 # What a message needs from the detector for the assistant's acknowledgement to make it a fact put right
@@ -290,14 +313,16 @@ def opening_request(found: Correction) -> Correction:
 
 
 def own_input_put_right(
-    correction: Correction, earlier_messages: Sequence[str], earlier_answers: Sequence[str | None]
+    correction: Correction, message: str, earlier_messages: Sequence[str], earlier_answers: Sequence[str | None]
 ) -> Correction:
     """`correction` as none when it puts right a number the user gave first: "she's 12 actually" after the answer's
     "At 11 she'd trial with …", when the user's own opening said "my daughter is 11". The class definitions make the
     user fixing their own earlier input none; record_turn and a reflection read the session for it. A number of the
     replaced text that the corrected text lacks, said in an earlier message of the user (`earlier_messages`) and in
-    no answer before it (`earlier_answers[i]` answers `earlier_messages[i]`)."""
-    if _puts_right_own_number(correction, earlier_messages, earlier_answers):
+    no answer before it (`earlier_answers[i]` answers `earlier_messages[i]`). When the answer held no value to replace,
+    the numbers `message` says it is not and no answer said ("是搬到15栋，不是21栋", the user's own 21 from their first
+    message, which the answers never used)."""
+    if _puts_right_own_number(correction, message, earlier_messages, earlier_answers):
         return Correction(
             CorrectionType.NONE,
             0.0,
@@ -308,17 +333,21 @@ def own_input_put_right(
 
 
 def _puts_right_own_number(
-    correction: Correction, earlier_messages: Sequence[str], earlier_answers: Sequence[str | None]
+    correction: Correction, message: str, earlier_messages: Sequence[str], earlier_answers: Sequence[str | None]
 ) -> bool:
-    if correction.type is not CorrectionType.FACTUAL or not correction.original:
+    if correction.type is not CorrectionType.FACTUAL:
         return False
     corrected = correction.corrected or ""
     # the numbers the corrected text drops, and those it names as the old value ("ap 是 8 不是 10", "8, not 10")
     negated = {match.group(1) for match in _NEGATED_NUMBER.finditer(corrected)}
-    original = set(NUMBER.findall(correction.original))
-    replaced = original - set(NUMBER.findall(corrected)) | original & negated
-    said = [set(NUMBER.findall(message)) for message in earlier_messages]
+    said = [set(NUMBER.findall(earlier)) for earlier in earlier_messages]
     answered = [set(NUMBER.findall(answer or "")) for answer in earlier_answers]
+    if correction.original:
+        original = set(NUMBER.findall(correction.original))
+        replaced = original - set(NUMBER.findall(corrected)) | original & negated
+    else:  # (a number no answer said: one an answer used, the message may put right in it)
+        replaced = {match.group(1) for match in _NEGATED_NUMBER.finditer(fold(message).text)}
+        replaced -= set().union(*answered)
     for number in replaced:
         # the first message that says it decides: an answer before a later one came before the first one's too
         first = next((index for index, numbers in enumerate(said) if number in numbers), None)
@@ -401,7 +430,7 @@ def _alone(turn: ReadMessage, text: str, previous_assistant: str | None) -> tupl
     alone = _rules(turn.alone(text))
     # (a condition inside a wish marked standing is the wish's: "whenever you mention a drug, give me the generic
     # name first and put a brand in brackets only if it matters")
-    standing = patterns.MARKED_STANDING.search(text) is not None  # (a folded sentence or clause)
+    standing = patterns.marked_standing(text) is not None  # (a folded sentence or clause)
     held = [s for s in alone.signals if s.startswith("guard:") and not (standing and s == "guard:conditional")]
     if not alone.is_correction and held:
         return None
@@ -418,7 +447,7 @@ def _standing_clauses(
     if len(parts) < 2:
         return []
     texts = (clause.text.strip(" ,，;；") for clause in parts)
-    marked = (text for text in texts if len(text) >= _SHORTEST_READING and patterns.MARKED_STANDING.search(text))
+    marked = (text for text in texts if len(text) >= _SHORTEST_READING and patterns.marked_standing(text))
     return [reading for text in marked if (reading := _alone(turn, text, previous_assistant)) is not None]
 
 
@@ -466,7 +495,7 @@ def _held_as_a_look_alike(found: Correction) -> bool:
 
 def _marks_a_standing_rule(turn: ReadMessage) -> bool:
     text = turn.message.text
-    return bool(patterns.MARKED_STANDING.search(text) or patterns.RULE_LIKE.search(text))
+    return bool(patterns.marked_standing(text) or patterns.rule_like(text))
 
 
 def _rules(turn: ReadMessage) -> Correction:

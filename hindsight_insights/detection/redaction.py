@@ -220,6 +220,9 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
         found += at(folded, (m.span("value") for m in pattern.finditer(f)), kind)
     labelled_ids = patterns.ID_A_FEW_WORDS_AFTER.finditer(f)
     found += at(folded, (m.span("value") for m in labelled_ids if checks.resident_id_shape(m["value"])), "id_card")
+    if patterns.NAMES_A_RESIDENT_ID.search(f):
+        shaped = (m.span() for m in patterns.ID_NUMBER.finditer(f) if checks.resident_id_shape(m.group()))
+        found += at(folded, shaped, "id_card")
     found += at(folded, _passports_nearby(f), "passport")
     for kind, spans in (*_table_cells(f), *_delimited_cells(f)):
         found += at(folded, spans, kind)

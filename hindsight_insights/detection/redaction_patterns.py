@@ -166,7 +166,8 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
     (
         "employee_id",
         re.compile(
-            rf"(?:{_EMPLOYEE_NUMBER_ZH}|员工卡号|(?:employee|staff|emp|personnel|payroll)(?=\s*(?:number|no|id|#))|\beid\b|"
+            rf"(?:{_EMPLOYEE_NUMBER_ZH}|员工卡号|(?:employee|staff|emp|personnel|payroll|badge)(?=\s*(?:number|no|id|#))|"
+            r"\beid\b|"
             r"personalnummer|personalnr\.?|mitarbeiternummer|matricule|matrícula|matricola|"
             r"(?:número|n\.?\s?[ºo]|núm\.?) de empleado|numero di matricola|personeelsnummer)"
             # a few words between, within the clause: "工号，我的是 HS207731", "staff ID - mine is …", "… ist"
@@ -182,7 +183,7 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
         # the label after the number: "HS207731 是我的工号", "E-4410 (my staff ID)"
         re.compile(
             rf"(?<![\da-z])(?P<value>[a-z]{{0,4}}[-_]?\d{{3,10}})(?![\da-z])\s*{_LABEL_AFTER}"
-            rf"(?:{_EMPLOYEE_NUMBER_ZH}|(?:employee|staff|personnel|payroll) (?:number|id|no))"
+            rf"(?:{_EMPLOYEE_NUMBER_ZH}|(?:employee|staff|personnel|payroll|badge) (?:number|id|no))"
         ),
     ),
     (
@@ -248,7 +249,7 @@ TABLE_COLUMNS: list[tuple[str, re.Pattern[str]]] = [
     ("bank_card", re.compile(r"卡号|银行卡|信用卡|card")),
     ("iban", re.compile(r"\biban\b")),
     ("bank_account", re.compile(rf"{_ACCOUNT_ZH}|account|sort code|bsb|routing")),
-    ("employee_id", re.compile(rf"{_EMPLOYEE_NUMBER_ZH}|employee|(?:staff|personnel|payroll) (?:no|id|number)")),
+    ("employee_id", re.compile(rf"{_EMPLOYEE_NUMBER_ZH}|employee|(?:staff|personnel|payroll|badge) (?:no|id|number)")),
     ("phone", re.compile(r"手机|电话|联系方式|phone|mobile|\btel\b|전화|휴대")),
     ("email", re.compile(r"邮箱|电邮|e-?mail|이메일")),
     ("address", re.compile(r"地址|住址|address|adresse|anschrift|dirección|indirizzo|주소")),
@@ -259,6 +260,12 @@ TABLE_COLUMNS: list[tuple[str, re.Pattern[str]]] = [
 ID_A_FEW_WORDS_AFTER = re.compile(
     r"(?:身份证|居民身份|公民身份|resident id|national id|id card|identity card)[^\d\n。!?！？]{1,30}?"
     r"(?<![\da-z])(?P<value>\d{6}[\s-]?\d{8}[\s-]?\d{3}[\dx])(?![\da-z])"
+)
+# A text that names the resident ID card anywhere (an error message about it, the household register it was copied
+# from: "提示“身份证号码校验错误”。我对着户口本看了三遍：450103…"): a number of its shape in it is one, whatever its
+# check digit (redaction_checks.resident_id_shape).
+NAMES_A_RESIDENT_ID = re.compile(
+    r"身份证|证件号|居民身份|公民身份|户口本|户口簿|resident id|national id|id card|identity card"
 )
 
 # ------------------------------------------------------------------------------------------ secrets by label
@@ -271,6 +278,8 @@ _PASSWORD_WORD = (
 )
 PASSWORD = re.compile(
     r"(?P<label>(?<![a-z0-9_])[a-z0-9_]{0,40}?(?:password|passwd|pwd)|\bpw\b|\bpass(?=\s*[:=])|pass(?:code|phrase)|密码|口令|"
+    # ("user / pass 7Herons&Kale": pass before what can only be a password, a letter and a digit and a symbol in it)
+    r"\bpass(?=\s+(?=\S*[a-z])(?=\S*\d)(?=\S*[^\sa-z0-9])\S{6,})|"
     rf"{_PASSWORD_WORD})"
     # (never across a line: an empty "DB_PASSWORD=" is not the next line's password)
     r"(?P<sep>[^\S\n]*(?:[:=]|是|为|改成了|改成|改为|设为|设置为|(?:is|was)(?:[^\S\n]+now)?)[^\S\n]*[\"'“]?[^\S\n]*|[^\S\n]+|"
@@ -435,7 +444,9 @@ _YEAR_EN = (
 _ZH_FIGURE = r"[一二三四五六七八九零〇]"
 _ZH_DATE = (
     # (an era year too: 昭和12年, 平成3年, 民国80年)
-    rf"(?:{_ZH_FIGURE}{{4}}|{_ZH_FIGURE}{{2}}|(?:19|20)\d{{2}}|(?:昭和|平成|令和|大正|民国)\s*(?:\d{{1,2}}|元))\s*年\s*"
+    # (the lunar calendar named after the year: 1958年农历八月十五; the Republic's era as Taiwan writes it, 民國108年)
+    rf"(?:{_ZH_FIGURE}{{4}}|{_ZH_FIGURE}{{2}}|(?:19|20)\d{{2}}|(?:昭和|平成|令和|大正)\s*(?:\d{{1,2}}|元)|"
+    r"(?:民国|民國)\s*(?:\d{1,3}|元))\s*年\s*(?:农历|阴历|農曆|陰曆)?\s*"
     r"(?:[一二三四五六七八九十]{1,3}|正|腊|冬|\d{1,2})\s*月\s*"
     r"(?:初[一二三四五六七八九十]|廿[一二三四五六七八九]?|卅|[一二三四五六七八九十]{1,3}|\d{1,2})(?:\s*[日号])?"
 )

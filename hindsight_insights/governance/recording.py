@@ -92,7 +92,7 @@ def record_turn(
     elif correction.type is CorrectionType.FACTUAL:
         earlier = store.turns.session(draft.session_id)
         correction = own_input_put_right(
-            correction, [t.user_message for t in earlier], [t.assistant_message for t in earlier]
+            correction, draft.user_message, [t.user_message for t in earlier], [t.assistant_message for t in earlier]
         )
     signals = draft.signals.model_copy(update={"detected": _redacted(correction).stored()})
     visible = store.visible_ids(draft.injected_insight_ids, draft.user_id, draft.session_id)

@@ -51,7 +51,7 @@ from collections.abc import Sequence
 
 from hindsight_insights.commands import Provenance
 from hindsight_insights.config import Settings
-from hindsight_insights.detection.correction_turn import Sentence, read
+from hindsight_insights.detection.correction_turn import ReadMessage, Sentence, read
 from hindsight_insights.detection.correction_types import IMPLICIT, Correction, CorrectionType
 from hindsight_insights.detection.corrections import (
     NUMBER,
@@ -129,7 +129,7 @@ class OfflineExtractor:
                     others = [messages[other] for other in plain if other not in (0, index)]
                     correction = repeated_wish(correction, message, previous_answer, others)
                     correction = acknowledged(correction, message, turn.assistant_message)
-                    correction = own_input_put_right(correction, messages[:index], answers[:index])
+                    correction = own_input_put_right(correction, message, messages[:index], answers[:index])
                 shown = adopted.get(index)
                 if shown is not None and (correction is None or not correction.is_correction):
                     correction = _shown_wish(message, correction, "offline:adopted")
@@ -142,6 +142,8 @@ class OfflineExtractor:
                     lessons = [correction, *further]
                 version = versions.get(index)
                 if version is not None:  # whatever else the message says, the version it sent shows a wish
+                    # (and a fact the detector read into the version itself is none: it is what the user sent)
+                    lessons = [lesson for lesson in lessons if not _in_the_version(lesson, version)]
                     lessons.append(_shown_wish(version, findings[index], "offline:sent_version"))
                 elif index in edits:  # and so does what it says it changed before sending the draft
                     # (the change it reports is no fact put right: "我把开头改成了“各位家长”才发的" edits a draft)
@@ -193,7 +195,8 @@ class OfflineExtractor:
         return opening_request(found) if previous_answer is None else found
 
 
-# Later answers that must all give what a follow-up question asked for (adopted_requests): one could be chance.
+# Later answers to the user's next requests that must all give what a follow-up question asked for
+# (adopted_requests), beside the question's own answer: one could be chance, unless it gives the question's own words.
 ADOPTED_IN_ANSWERS = 2
 # How much of the answer that shows what the assistant kept giving goes into the rule.
 SHOWN_CHARS = 80
@@ -206,24 +209,38 @@ def adopted_requests(
     the clause of the next answer that shows it. A message counts when it only asks (its other sentences approve at
     most: "ok. and how would I say that to the parents?"; or one reason follows: "…? we put it on the label"), after
     an answer that asked nothing (so it is no answer to a clarifying question), and teaches nothing the detector
-    found; its answer and every one of at least ADOPTED_IN_ANSWERS later answers share a content word that no earlier
-    answer and no other message of the user has: the assistant brought it in for this question and kept it."""
+    found. Its answer and every later answer to a new request share a content word that no earlier answer and no
+    other message of the user has: the assistant brought it in for this question and kept it. A new request does more
+    than approve ("perfect，这个 client 很喜欢" gets a courtesy back) and is not for this time only
+    (这次帮我把这段说明用繁体写一下 asks for the answer at hand again). At least ADOPTED_IN_ANSWERS of them; or one,
+    when what it shares is the question's own words ("rain plan 怎么弄？" once, then a "Rain plan" in the next event's
+    timeline)."""
     found: dict[int, str] = {}
     said = [anchors(fold(message).text) for message in messages]
     given = [anchors(fold(answer).text) if answer else frozenset() for answer in answers]
-    for index in range(1, len(messages) - ADOPTED_IN_ANSWERS):
+    requests = [_new_request(read(message, None)) for message in messages]
+    for index in range(1, len(messages) - 1):
         previous, finding = answers[index - 1], findings[index]
         if not previous or "?" in previous or "？" in previous or (finding is not None and finding.is_correction):
             continue
         if not _only_asks(read(messages[index], previous).sentences):
             continue
-        later = given[index + 1 :]
-        kept = frozenset.intersection(given[index], *later) - frozenset().union(*given[:index])
+        later = [other for other in range(index + 1, len(messages)) if requests[other]]
+        if not later:
+            continue
+        kept = frozenset.intersection(given[index], *(given[other] for other in later))
+        kept -= frozenset().union(*given[:index])
         kept -= frozenset().union(*(words for other, words in enumerate(said) if other != index))
-        shown = _clause_showing(answers[index + 1] or "", kept) if kept else None
+        if len(later) < ADOPTED_IN_ANSWERS:
+            kept &= said[index]
+        shown = _clause_showing(answers[later[0]] or "", kept) if kept else None
         if shown:
             found[index] = shown
     return found
+
+
+def _new_request(turn: ReadMessage) -> bool:
+    return not turn.for_this_time_only and not all(_approves(sentence) for sentence in turn.sentences)
 
 
 def _only_asks(sentences: Sequence[Sentence]) -> bool:
@@ -290,7 +307,10 @@ def sent_versions(messages: Sequence[str], answers: Sequence[str | None]) -> dic
     answer, as long, keeps a mark of layout the version brought and the draft lacked ("【M-2207｜Line 3】",
     "[02:10]") or has lines much nearer the version's in length than the draft's (twice as near, on a log scale); or
     the version, however short, separates its fields by a mark the draft lacked, and the answer does too
-    ("1|2|日常饮水用|…"). The user showed how they want such text, and the assistant followed: a wish never stated."""
+    ("1|2|日常饮水用|…"), or opens or ends with the version's first or last OPENING_WORDS words, which the draft did
+    not ("What actually went out: Brightline: REF OUT-4471. …" after a "Dear valued customer" draft; a sign-off
+    "— Reception, Harbour Lane Hostel"). The user showed how they
+    want such text, and the assistant followed: a wish never stated."""
     found: dict[int, str] = {}
     for index in range(1, len(messages)):
         draft, answer = answers[index - 1], answers[index]
@@ -323,8 +343,7 @@ def _sent_version(message: str, draft: str) -> str | None:
         break
     if not kept:
         return None
-    version = message[start + kept[0].start : start + kept[-1].end].strip()
-    return version if len(_lines(version)) >= SENT_LINES or _separators(version, draft) else None
+    return message[start + kept[0].start : start + kept[-1].end].strip()
 
 
 def _leading_lines(paragraph: Span, in_draft: frozenset[str]) -> Span | None:
@@ -376,6 +395,17 @@ def _in_the_edit(lesson: Correction, edit: str) -> bool:
     return lesson.type is CorrectionType.FACTUAL and bool(said) and said in edit
 
 
+def _in_the_version(lesson: Correction, version: str) -> bool:
+    """A fact the detector read into the version the user sent (sent_versions), or into a quote that holds it."""
+    said = (lesson.corrected or "").strip()
+    opening = version[:SENT_OPENING_CHARS]
+    return lesson.type is CorrectionType.FACTUAL and bool(said) and (said in version or opening in said)
+
+
+# How much of a version's opening a fact's quote must hold to be the version read as a fact.
+SENT_OPENING_CHARS = 40
+
+
 def _sentence_with_its_quote(message: str, start: int, end: int) -> str:
     """The sentence of `message` around [start, end): to its end, or, when it opens a quote, to the quote's end if
     nothing of the sentence follows it ("sent it as '…' next one is …"), else on to the end after it
@@ -403,6 +433,10 @@ def _separators(version: str, draft: str) -> frozenset[str]:
 def _laid_out_like(answer: str, version: str, draft: str) -> bool:
     if any(answer.count(mark) >= 2 for mark in _separators(version, draft)):
         return True  # the answer separates its fields the way the version did
+    for ends in (_opening, _closing):
+        words = ends(version)
+        if len(words) == OPENING_WORDS and ends(answer) == words != ends(draft):
+            return True  # the answer opens ("Brightline: REF OUT-…") or signs off as the version did, the draft not
     if len(_lines(answer)) < SENT_LINES or len(_lines(version)) < SENT_LINES:
         return False
     brought = (LAYOUT_MARKS & set(version)) - set(draft)
@@ -411,6 +445,20 @@ def _laid_out_like(answer: str, version: str, draft: str) -> bool:
     # Lines much nearer the version's in length than the draft's (by their ratio: twice as near, on a log scale).
     length = _line_length(answer)
     return 2 * abs(math.log(length / _line_length(version))) < abs(math.log(length / _line_length(draft)))
+
+
+# How many of a version's first or last words (or runs of Chinese) an answer must open or end with to follow it
+# however short it is; words, not figures (a date or a quantity in both is the content's, not the layout's).
+OPENING_WORDS = 3
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _opening(text: str) -> list[str]:
+    return _WORD.findall(fold(text).text)[:OPENING_WORDS]
+
+
+def _closing(text: str) -> list[str]:
+    return _WORD.findall(fold(text).text)[-OPENING_WORDS:]
 
 
 def _lines(text: str) -> list[str]:
