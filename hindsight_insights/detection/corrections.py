@@ -235,12 +235,16 @@ def further_wishes(
                 taught.append(said)
                 topics.add(alone.topic)
     rest = [text for text in rest if not _overlaps(fold(text).text, taught)]  # (nor a further wish)
-    fact = _further_fact(rest, previous_assistant, found, learned)
+    fact = _further_fact(rest, previous_assistant, found, learned, "。" if turn.zh else ". ")
     return further if fact is None else [fact, *further]
 
 
 def _further_fact(
-    rest: Sequence[str], previous_assistant: str | None, found: Correction, learned: LearnedDetector | None
+    rest: Sequence[str],
+    previous_assistant: str | None,
+    found: Correction,
+    learned: LearnedDetector | None,
+    sentence_end: str,
 ) -> Correction | None:
     """The fact the sentences beside a wish or a rule put right, read together (`rest`, in the message's order): "你那个
     0.56不是我家的价。我家前年就申请了峰谷电，…一度0.31 … 还有，你以后算账直接告诉我多少钱就行" states the user's own
@@ -248,14 +252,15 @@ def _further_fact(
     and not in what only asks: the model reads what the user states of their own case, which no rule quotes."""
     if learned is None or found.type not in _STANDING or not rest:
         return None
-    text = " ".join(rest)
+    text = "".join(sentence + sentence_end for sentence in rest).strip()  # (each quote ends where its sentence did)
     fact = detect(text, previous_assistant, learned)
     if fact.type is not CorrectionType.FACTUAL or fact.probabilities.get(fact.type.value, 0.0) < FURTHER_LEARNED_AT:
         return None
     turn = read(text, previous_assistant)
     if all(sentence.asks or sentence.question for sentence in turn.sentences):
         return None
-    return fact
+    # (quoting what the model read, the sentences together: the value and what it is about may be in different ones)
+    return dataclasses.replace(fact, corrected=text)
 
 
 # What a message needs from the detector for the assistant's acknowledgement to make it a fact put right
