@@ -844,6 +844,8 @@ def test_a_question_once_and_its_subject_in_the_next_tasks_answer_is_a_wish_show
     assert adopted_requests(messages, other, findings) == {}
     rewrite = [*messages[:2], "这次把上面的安排翻成中文。", "Great, thanks"]
     assert adopted_requests(rewrite, answers, findings) == {}
+    recap = [*messages[:2], "Could you give me the whole day as a checklist this once? It goes on the staffroom wall."]
+    assert adopted_requests([*recap, "Great, thanks"], answers, findings) == {}
 
 
 def test_a_fact_beside_a_stated_wish_is_learned_too(learned: LearnedDetector) -> None:
