@@ -200,9 +200,10 @@ def further_wishes(
     a preference or a process outright (FURTHER_WISH_AT or more) that `found` does not already quote. With `learned`
     (a reflection's detector) a sentence they find no such wish in is read by the model too, and kept only when it
     reads a wish or a rule beyond doubt (FURTHER_LEARNED_AT): a sentence out of its message is where a model reads the
-    most into words, so its usual bar would not do. Only in a message that teaches (`found` is
-    a correction) and is not for this time only. A preference after a preference found is not one: the first one's
-    rule already reads on to the message's later wishes (governance.lessons.every_wish)."""
+    most into words, so its usual bar would not do. Beside a wish or a rule, the sentences left over, read together
+    by the model, may put a fact of the user's right as well (_further_fact); it comes first. Only in a message that
+    teaches (`found` is a correction) and is not for this time only. A preference after a preference found is not
+    one: the first one's rule already reads on to the message's later wishes (governance.lessons.every_wish)."""
     turn = read(own_words(message), previous_assistant)
     if not found.is_correction or len(turn.sentences) < 2 or turn.for_this_time_only:
         return []

@@ -135,7 +135,8 @@ class OfflineExtractor:
                     correction = _shown_wish(message, correction, "offline:adopted")
                 lessons: list[Correction] = []
                 if correction is not None and correction.type not in (CorrectionType.NONE, CorrectionType.NEGATIVE):
-                    # A message may teach two things: its other sentences' own wishes and rules come after its finding.
+                    # A message may teach two things: its other sentences' own wishes and rules come after its finding
+                    # (and a fact they state beside a wish, before it).
                     further = (
                         further_wishes(message, previous_answer, correction, self._detector) if shown is None else []
                     )
