@@ -219,12 +219,13 @@ def adopted_requests(
     found: dict[int, str] = {}
     said = [anchors(fold(message).text) for message in messages]
     given = [anchors(fold(answer).text) if answer else frozenset() for answer in answers]
-    requests = [_new_request(read(message, None)) for message in messages]
+    turns = [read(message, None) for message in messages]  # (a message's sentences do not depend on the answer)
+    requests = [_new_request(turn) for turn in turns]
     for index in range(1, len(messages) - 1):
         previous, finding = answers[index - 1], findings[index]
         if not previous or "?" in previous or "？" in previous or (finding is not None and finding.is_correction):
             continue
-        if not _only_asks(read(messages[index], previous).sentences):
+        if not _only_asks(turns[index].sentences):
             continue
         later = [other for other in range(index + 1, len(messages)) if requests[other]]
         if not later:
@@ -399,8 +400,9 @@ def _in_the_edit(lesson: Correction, edit: str) -> bool:
 def _in_the_version(lesson: Correction, version: str) -> bool:
     """A fact the detector read into the version the user sent (sent_versions), or into a quote that holds it."""
     said = (lesson.corrected or "").strip()
-    opening = version[:SENT_OPENING_CHARS]
-    return lesson.type is CorrectionType.FACTUAL and bool(said) and (said in version or opening in said)
+    return _in_the_edit(lesson, version) or (
+        lesson.type is CorrectionType.FACTUAL and bool(said) and version[:SENT_OPENING_CHARS] in said
+    )
 
 
 # How much of a version's opening a fact's quote must hold to be the version read as a fact.
