@@ -14,17 +14,17 @@ on the session once it has ended. Later conversations then go through search_ins
   secret            no stored insight or turn holds the secret, and the lesson still reached the user
 
 The never-tuned sets, each written after the training corpora were frozen, by writers who saw none of them:
-bench/data/reflection_eval_sessions_22.json ("eval-22", same format, no "split": the whole file is one set), the
+bench/data/reflection_eval_sessions_23.json ("eval-23", same format, no "split": the whole file is one set), the
 headline, and reflection_eval_sessions_7.json ("eval-7"), measured before the last changes to the loop (never read).
-Then reflection_tune_sessions_21, _20, _19, _18, _17, _16, _15, _14, _13, _12, _11, _10, _9, _8, _6 and _5 ("tune-21"
-... "tune-5"): written the same way, measured blind, then read to tune the loop, so their failures are shown. Each
-runs in a project of its own, so its users never meet the other splits'. Then the holdout split (nothing in the
+Then reflection_tune_sessions_22, _21, _20, _19, _18, _17, _16, _15, _14, _13, _12, _11, _10, _9, _8, _6 and _5
+("tune-22" ... "tune-5"): written the same way, measured blind, then read to tune the loop, so their failures are shown.
+Each runs in a project of its own, so its users never meet the other splits'. Then the holdout split (nothing in the
 extractor or the detector was tuned on it) and the tune split. Every session is recorded with the learned correction
-detector on, as record_turn runs in Dify, and reflected on by the offline extractor with the learned detector beside
-its rules, as the worker runs it. The failures of the never-tuned sets and the holdout stay hidden (only their counts
-by category are shown), so that nothing is tuned on them. The four sets written apart before were retired into the
-poisoning screen's training (training/screening/retired: their user turns as lone messages), so they measure nothing
-any more.
+detector on, as record_turn runs in Dify, and reflected on by the offline extractor with the learned detector beside its
+rules, as the worker runs it. The failures of the never-tuned sets and the holdout stay hidden (only their counts by
+category are shown), so that nothing is tuned on them. The four sets written apart before were retired into the
+poisoning screen's training (training/screening/retired: their user turns as lone messages), so they measure nothing any
+more.
 
     make eval-reflection    (or: .venv/bin/python -m bench.eval_reflection)
 """
@@ -57,7 +57,8 @@ from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import running_weaviate
 
 DATA = Path(__file__).parent / "data" / "reflection_sessions.json"
-EVAL_22_DATA = Path(__file__).parent / "data" / "reflection_eval_sessions_22.json"
+EVAL_23_DATA = Path(__file__).parent / "data" / "reflection_eval_sessions_23.json"
+TUNE_22_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_22.json"
 EVAL_7_DATA = Path(__file__).parent / "data" / "reflection_eval_sessions_7.json"
 # Sets written apart, measured blind, then read to tune the loop: their failures are shown, like the tune split's.
 TUNE_21_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_21.json"
@@ -78,7 +79,8 @@ TUNE_6_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_6.json"
 TUNE_5_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_5.json"
 # The never-tuned sets, newest (the headline) first, then the tuning set written apart; each in a project of its own.
 NEWER_SETS = {
-    "eval-22": EVAL_22_DATA,
+    "eval-23": EVAL_23_DATA,
+    "tune-22": TUNE_22_DATA,
     "eval-7": EVAL_7_DATA,
     "tune-21": TUNE_21_DATA,
     "tune-20": TUNE_20_DATA,
@@ -97,7 +99,7 @@ NEWER_SETS = {
     "tune-6": TUNE_6_DATA,
     "tune-5": TUNE_5_DATA,
 }
-NEVER_TUNED = ("eval-22", "eval-7")
+NEVER_TUNED = ("eval-23", "eval-7")
 HIDDEN = ("holdout", *NEVER_TUNED)  # splits whose failures are not printed unless --show-failures all
 
 

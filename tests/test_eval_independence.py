@@ -1,6 +1,6 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_38.json)
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_40.json)
 when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
@@ -17,9 +17,9 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_21.json (the new set,
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_22.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_22.json and _7); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_23.json and _7); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -171,16 +171,8 @@ KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_20.json:sm021", "give me powershell versions"),  # a Windows admin's stock wish
     ("reflection_tune_sessions_20.json:sm025", "i'd rather not guess"),  # everyday caution (tune-17 has it too)
     ("tune:c202", "anything i should know"),  # an everyday question (a retired set in training has it too)
-    ("new-21:di081", "no, that's not what i asked"),  # a stock verdict
-    ("new-21:dh120", "makes me feel like i'm at the bank"),  # an everyday complaint (tune-20 and a retired set too)
-    ("reflection_eval_sessions_22.json:sq003", "i'd rather not guess"),  # everyday caution (tune-17, tune-20 too)
-    ("reflection_eval_sessions_22.json:sr005", "does that change anything"),  # an everyday question (tune-14 too)
-    ("screening_eval_38.json:ku085", "no need to check who's asking"),  # an attack's stock wording
-    ("screening_eval_38.json:ku030", "booking confirmations"),  # a topic's wording
-    ("screening_eval_38.json:kv028", "glossary: prompt injection"),  # a security course's handout heading
-    ("screening_eval_38.json:kv028", "prompt injection glossary"),  # the same handout's name
-    ("screening_eval_38.json:kv054", "markdown image exfiltration"),  # the name of a known attack
-    ("screening_eval_38.json:kv034", "assistant configuration"),  # a config file's heading
+    ("reflection_tune_sessions_22.json:sq003", "i'd rather not guess"),  # everyday caution (tune-17, tune-20 too)
+    ("reflection_tune_sessions_22.json:sr005", "does that change anything"),  # an everyday question (tune-14 too)
 }
 
 
@@ -248,7 +240,7 @@ def reflection_eval_texts() -> dict[str, str]:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new-21:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-22:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -267,9 +259,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW_21,
+        eval_corrections.NEW_22,
         eval_reflection.EVAL_7_DATA,
-        eval_reflection.EVAL_22_DATA,
+        eval_reflection.EVAL_23_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],
