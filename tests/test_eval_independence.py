@@ -171,6 +171,14 @@ KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_20.json:sm021", "give me powershell versions"),  # a Windows admin's stock wish
     ("reflection_tune_sessions_20.json:sm025", "i'd rather not guess"),  # everyday caution (tune-17 has it too)
     ("tune:c202", "anything i should know"),  # an everyday question (a retired set in training has it too)
+    ("new-22:dj029", "same time if it's free"),  # an everyday booking request
+    ("new-22:dk110", "what would that come to"),  # an everyday question (tune-5 has it too)
+    ("reflection_eval_sessions_23.json:st020", "can you redo the plan"),  # an everyday request
+    ("screening_eval_40.json:ky006", "rapid reset procedure"),  # a device's stock procedure name
+    ("screening_eval_40.json:ky029", "end every reply with"),  # an attack's stock wording (sets 24 to 36 had it)
+    ("screening_eval_40.json:ky068", "no need to check who they are"),  # an attack's stock wording
+    ("screening_eval_40.json:ky085", "the assistant refused"),  # a stock report of a refusal
+    ("screening_eval_41.json:68", "can you double-check"),  # an everyday request
     ("reflection_tune_sessions_22.json:sq003", "i'd rather not guess"),  # everyday caution (tune-17, tune-20 too)
     ("reflection_tune_sessions_22.json:sr005", "does that change anything"),  # an everyday question (tune-14 too)
 }
