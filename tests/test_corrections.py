@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.eval_corrections import evaluate, load
+from hindsight_insights.detection.correction_patterns import marked_standing
 from hindsight_insights.detection.correction_turn import own_words, read
 from hindsight_insights.detection.correction_types import Correction
 from hindsight_insights.detection.corrections import (
@@ -767,3 +768,51 @@ def test_a_wish_marked_standing_by_whenever_is_quoted_from_its_mark() -> None:
     found = detect(message, "The pressure looks a bit low.")
     assert found.type is PREFERENCE and found.corrected is not None
     assert found.corrected.startswith("whenever you mention pressures")
+
+
+def test_from_now_on_marks_a_wish_not_a_changed_value() -> None:
+    """ "From now on when you …" addresses the assistant's answers: a standing wish, and "now" in it says no value
+    changed (the rules had read a changed fact into a bracket of the list)."""
+    message = (
+        "Looks right. From now on when you give me a checklist, tick box each item and put the owner in brackets: "
+        "(me), (site team), (supplier). Can you redo this one?"
+    )
+    found = detect(message, "1. Order the scaffold\n2. Book the skip\n3. Confirm the start date")
+    assert found.type is PREFERENCE and found.corrected is not None
+    assert found.corrected.startswith("From now on when you give me a checklist")
+
+
+def test_the_next_item_of_the_same_task_is_no_wish() -> None:
+    """下一个，… and 再写一个，… ask for the next item with its own details: the model alone reads no wish in them."""
+    previous = "小雨妈妈您好！今天练了音阶和《小星星》，手型进步很大，回家每天练十五分钟。"
+    assert "preference" in ruled_out("下一个，王小川，同一天的课，节奏稳但是不爱看谱。", previous)
+    assert "preference" in ruled_out("再写一个，大班的，刘果果，唱歌很放得开，就是坐不住。", previous)
+    assert "preference" not in ruled_out("下一个，以后每条反馈都加上下节课的时间。", previous)
+
+
+def test_a_rule_held_up_against_the_draft_is_a_process() -> None:
+    """ "我们公司的标准比你写的严：…" introduces the company's rule, whatever words it is in: the process quotes it."""
+    previous = "冷库温度控制在-15℃以下即可，每天记录一次。"
+    message = "我们公司的标准比你写的严：冷库温度不高于-18℃，每天早晚各记录一次；超温要当班主管签字。你照这个重写。"
+    found = detect(message, previous)
+    assert found.type is PROCESS and found.corrected is not None
+    assert found.corrected.startswith("冷库温度不高于-18℃") and "签字" in found.corrected
+
+
+def test_a_correction_quotes_every_value_of_its_sentence_it_puts_right() -> None:
+    previous = "Returns are accepted within 14 days and refunded as store credit."
+    message = "That's wrong. Returns are accepted within 30 days, and they're refunded to the card, not as credit."
+    found = detect(message, previous)
+    assert found.type is FACTUAL and found.corrected is not None
+    assert "30 days" in found.corrected and "refunded to the card" in found.corrected
+
+
+def test_never_in_the_perfect_tells_an_experience_and_marks_nothing_standing() -> None:
+    """ "who's never done it" says what someone has not done; a one-off request beside it stays one-off."""
+    message = (
+        "This one's for a new volunteer who's never used the till - just for this sheet, could you write the steps "
+        "without the shortcut keys? Everyone else is fine with the usual version."
+    )
+    assert detect(message, "Till steps: F2 opens the drawer, F7 voids a line.").type is NONE
+    assert marked_standing("never use the shortcut keys in these sheets") is not None
+    assert marked_standing("a new volunteer who's never used the till") is None

@@ -1781,3 +1781,41 @@ def test_a_lunar_or_era_birth_date_a_badge_number_and_a_pass_go(text: str, secre
 
 def test_pass_before_an_ordinary_word_stays() -> None:
     assert_unchanged("Did the MOT pass yesterday? The garage said pass with advisories.")
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        # a whole date of birth further on in the sentence that names the field
+        ("社保网页让填“出生日期（8位）”，我给我妈填的19610415，一直提示格式错误，怎么回事？", "19610415", "birth_date"),
+        (
+            "The visa form's Date of Birth box wants MM-DD-YYYY, so for my son Leo Park I put Apr-22-2012. OK?",
+            "Apr-22-2012",
+            "birth_date",
+        ),
+        # a passport number after the word in Hungarian and Finnish
+        ("Jelentkezés\nNév: Tóth Réka\nÚtlevélszám: HU7731045\nSzületési idő: 1988. május 3.", "HU7731045", "passport"),
+        ("Nimi: Eero Laine\nPassin numero: FP5520871\nSyntymäaika: 4.9.1972", "FP5520871", "passport"),
+        # the writer's own home line abroad after "ring me at home on"
+        (
+            "If the parcel comes while I'm out, ring me at home on (03) 5550 2291, I'll pop down.",
+            "(03) 5550 2291",
+            "phone",
+        ),
+    ],
+)
+def test_a_birth_date_a_passport_and_a_home_line_in_other_shapes_go(text: str, secret: str, kind: str) -> None:
+    assert_redacted(text, secret, kind)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a North American toll-free line written with its country code: a public line, no mainland mobile
+        "Add the gas emergency line to the tenants' sheet: 1-800-555-0199. Anything else?",
+        # a historical figure's birth date, the year written in full: no shorter date is cut out of it
+        "讲座开头介绍一下：徐霞客1587年1月5日生于江阴。这个日期是公历吗？",
+    ],
+)
+def test_a_toll_free_line_and_a_historical_birth_year_stay(text: str) -> None:
+    assert_unchanged(text)

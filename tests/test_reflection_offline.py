@@ -864,3 +864,24 @@ def test_a_fact_beside_a_stated_wish_is_learned_too(learned: LearnedDetector) ->
     assert "0.31" in (further[0].corrected or "")
     asking = "And from now on just tell me the cost, skip the formulas. What would a 2 kW heater cost at night?"
     assert further_wishes(asking, previous, detect(asking, previous, learned), learned) == []
+
+
+def test_a_line_asked_for_once_and_kept_in_every_later_draft_is_a_wish_shown() -> None:
+    """ "后面再加一句…" asks for a line in the draft at hand; when the next drafts of new items keep a line of that kind
+    unasked, the assistant adopted it as this user's wish. A draft that drops it again shows nothing."""
+    messages = [
+        "帮我写个练琴反馈，小雨，今天音阶进步很大。",
+        "行。最后再加一句本周练习：音阶每天十遍，周五前发视频。",
+        "下一个，王小川，节奏稳，不爱看谱。",
+        "再写一个，刘果果，唱得好，坐不住。",
+    ]
+    answers = [
+        "小雨妈妈您好！今天音阶进步很大，手型也更稳了。",
+        "小雨妈妈您好！今天音阶进步很大，手型也更稳了。\n本周练习：音阶每天十遍，周五前发视频。",
+        "小川妈妈您好！小川节奏很稳，看谱还要加强。\n本周练习：视奏每天五分钟。",
+        "果果妈妈您好！果果唱得很放得开，专注力还要练。\n本周练习：【请补充】",
+    ]
+    findings: list[Correction | None] = [None, None, None, None]
+    assert list(adopted_requests(messages, answers, findings)) == [1]
+    dropped = [*answers[:2], "小川妈妈您好！小川节奏很稳，看谱还要加强。", "果果妈妈您好！果果唱得很放得开。"]
+    assert adopted_requests(messages, dropped, findings) == {}

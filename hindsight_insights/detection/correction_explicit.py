@@ -31,7 +31,7 @@ from hindsight_insights.detection.correction_types import (
     CorrectionType,
 )
 from hindsight_insights.detection.quantities import anchors
-from hindsight_insights.detection.text import has_han
+from hindsight_insights.detection.text import clauses, has_han
 
 
 # ------------------------------------------------------------------------------------------------- explicit
@@ -68,7 +68,7 @@ def explicit(turn: ReadMessage) -> Correction | None:
         )
     signals = ([f"verdict:{verdict[0]}"] if verdict else []) + [f"replacement:{value.rule}"]
     clause = clause_of(value.sentence.span, value.start)
-    corrected = quote(turn.message, clause.start, clause.end)
+    corrected = quote(turn.message, _first_value_clause(turn, value.sentence, clause.start), clause.end)
     concrete = _concrete(turn.message.text[value.start : value.end], turn.message.source)
     confidence = CONCRETE if concrete else SOURCED if _cites_source(turn) else GENERAL
     original = quote_previous(turn, value.old) if value.old else _original_value(turn, value)
@@ -80,6 +80,22 @@ def explicit(turn: ReadMessage) -> Correction | None:
         topic=head(turn.message, clause) or previous_subject(turn, original) or short(corrected or "", turn.zh),
         signals=tuple(signals + (["concrete_value"] if concrete else [])),
     )
+
+
+def _first_value_clause(turn: ReadMessage, sentence: Sentence, start: int) -> int:
+    """Where the quote of a right value starts: its clause, or an earlier clause of the same sentence that puts
+    another of the assistant's values right ("the withdrawal deadline is 5pm on the Friday of week 10, and a
+    withdrawal after the census shows as W, not F": both are the correction)."""
+    if turn.previous is None:
+        return start
+    for clause in clauses(sentence.span):
+        if clause.start >= start:
+            break
+        for quantity in turn.message_quantities:
+            theirs = [q for q in turn.previous_quantities if quantity.compatible(q)]
+            if clause.start <= quantity.start < clause.end and theirs and not any(map(quantity.same_value, theirs)):
+                return clause.start
+    return start
 
 
 # How far around a verdict word its guards look (a clause, generously): bounded, so long messages stay linear.

@@ -64,7 +64,8 @@ SELF_CORRECTION = _cues(
 )
 
 # "never" that marks a wish or a rule standing: not the "never" of "never mind", which marks nothing.
-_NEVER = r"never(?!\s?mind)"
+# (not an experience told in the perfect: "our undergrad who's never handled it", "spelling has never been my thing")
+_NEVER = r"(?<!has )(?<!have )(?<!had )(?<!'ve )(?<!'s )(?<!’ve )(?<!’s )never(?!\s?mind)"
 
 # Somebody else said it: "老板说这份周报写得不对", "a customer says the tracking number is wrong". Whatever follows
 # the frame in the sentence is reported, not the user's verdict on the assistant.
@@ -227,7 +228,7 @@ CONTINUES_THE_TASK = re.compile(
     r"^\W*(?:好的?|行|ok)?\W*(?:那|再|然后)?(?:同样|一样|照这样|照这个)(?:的|地)?(?:再|也)?(?:帮我|给我)?"
     r"(?:算|做|来|弄|查|写|估|报|排)(?!了|过)|"  # (not what was done: 照这个做了三周 reports a failure)
     # another task asked for next: "可以。再帮我给小李发个微信，说明天的会改到 10 点"
-    r"^\W*(?:(?:好的?|可以|行|ok|嗯)\W*)?(?:(?:再|另外|顺便)(?:帮我|帮忙|麻烦你)|再来[一]?[个份条张篇])|"
+    r"^\W*(?:(?:好的?|可以|行|ok|嗯)\W*)?(?:(?:再|另外|顺便)(?:帮我|帮忙|麻烦你)|再(?:来|写|做|拟|出)[一]?[个份条张篇])|"
     # the next item of the same task: "Now a normal one for Jade Osei"
     r"^\W*(?:(?:ok(?:ay)?|great|thanks|lovely|right|and)\W+){0,2}now\W+(?:do\W+|write\W+)?(?:a|an|another|one)\b"
     r"[^.!?]{0,30}?\bfor\b|"
@@ -239,12 +240,12 @@ CONTINUES_THE_TASK = re.compile(
     r"^\W*(?:(?:好的?|行|可以|嗯|ok|那)\W*)?(?:再|帮我|给我|麻烦)?(?:加|添|补)上?[一两]?[句行段]"
 )
 
-# The next item named after "next" or 下一个 at the start of a message: "fine. next: a cracked tile, about £340",
-# 下一份：男 47 …: the values are the next item's (ReadMessage.continues_the_task; later in a message, "下一个："
-# follows what the message has already said).
+# The next item named after "next" or 下一个 at the start of a message: "fine. next: a cracked tile, about
+# £340", 下一份：男 47 …, 下一个，周子涵，同一节课…: the values are the next item's (ReadMessage.continues_the_task;
+# later in a message, "下一个：" follows what the message has already said).
 NEXT_ITEM = re.compile(
     r"^\W*(?:(?:ok(?:ay)?|fine|good|great|thanks|right|cool|好的?|行|可以|嗯)\W+){0,2}"
-    r"(?:next(?: one)?|下一[个份单位条])\s*[:：]"
+    r"(?:next\s*[:：]|(?:next one|下一[个份单位条张篇])\s*[:：,，])"
 )
 
 # "Actually, can you also…", "Actually 我还想问一下": actually opening a new request, not a correction.
@@ -263,9 +264,10 @@ FAVOUR = re.compile(r"(帮我|帮忙|麻烦你|\b(can|could|would) you\b)")
 # Rule-like wording that makes a process stand on its own, without an assistant turn it corrects.
 # A sentence that introduces the rule itself ("我们厂的规定是：发现不合格品，先挂红色不合格标签…", "our procedure is:
 # …"): the process step quotes it before a verdict on the draft beside it ("第二条不行，生产不能自己返修放行").
+# Or one that holds it up against the draft ("我们公司的标准比你写的严：每餐次…", "our standard is stricter: …").
 STATES_THE_RULE = re.compile(
-    r"(规定|规矩|流程|制度|要求|做法)(是|如下)\s*[:：,]|"
-    r"\b(the|our|my|company|team)\s+(rule|procedure|process|policy)\s+(is|says)\s*[:,]"
+    r"(规定|规矩|流程|制度|要求|做法|标准)(是|如下|比你\S{0,4}?)\s*[:：,]|"
+    r"\b(the|our|my|company|team)\s+(rule|procedure|process|policy|standard)\s+(is|says)\s*([a-z]+\s+){0,4}?[:,]"
 )
 RULE_LIKE = re.compile(
     r"(规定|规矩|制度|流程是|以后|每次|一律|必须|务必|"
@@ -489,7 +491,9 @@ STANDING = re.compile(
 # is a wish about how to be answered, whatever its aspect (以后回复我的时候带上订单号).
 ADDRESSED = re.compile(
     r"((?<![交留借还带])给我|发我|回复我|回我|回答我|跟我|对我|和我|告诉我|"
-    r"\b(reply|respond|answer|talk to me|write to me|with me|to me|give me|send me|show me|tell me)\b)"
+    r"\b(reply|respond|answer|talk to me|write to me|with me|to me|give me|send me|show me|tell me)\b|"
+    # what the assistant does whenever it does a kind of thing: "when you list steps, number them"
+    r"\b(when|whenever|each time|every time) you\b)"
 )
 # A sentence about someone else or the user's own plan (he always replies to me late, 我以后来做) is no wish.
 NOT_A_WISH = re.compile(r"^\W*(he|she|they|his|her|their|i'?ll|i will|他|她|他们|她们|我会|我来|我要|我以后|我今后)\b")
@@ -775,9 +779,11 @@ GENERIC_VALUE = re.compile(
 DEMONSTRATIVE = re.compile(r"^\W*(这|那|这样|那样|这里|那里|这个|那个|这么|那么|that|this|it|what|how|one)\W*$")
 
 # ------------------------------------------------------------------------------------------------------ update
+# "From now on" and 从现在起 mark a standing wish or rule, not a value that changed.
 UPDATE = re.compile(
     r"(升级了|降级了|改了|换了|变了|调了|调整了|更新了|涨了|降了|改成|改到|换成|调成|变成|现在是|已经是|早就|"
-    r"现在|\bnow\b|\bchanged\b|\bmoved\b|\bno longer\b|\banymore\b|\bused to\b|\braised\b|\blowered\b|"
+    r"现在(?!起|开始|以后)|(?<!from )\bnow\b(?! on\b)|\bchanged\b|\bmoved\b|\bno longer\b|\banymore\b|"
+    r"\bused to\b|\braised\b|\blowered\b|"
     r"\bupgraded\b|\bswitched\b|\brenamed\b|\bupdated\b|\bsince\b)"
 )
 # A period a value belongs to: values of different periods are about different things.

@@ -210,6 +210,11 @@ def _process(turn: ReadMessage) -> Correction | None:
         instead = patterns.INSTEAD_ZH.search(text)
         if instead and turn.previous is not None and anchors(instead["dont"]) & anchors(turn.previous.text):
             return _process_result(turn, sentence, "instead_of_proposed", instead)
+        # The rule introduced in the user's own words after the draft ("我们公司的标准比你写的严：…"), however it is
+        # worded (_quoting_the_stated_rule quotes it whole).
+        stated = patterns.STATES_THE_RULE.search(text)
+        if stated and turn.previous is not None and text[stated.end() :].strip():
+            return _process_result(turn, sentence, "states_the_rule", stated)
     return None
 
 

@@ -243,6 +243,7 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
     for match in patterns.BIRTH_DATE.finditer(f):
         group = next(name for name in ("value", "before", "year_before") if match[name])
         found += at(folded, [match.span(group)], "birth_date")
+    found += at(folded, (m.span("value") for m in patterns.BIRTH_DATE_AFTER_LABEL.finditer(f)), "birth_date")
     # (a date beside a name, read on the text with its case)
     for beside_a_name in (patterns.NAME_THEN_BIRTH, patterns.BRACKETED_BIRTH, patterns.SEX_THEN_BIRTH):
         found += at(plain, (m.span("value") for m in beside_a_name.finditer(plain.text)), "birth_date")

@@ -145,10 +145,12 @@ def personal_phones(text: str) -> list[Span]:
     regions = phone_regions(text)
     for region in ("CN", *regions):
         for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID):
+            if region == "CN" and patterns.NANP_WITH_ONE.fullmatch(match.raw_string.strip()):
+                continue  # 1-800-222-1222 is North America's way of writing (read below), no mainland mobile
             line = phonenumbers.number_type(match.number)
             if line in _PERSONAL_LINES or (region == "CN" and _personal_landline(text, match, line, regions)):
                 found.append((match.start, match.end))
-    for nanp in patterns.NANP_NUMBER.finditer(text):
+    for nanp in (*patterns.NANP_NUMBER.finditer(text), *patterns.NANP_WITH_ONE.finditer(text)):
         number = _parses_as(nanp.group(), "US")
         if number is not None and phonenumbers.number_type(number) in _PERSONAL_LINES:
             found.append(nanp.span())
@@ -157,7 +159,9 @@ def personal_phones(text: str) -> list[Span]:
         landline = patterns.MAINLAND_LANDLINE_SHAPE.fullmatch(value.strip()) and not _public_line(
             text, labelled.start("value")
         )
-        if _personal_abroad(value) or landline:
+        # (a home line after "ring me at home on", "call me on": the user's own, wherever it is)
+        own = patterns.OWN_PHONE_LABEL.search(labelled.group()[: labelled.start("value") - labelled.start()])
+        if _personal_abroad(value, own_line=own is not None) or landline:
             found.append(labelled.span("value"))
     return [span for span in found if not _part_of_an_identifier(text, *span)]
 
@@ -227,14 +231,18 @@ def phone_regions(text: str) -> list[str]:
     return list(dict.fromkeys(regions))
 
 
-def _personal_abroad(candidate: str) -> bool:
+def _personal_abroad(candidate: str, own_line: bool = False) -> bool:
     """A labelled number that mainland numbering does not know (a mainland hotline keeps mainland's reading) and
-    that is a personal line in one of the common regions."""
+    that is a personal line in one of the common regions; or any line but a business's, when the label says it is
+    the writer's own (`own_line`: "ring me at home on (02) 5550 4187")."""
     if not patterns.NANP_NUMBER.search(candidate) and _parses_as(candidate, "CN") is not None:
         return False
     for region in patterns.REGIONS:
         number = _parses_as(candidate, region)
-        if number is not None and phonenumbers.number_type(number) in _PERSONAL_LINES:
+        if number is None:
+            continue
+        line = phonenumbers.number_type(number)
+        if line in _PERSONAL_LINES or (own_line and line == phonenumbers.PhoneNumberType.FIXED_LINE):
             return True
     return False
 

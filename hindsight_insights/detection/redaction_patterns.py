@@ -62,7 +62,7 @@ _LABELLED_PASSPORT_NUMBER = rf"{_PASSPORT_NUMBER}|(?=(?:[a-z]*\d){{2}})[a-z\d]{{
 # A passport in the languages people travel with.
 _PASSPORT_WORDS = (
     r"护照|passport|passeport|reisepass|pasaporte|passaporto|passaporte|paspoort|旅券|パスポート|여권|pasaport|paszport|"
-    r"паспорт|pasport|paspor|passnummer|pass-nr|hộ chiếu|หนังสือเดินทาง"
+    r"паспорт|pasport|paspor|passnummer|pass-nr|hộ chiếu|หนังสือเดินทาง|útlevél|passin numero|passinumero"
 )
 # Near a number, the names of a passport's parts and of travel documents say the same (not as a label: "证件" alone
 # is any card).
@@ -84,7 +84,7 @@ PASSPORT_NEARBY = 160
 PASSPORT_EIGHT_DIGITS_AFTER = 80
 SENTENCE_END = RAW_SENTENCE_END
 # What may stand between the word and its number for the number to be labelled by it: "passport no. ", "护照号码："
-PASSPORT_JOIN = re.compile(r"[^\w]*(?:号码|号|编号|证号|no\.?|number|num|nr\.?|n°|nº)?[^\w]*")
+PASSPORT_JOIN = re.compile(r"[^\w]*(?:号码|号|编号|证号|no\.?|number|num|nr\.?|n°|nº|szám|száma)?[^\w]*")
 NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
     (
         "id_card",
@@ -450,6 +450,7 @@ _ZH_DATE = (
     r"(?:[一二三四五六七八九十]{1,3}|正|腊|冬|\d{1,2})\s*月\s*"
     r"(?:初[一二三四五六七八九十]|廿[一二三四五六七八九]?|卅|[一二三四五六七八九十]{1,3}|\d{1,2})(?:\s*[日号])?"
 )
+_MONTH_ABBREVIATION = "jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec"
 _DATE = (
     r"(?:(?:19|20)\d{2}\s*(?:年|[-/.])\s*\d{1,2}\s*(?:月|[-/.])\s*\d{1,2}(?:\s*[日号])?|\d{1,2}[-/.]\d{1,2}[-/.](?:19|20)\d{2}|"
     rf"(?:the\s+)?{_DAY_EN}\s+(?:(?:of|de|del)\s+)?(?:{_MONTH}),?\s+(?:(?:de|del)\s+)?{_YEAR_EN}|"
@@ -458,7 +459,9 @@ _DATE = (
     r"(?:christmas(?: eve| day)?|new year'?s(?: eve| day)?|valentine'?s day|halloween|boxing day|"
     rf"independence day|thanksgiving(?: day)?)(?:,?\s+(?:of\s+)?){_YEAR_EN}|"
     # as forms and passports print it: 05-mar-1990, 05/mar/90
-    r"\d{1,2}[-/](?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*[-/](?:19|20)?\d{2}(?!\d)|"
+    rf"\d{{1,2}}[-/](?:{_MONTH_ABBREVIATION})[a-z]*[-/](?:19|20)?\d{{2}}(?!\d)|"
+    # and the month first, as some forms ask (mon-dd-yyyy): mar-08-2010
+    rf"(?:{_MONTH_ABBREVIATION})[a-z]*[-/]\d{{1,2}}[-/](?:19|20)\d{{2}}(?!\d)|"
     # Korean: 1990년 3월 12일
     r"(?:19|20)\d{2}\s*년\s*\d{1,2}\s*월\s*\d{1,2}\s*일|"
     rf"{_ZH_DATE})"
@@ -507,9 +510,22 @@ BIRTH_DATE = re.compile(
     r"born in [a-z .'-]{2,30}? on)"
     # a few words may come between ("birthday 填的是 19990731", "DOB on file: …"), within the clause
     rf"(?:\s*(?:是|为|:|is|on|am|el|il|le)?\s*|[^\d\n.。,，;；!?！？]{{1,8}}?)(?P<value>{_BIRTH_VALUE})|"
-    rf"(?P<before>{_DATE}|{_ZH_SHORT_YEAR_DATE}|{_KO_SHORT_YEAR_DATE})\s*(?:出生|生(?![产成效活意气])|생)|"
+    rf"(?P<before>{_DATE}|(?<!\d){_ZH_SHORT_YEAR_DATE}|(?<!\d){_KO_SHORT_YEAR_DATE})\s*(?:出生|生(?![产成效活意气])|생)|"
     # a year and a day named in words before 出生: 2001年元旦出生, 1990年出生
     r"(?P<year_before>(?:19|20)\d{2}\s*年[\u4e00-\u9fff]{0,4}?)\s*出生"
+)
+# A date of birth after a birth label further on in the same sentence: a form's field named, then what the user typed
+# into it (系统让填“出生年月日（8位数字）”，我填的19560208; "Date of Birth 那栏要求 Mon-DD-YYYY，…填的是 Mar-08-2010").
+# A whole date with a year of birth (compact, numeric or with the month's name) is nothing else beside such a label.
+_WHOLE_BIRTH_DATE = (
+    rf"(?:19\d{{2}}|20[0-2]\d)(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])|"
+    rf"{_LABELLED_BIRTH_YEAR}[-/.]\d{{1,2}}[-/.]\d{{1,2}}(?!\d)|\d{{1,2}}[-/.]\d{{1,2}}[-/.]{_LABELLED_BIRTH_YEAR}|"
+    rf"(?:{_MONTH_ABBREVIATION})[a-z]*[-/ ]\d{{1,2}},?[-/ ]{_LABELLED_BIRTH_YEAR}|"
+    rf"\d{{1,2}}[-/ ](?:{_MONTH_ABBREVIATION})[a-z]*[-/ ]{_LABELLED_BIRTH_YEAR}"
+)
+BIRTH_DATE_AFTER_LABEL = re.compile(
+    r"(?:出生日期|出生年月日|出生年月|生日|date of birth|birth ?date|birthday|d\.?o\.?b\.?)[^。.!?！？\n]{0,60}?"
+    rf"(?<![\da-z])(?P<value>{_WHOLE_BIRTH_DATE})"
 )
 # A person's name, a comma, at most two words, then a date with a year of birth (1900-2015): "Szabó Eszter, született
 # 1984. május 6.", "Aino Rautio, syntynyt 8.12.1953", "Amani Mwakyusa, alizaliwa tarehe 12 Machi 1990". A sign-up
@@ -944,6 +960,11 @@ PHONE_LABELLED = re.compile(
     r"[^\d+()\n]{0,12}?(?P<value>\+?\(?\d[\d\s().-]{5,18}\d)",
     re.IGNORECASE,
 )
+# The label of the writer's own line: "ring me at home on", "call me on", "my landline", 我家电话.
+OWN_PHONE_LABEL = re.compile(r"\b(?:me|my|home)\b|我|家里|家中|住宅", re.IGNORECASE)
+# A North American number written with its country code and dashes or dots (1-800-222-1222), which mainland
+# numbering would read as an 11-digit mobile.
+NANP_WITH_ONE = re.compile(r"(?<![\d+-])1[-.]\d{3}[-.]\d{3}[-.]\d{4}(?![\d-])")
 # A mainland fixed line as written after a phone label: trunk 0, a 2–3 digit area code (in brackets or not), a 7–8
 # digit subscriber number, also when the area's numbering plan has since changed (phonenumbers then says invalid).
 MAINLAND_LANDLINE_SHAPE = re.compile(r"\(?0[1-9]\d{1,2}\)?[\s-]?\d{3,4}[\s-]?\d{4}")

@@ -51,6 +51,7 @@ from collections.abc import Sequence
 
 from hindsight_insights.commands import Provenance
 from hindsight_insights.config import Settings
+from hindsight_insights.detection import correction_patterns as patterns
 from hindsight_insights.detection.correction_turn import ReadMessage, Sentence, read
 from hindsight_insights.detection.correction_types import IMPLICIT, Correction, CorrectionType
 from hindsight_insights.detection.corrections import (
@@ -225,7 +226,7 @@ def adopted_requests(
         previous, finding = answers[index - 1], findings[index]
         if not previous or "?" in previous or "？" in previous or (finding is not None and finding.is_correction):
             continue
-        if not _only_asks(turns[index].sentences):
+        if not (_only_asks(turns[index].sentences) or _adds_a_line(turns[index])):
             continue
         later = [other for other in range(index + 1, len(messages)) if requests[other]]
         if not later:
@@ -243,6 +244,12 @@ def adopted_requests(
 
 def _new_request(turn: ReadMessage) -> bool:
     return not turn.for_this_time_only and not all(_approves(sentence) for sentence in turn.sentences)
+
+
+def _adds_a_line(turn: ReadMessage) -> bool:
+    """The message asks for a line added to the draft at hand (patterns.LINE_TO_ADD: "后面再加一句今天的作业：…") and
+    marks nothing standing: a request for this draft, which later drafts may keep."""
+    return bool(patterns.LINE_TO_ADD.search(turn.message.text)) and not turn.marks_a_standing_wish
 
 
 def _only_asks(sentences: Sequence[Sentence]) -> bool:
