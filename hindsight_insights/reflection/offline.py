@@ -209,14 +209,14 @@ def adopted_requests(
 ) -> dict[int, str]:
     """The follow-up questions whose subject the assistant then gave unasked (module docstring), by index, each with
     the clause of the next answer that shows it. A message counts when it only asks (its other sentences approve at
-    most: "ok. and how would I say that to the parents?"; or one reason follows: "…? we put it on the label"), after
-    an answer that asked nothing (so it is no answer to a clarifying question), and teaches nothing the detector
-    found. Its answer and every later answer to a new request share a content word that no earlier answer and no
-    other message of the user has: the assistant brought it in for this question and kept it. A new request does more
-    than approve ("perfect，这个 client 很喜欢" gets a courtesy back) and is not for this time only
-    (这次帮我把这段说明用繁体写一下 asks for the answer at hand again). At least ADOPTED_IN_ANSWERS of them; or one,
-    when what it shares is the question's own words ("rain plan 怎么弄？" once, then a "Rain plan" in the next event's
-    timeline)."""
+    most: "ok. and how would I say that to the parents?"; or one reason follows: "…? we put it on the label"), or
+    asks for a line added to the draft (后面再加一句今天的作业：…), after an answer that asked nothing (so it is no
+    answer to a clarifying question), and teaches nothing the detector found. Its answer and every later answer to a
+    new request share a content word that no earlier answer and no other message of the user has: the assistant
+    brought it in for this question and kept it. A new request does more than approve ("perfect，这个 client 很喜欢"
+    gets a courtesy back) and is not for this time only (这次帮我把这段说明用繁体写一下 asks for the answer at hand
+    again). At least ADOPTED_IN_ANSWERS of them; or one, when what it shares is the question's own words ("rain plan
+    怎么弄？" once, then a "Rain plan" in the next event's timeline)."""
     found: dict[int, str] = {}
     said = [anchors(fold(message).text) for message in messages]
     given = [anchors(fold(answer).text) if answer else frozenset() for answer in answers]
