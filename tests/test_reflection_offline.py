@@ -864,11 +864,7 @@ def test_a_fact_beside_a_stated_wish_is_learned_too(learned: LearnedDetector) ->
         "0.62 in the day, and the heater only runs after 10pm. And from now on just tell me the cost, skip the "
         "formulas."
     )
-    found = detect(message, _TARIFF_ANSWER, learned)
-    further = further_wishes(message, _TARIFF_ANSWER, found, learned)
-    assert found.type is CorrectionType.PREFERENCE
-    assert [lesson.type for lesson in further] == [CorrectionType.FACTUAL]
-    assert "0.31" in (further[0].corrected or "")
+    assert_a_wish_and_the_fact_beside_it(message, _TARIFF_ANSWER, learned)
 
 
 def test_a_fact_beside_a_stated_wish_is_learned_too_zh(learned: LearnedDetector) -> None:
@@ -878,6 +874,11 @@ def test_a_fact_beside_a_stated_wish_is_learned_too_zh(learned: LearnedDetector)
         "你那个0.56不是我家的价。我家前年就申请了峰谷电，晚上十点到早上八点一度0.31，白天0.62，电暖器只在晚上开。"
         "还有，你以后算账直接告诉我多少钱就行，别列公式。"
     )
+    assert_a_wish_and_the_fact_beside_it(message, previous, learned)
+
+
+def assert_a_wish_and_the_fact_beside_it(message: str, previous: str, learned: LearnedDetector) -> None:
+    """The message's finding is the wish, and its one further lesson the tariff (0.31) put right beside it."""
     found = detect(message, previous, learned)
     further = further_wishes(message, previous, found, learned)
     assert found.type is CorrectionType.PREFERENCE
