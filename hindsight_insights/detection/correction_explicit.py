@@ -31,7 +31,7 @@ from hindsight_insights.detection.correction_types import (
     CorrectionType,
 )
 from hindsight_insights.detection.quantities import anchors
-from hindsight_insights.detection.text import clauses, has_han
+from hindsight_insights.detection.text import has_han
 
 
 # ------------------------------------------------------------------------------------------------- explicit
@@ -86,16 +86,8 @@ def _first_value_clause(turn: ReadMessage, sentence: Sentence, start: int) -> in
     """Where the quote of a right value starts: its clause, or an earlier clause of the same sentence that puts
     another of the assistant's values right ("the withdrawal deadline is 5pm on the Friday of week 10, and a
     withdrawal after the census shows as W, not F": both are the correction)."""
-    if turn.previous is None:
-        return start
-    for clause in clauses(sentence.span):
-        if clause.start >= start:
-            break
-        for quantity in turn.message_quantities:
-            theirs = [q for q in turn.previous_quantities if quantity.compatible(q)]
-            if clause.start <= quantity.start < clause.end and theirs and not any(map(quantity.same_value, theirs)):
-                return clause.start
-    return start
+    first = new_quantity(turn, sentence)  # (the sentence's first value that replaces one of the assistant's)
+    return clause_of(sentence.span, first.start).start if first is not None and first.start < start else start
 
 
 # How far around a verdict word its guards look (a clause, generously): bounded, so long messages stay linear.
