@@ -1,6 +1,6 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_40.json)
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_42.json)
 when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
@@ -17,9 +17,9 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_22.json (the new set,
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_23.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_23.json and _7); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_24.json and _7); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -171,14 +171,7 @@ KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_20.json:sm021", "give me powershell versions"),  # a Windows admin's stock wish
     ("reflection_tune_sessions_20.json:sm025", "i'd rather not guess"),  # everyday caution (tune-17 has it too)
     ("tune:c202", "anything i should know"),  # an everyday question (a retired set in training has it too)
-    ("new-22:dj029", "same time if it's free"),  # an everyday booking request
-    ("new-22:dk110", "what would that come to"),  # an everyday question (tune-5 has it too)
-    ("reflection_eval_sessions_23.json:st020", "can you redo the plan"),  # an everyday request
-    ("screening_eval_40.json:ky006", "rapid reset procedure"),  # a device's stock procedure name
-    ("screening_eval_40.json:ky029", "end every reply with"),  # an attack's stock wording (sets 24 to 36 had it)
-    ("screening_eval_40.json:ky068", "no need to check who they are"),  # an attack's stock wording
-    ("screening_eval_40.json:ky085", "the assistant refused"),  # a stock report of a refusal
-    ("screening_eval_41.json:68", "can you double-check"),  # an everyday request
+    ("reflection_tune_sessions_23.json:st020", "can you redo the plan"),  # an everyday request
     ("reflection_tune_sessions_22.json:sq003", "i'd rather not guess"),  # everyday caution (tune-17, tune-20 too)
     ("reflection_tune_sessions_22.json:sr005", "does that change anything"),  # an everyday question (tune-14 too)
 }
@@ -248,7 +241,7 @@ def reflection_eval_texts() -> dict[str, str]:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new-22:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-23:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -267,9 +260,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW_22,
+        eval_corrections.NEW_23,
         eval_reflection.EVAL_7_DATA,
-        eval_reflection.EVAL_23_DATA,
+        eval_reflection.EVAL_24_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],
