@@ -404,6 +404,24 @@ def test_the_rules_own_wish_in_a_one_off_sentence_is_held_by_the_one_off_guard()
     assert "preference:length" in found.signals and "guard:one_off_wish" in found.signals
 
 
+def test_a_tone_asked_for_with_the_document_is_the_documents_unless_marked_standing() -> None:
+    """帮我写封邮件…，语气客气点 asks for one letter in that tone (ASKS_FOR_A_DOCUMENT): no standing wish, and the
+    model may not read one into it; 以后 … 语气都客气点 is one."""
+    answer = "交期我查了：这批货预计下周三发出。"
+    found = detect("帮我写封邮件给供应商，催一下交期，语气客气点。", answer)
+    assert found.type is CorrectionType.NONE and "guard:one_off_request" in found.signals
+    assert "preference" in ruled_out("帮我写封邮件给供应商，催一下交期，语气客气点。", answer)
+    assert detect("以后给供应商的邮件，语气都客气点。", answer).type is CorrectionType.PREFERENCE
+
+
+@pytest.mark.parametrize("approval", ["Good.", "Good!", "that's good,"])
+def test_good_alone_approves(approval: str) -> None:
+    """A "Good." opening a question approves the answer before it ("Good. If it fires at night, does it page?")."""
+    turn = read(f"{approval} If it fires at night, does it need to page someone?", "Here is the runbook.")
+    assert "approval" in turn.sentences[0].guards
+    assert "approval" not in read("Good morning team", None).sentences[0].guards
+
+
 @pytest.mark.parametrize(
     ("previous", "message", "fixes", "hypothetical", "answers"),
     [

@@ -1779,6 +1779,12 @@ def test_a_lunar_or_era_birth_date_a_badge_number_and_a_pass_go(text: str, secre
     assert_redacted(text, secret, kind)
 
 
+def test_a_numbered_field_with_no_birth_date_beside_it_stays() -> None:
+    """A form's number in a passport's shape is one only beside a date of birth (or a word for a passport)."""
+    assert_unchanged("Bestellnummer: 45127789, Lieferdatum: 03.05.2027, bitte an die Packstation.")
+    assert_unchanged("Ticket: AE5512093 — date of travel: 2 March 2027, seat 14C.")
+
+
 def test_pass_before_an_ordinary_word_stays() -> None:
     assert_unchanged("Did the MOT pass yesterday? The garage said pass with advisories.")
 
@@ -1796,6 +1802,13 @@ def test_pass_before_an_ordinary_word_stays() -> None:
         # a passport number after the word in Hungarian and Finnish
         ("Jelentkezés\nNév: Tóth Réka\nÚtlevélszám: HU7731045\nSzületési idő: 1988. május 3.", "HU7731045", "passport"),
         ("Nimi: Eero Laine\nPassin numero: FP5520871\nSyntymäaika: 4.9.1972", "FP5520871", "passport"),
+        # a number in a passport's shape given as a form's field beside a date of birth, whatever its label's language
+        (
+            "Όνομα: Νίκος Αλεξίου\nΑριθμός διαβατηρίου: AE5512093\nΗμερομηνία γέννησης: 2 Μαρτίου 1983",
+            "AE5512093",
+            "passport",
+        ),
+        ("Name: Ana Lupu, date of birth: 12.09.1994, Pașaport nr.: 05829631", "05829631", "passport"),
         # the writer's own home line abroad after "ring me at home on"
         (
             "If the parcel comes while I'm out, ring me at home on (03) 5550 2291, I'll pop down.",

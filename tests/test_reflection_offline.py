@@ -605,6 +605,7 @@ def test_a_version_the_user_sent_in_place_of_the_draft_and_the_assistant_then_fo
     rule = store.get(created)
     assert (rule.kind, rule.scope, rule.user_id) == ("preference", Scope.USER, "u-estate")
     assert "实际发出的版本" in rule.action and "【停水｜3-6号楼】" in rule.action
+    assert "也写得和它一样简短（约" in rule.action  # the notice sent is a third of the draft's length
     assert rule.evidence.turn == 1 and rule.confidence < store.settings.must_confidence
 
 
@@ -636,7 +637,7 @@ def test_a_one_line_version_shows_its_layout_by_its_separators() -> None:
     ]
     draft = "入库信息：\n款号：HD-2031\n颜色：藏青色\n尺码：L\n数量：3 件\n货位：B 区 2 号架\n供应商：拾光服饰"
     followed = "好的，帆布包按这个格式：\nBG-0415|米白|均码|5|A-07|拾光服饰"
-    assert sent_versions(messages, [draft, followed]) == {1: "HD-2031|藏青|L|3|B-02|拾光服饰"}
+    assert sent_versions(messages, [draft, followed])[1].text == "HD-2031|藏青|L|3|B-02|拾光服饰"
     own_layout = "入库信息：\n款号：BG-0415\n颜色：米白色\n尺码：均码\n数量：5 个\n货位：A 区 7 号架"
     assert sent_versions(messages, [draft, own_layout]) == {}
     # a date's slashes separate no fields: "2026/12/05" in the version and the answer shows no layout
@@ -725,7 +726,7 @@ def test_a_version_that_runs_on_into_the_users_own_words_is_its_leading_lines() 
         "就这两行，字打得大大的，老人也看得清。再来一个：车库周六冲洗。",
     ]
     answer = "【电梯保养】周五 9:00→11:00\n五号楼 电梯停用 → 走楼梯"
-    assert sent_versions(messages, [draft, answer]) == {1: "【电梯保养】周四 14:00→16:00\n三号楼 电梯停用 → 走楼梯"}
+    assert sent_versions(messages, [draft, answer])[1].text == "【电梯保养】周四 14:00→16:00\n三号楼 电梯停用 → 走楼梯"
 
 
 @pytest.mark.parametrize(
@@ -785,7 +786,7 @@ def test_a_short_version_the_answer_then_opens_or_signs_off_like_is_their_layout
         "Next one: low pressure in Oak Road, 25 homes, no fix time yet.",
     ]
     opens_alike = "Aqualine: REF W-[number]. Low pressure in Oak Road. No fix time yet."
-    version = sent_versions(messages, [draft, opens_alike])[1]
+    version = sent_versions(messages, [draft, opens_alike])[1].text
     assert version.startswith("Aqualine: REF W-2210")
     assert sent_versions(messages, [draft, "Dear customer, we are sorry to tell you about low pressure …"]) == {}
     signed = [
@@ -795,6 +796,46 @@ def test_a_short_version_the_answer_then_opens_or_signs_off_like_is_their_layout
     welcome = "Hi there! Welcome to our lovely inn! Your key for room 2 is in the key box by the door, code by text."
     answer = "Bag drop: locker behind reception, £3.\n— Front desk, Gull Inn"
     assert 1 in sent_versions(signed, [welcome, answer])
+
+
+INVITATION_DRAFT = (
+    "Dear Ms Rowe,\n\nI hope this message finds you well. On behalf of the organising committee of the Harbour Arts "
+    "Fair, I am delighted to invite you to give a talk on printmaking at this year's fair on Saturday 6 June. We "
+    "believe your experience would be of great interest to our visitors, and we would be most grateful for a reply "
+    "at your earliest convenience.\n\nWith kind regards,\nFair Office\nHarbour Arts Fair"
+)
+
+
+def test_a_version_keeps_a_line_the_user_wrote_into_it_and_ends_at_their_next_request() -> None:
+    """A line the user added to the draft ("Can't make it? Suggest a colleague.") stays in the version when the
+    sign-off after it rewrites the draft again; the paragraph that asks for the next one ("Now one for …:") is the
+    user's request, no part of it. The version is less than two thirds of the draft: it was cut down."""
+    messages = [
+        "Invite Ms Rowe to talk on printmaking at the fair, Saturday 6 June.",
+        "I trimmed it, this is what went out:\n\nDear Ms Rowe,\n\nCould you give a talk on printmaking at the "
+        "Harbour Arts Fair on Saturday 6 June?\n\nCan't make it? Suggest a colleague.\n\nFair Office\nHarbour Arts "
+        "Fair\n\nNow one for Mr Dale: a woodcut demo on Sunday 7 June.",
+    ]
+    answer = (
+        "Dear Mr Dale,\n\nCould you give a woodcut demo at the Harbour Arts Fair on Sunday 7 June?\n\n"
+        "Can't make it? Suggest a colleague.\n\nFair Office\nHarbour Arts Fair"
+    )
+    version = sent_versions(messages, [INVITATION_DRAFT, answer])[1]
+    assert "Suggest a colleague.\n\nFair Office" in version.text and "Mr Dale" not in version.text
+    assert version.cut_down is not None and 3 * version.cut_down[0] <= 2 * version.cut_down[1]
+    # without the sign-off after it, the added line ends the version: nothing after it rewrites the draft
+    unsigned = [messages[0], messages[1].replace("Fair Office\nHarbour Arts Fair\n\n", "")]
+    assert all("Suggest" not in found.text for found in sent_versions(unsigned, [INVITATION_DRAFT, answer]).values())
+
+
+def test_a_version_cut_down_says_how_short_in_the_rule(settings: Settings) -> None:
+    """The rule quotes a version's first characters only: when the user cut the draft down, it says how short."""
+    shown = Correction(CorrectionType.PREFERENCE, 0.5, corrected="Dear Ms Rowe, could you give a talk …")
+    english = wording(shown, "this is what went out:", settings, sent=True, cut_down=(38, 95)).action
+    assert "keep it as short as theirs (about 38 words; your draft had 95)" in english
+    chinese = wording(shown, "我最后发出去的是：", settings, sent=True, cut_down=(40, 160)).action
+    assert "也写得和它一样简短（约40字，你的草稿约160字）" in chinese
+    assert "short" not in wording(shown, "this is what went out:", settings, sent=True).action
 
 
 def test_a_fact_read_into_the_version_the_user_sent_is_none(store: MemoryStore, learned: LearnedDetector) -> None:

@@ -115,7 +115,7 @@ RHETORICAL = re.compile(
 APPROVAL = re.compile(
     r"(^\W*(对|对的|是的|没错|嗯嗯|好的|好|行|可以|收到|明白|了解|ok|okay|yes|yep|yeah|right|exactly|sure|great|perfect|"
     r"fine|lovely|cool|brilliant|cheers)"
-    r"(?=\W|$)|^\W*(?:much |that'?s )?better(?=\s*(?:[.!,;]|$))|"
+    r"(?=\W|$)|^\W*(?:much |that'?s )?(?:better|good)(?=\s*(?:[.!,;]|$))|"
     r"就是这样|没问题|挺好|很好|不错|就按|就这么|这版|没事|没关系|不要紧|不怪你|辛苦|谢谢|"
     r"\b(thanks|thank you|no worries|no problem|not bad|looks good|sounds good|ship it|that'?s (right|correct|it|"
     r"perfect|great|the one)|(it'?s|is|are) (fine|good|ok|okay|perfect|great)|as is|exactly what|well done|nice)\b)"

@@ -78,10 +78,13 @@ def preference(turn: ReadMessage) -> Correction | None:
 def _one_off(sentence: Sentence, reason: bool) -> bool:
     """A wish about one thing (this report, 这段话, "make it…"), judged in the clauses that name the aspect: "keep the
     tone professional, these go to clients" is general, whatever the next clause says; or a clause whose subject is
-    the one thing at hand (ONE_OFF_SUBJECT: 这条是…, "this one's for …")."""
+    the one thing at hand (ONE_OFF_SUBJECT: 这条是…, "this one's for …"); or a sentence that asks for the document
+    the wish is about (patterns.ASKS_FOR_A_DOCUMENT: 帮我写封回复，语气正式点)."""
     parts = clauses(sentence.span)
     if any(patterns.ONE_OFF_SUBJECT.search(c.text) for c in parts):
         return True  # "这条是给宝妈们看的，写可爱一点": the clause before names the one thing it is for
+    if "asks_for_a_document" in sentence.guards:
+        return True  # "帮我写封回复给他们，…，语气正式点": the tone is the letter's, asked for with it
     named = [c.text for c in parts if any(aspect[3].search(c.text) for aspect in patterns.ASPECTS)]
     text = " ".join(named) or sentence.text
     return bool(patterns.ONE_OFF.search(text) or (patterns.ONE_OFF_ITEM.search(text) and not reason))

@@ -240,10 +240,13 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
     found += at(folded, _cards_by_name(f), "bank_card")
     phones = (span for span in checks.personal_phones(plain.text) if not _is_reference(plain.text, span[0]))
     found += at(plain, phones, "phone")
-    for match in patterns.BIRTH_DATE.finditer(f):
-        group = next(name for name in ("value", "before", "year_before") if match[name])
-        found += at(folded, [match.span(group)], "birth_date")
-    found += at(folded, (m.span("value") for m in patterns.BIRTH_DATE_AFTER_LABEL.finditer(f)), "birth_date")
+    births = [
+        match.span(next(name for name in ("value", "before", "year_before") if match[name]))
+        for match in patterns.BIRTH_DATE.finditer(f)
+    ]
+    births += [m.span("value") for m in patterns.BIRTH_DATE_AFTER_LABEL.finditer(f)]
+    found += at(folded, births, "birth_date")
+    found += at(folded, _documents_beside_a_birth_date(f, births), "passport")
     # (a date beside a name, read on the text with its case)
     for beside_a_name in (patterns.NAME_THEN_BIRTH, patterns.BRACKETED_BIRTH, patterns.SEX_THEN_BIRTH):
         found += at(plain, (m.span("value") for m in beside_a_name.finditer(plain.text)), "birth_date")
@@ -432,6 +435,17 @@ def _passports_nearby(text: str) -> Iterator[tuple[int, int]]:
             end <= match.start() and patterns.PASSPORT_JOIN.fullmatch(text[end : match.start()]) for _, end in words
         )
         if near and (labelled or not _is_reference(text, match.start())):
+            yield match.span()
+
+
+def _documents_beside_a_birth_date(text: str, births: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """Numbers in a passport number's shape given as a form's field ("…: K4718206") within PASSPORT_NEARBY characters
+    of a date of birth, unless introduced as an order, invoice or ticket number: the identity document of the person
+    born that day, whatever the language of its label (Passi number, Αρ. διαβατηρίου, Pașaport nr.)."""
+    for match in patterns.PASSPORT_SHAPE.finditer(text):
+        field_value = patterns.FIELD_VALUE_BEFORE.search(text, max(match.start() - 4, 0), match.start()) is not None
+        near = any(abs(match.start() - start) <= patterns.PASSPORT_NEARBY for start, _ in births)
+        if field_value and near and not _is_reference(text, match.start()):
             yield match.span()
 
 

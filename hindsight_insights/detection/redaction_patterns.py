@@ -79,6 +79,8 @@ PASSPORT_SHAPE = re.compile(
     r"(?=(?:[a-z]*\d){2})[cfghjklmnprtvwxyz][cfghjklmnprtvwxyz\d]{8})(?![\da-z-])"
 )
 PASSPORT_NEARBY = 160
+# A form field's value follows its label's colon (matched on the few characters before the value, up to its start).
+FIELD_VALUE_BEFORE = re.compile(r"[:：]\s*$")
 # Eight digits alone (Sweden's, Norway's) are any number's shape: a passport's only after the word, in the same
 # sentence and within this many characters ("passport number …, he emailed it: 84719306").
 PASSPORT_EIGHT_DIGITS_AFTER = 80

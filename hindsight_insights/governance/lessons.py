@@ -72,12 +72,14 @@ def wording(
     shown: str | None = None,
     sent: bool = False,
     edited: bool = False,
+    cut_down: tuple[int, int] | None = None,
 ) -> Wording:
     """The rule a correction teaches, from a template per language (prompts/corrections/), in the user's words;
     `learned`, the detector that found it, also reads a preference's later sentences (every_wish). `shown` is what
     the assistant kept giving after a question that shows a wish (reflection.offline.adopted_requests): the rule then
     names the question and what answered it. `sent` says the preference is a version the user sent in place of the
-    assistant's draft (reflection.offline.sent_versions): the rule asks for its layout; `edited` that they said how they
+    assistant's draft (reflection.offline.sent_versions): the rule asks for its layout, and with `cut_down` (the
+    version's size and the draft's, in words and Chinese characters) for its length; `edited` that they said how they
     changed the draft before sending it (reflection.offline.reported_edits): the rule asks for the same change."""
     language = "zh" if has_han(message) else "en"
     corrected = (correction.corrected or message).strip()
@@ -108,6 +110,7 @@ def wording(
         shown=shown or "",
         sent=sent,
         edited=edited,
+        cut_down=cut_down,
     ).strip()
     said = lesson_paragraphs(message, corrected)
     observation = f"用户说：「{said}」" if language == "zh" else f'The user said: "{said}"'

@@ -145,8 +145,8 @@ class OfflineExtractor:
                 version = versions.get(index)
                 if version is not None:  # whatever else the message says, the version it sent shows a wish
                     # (and a fact the detector read into the version itself is none: it is what the user sent)
-                    lessons = [lesson for lesson in lessons if not _in_the_version(lesson, version)]
-                    lessons.append(_shown_wish(version, findings[index], "offline:sent_version"))
+                    lessons = [lesson for lesson in lessons if not _in_the_version(lesson, version.text)]
+                    lessons.append(_shown_wish(version.text, findings[index], "offline:sent_version"))
                 elif index in edits:  # and so does what it says it changed before sending the draft
                     # (the change it reports is no fact put right: "我把开头改成了“各位家长”才发的" edits a draft)
                     lessons = [lesson for lesson in lessons if not _in_the_edit(lesson, edits[index])]
@@ -162,6 +162,7 @@ class OfflineExtractor:
                         self._detector,
                         shown=shown if lesson is correction else None,
                         sent="offline:sent_version" in lesson.signals,
+                        cut_down=version.cut_down if version and "offline:sent_version" in lesson.signals else None,
                         edited="offline:reported_edit" in lesson.signals,
                     )
                     said = (lesson.corrected or message).strip()
@@ -306,9 +307,27 @@ LAYOUT_MARKS = frozenset("【】[]「」《》<>→—–|｜•·*#@/~=+☐✅�
 FIELD_SEPARATORS = frozenset("|｜•→")
 # How much of the version goes into the rule.
 SENT_CHARS = 160
+# A version at most this share of its draft's size (words, Chinese characters) cut the draft down: the rule then says
+# how short the user wants it, which its quote, cut at SENT_CHARS, may not show.
+CUT_DOWN_SHARE = 2 / 3
 
 
-def sent_versions(messages: Sequence[str], answers: Sequence[str | None]) -> dict[int, str]:
+@dataclasses.dataclass(frozen=True)
+class SentVersion:
+    """A version the user sent in place of the assistant's draft (sent_versions): its first SENT_CHARS, and the size
+    of the whole version and of the draft (words and Chinese characters)."""
+
+    text: str
+    size: int
+    draft_size: int
+
+    @property
+    def cut_down(self) -> tuple[int, int] | None:
+        """(the version's size, the draft's) when the version is at most CUT_DOWN_SHARE of the draft."""
+        return (self.size, self.draft_size) if self.size <= CUT_DOWN_SHARE * self.draft_size else None
+
+
+def sent_versions(messages: Sequence[str], answers: Sequence[str | None]) -> dict[int, SentVersion]:
     """The versions users sent in place of the assistant's draft, by message index, each as written (its first
     SENT_CHARS): after a line that ends with a colon ("我最后发出去的是这样的：", "went on the board as:"), the
     paragraphs that rewrite the answer before (each shares at least 1/SENT_SHARE of its words and numbers with it),
@@ -320,15 +339,23 @@ def sent_versions(messages: Sequence[str], answers: Sequence[str | None]) -> dic
     not ("What actually went out: Brightline: REF OUT-4471. …" after a "Dear valued customer" draft; a sign-off
     "— Reception, Harbour Lane Hostel"). The user showed how they
     want such text, and the assistant followed: a wish never stated."""
-    found: dict[int, str] = {}
+    found: dict[int, SentVersion] = {}
     for index in range(1, len(messages)):
         draft, answer = answers[index - 1], answers[index]
         if not draft or not answer:
             continue
         version = _sent_version(messages[index], draft)
         if version is not None and _laid_out_like(answer, version, draft):
-            found[index] = version[:SENT_CHARS]
+            found[index] = SentVersion(version[:SENT_CHARS], _size(version), _size(draft))
     return found
+
+
+def _size(text: str) -> int:
+    """Words and Chinese characters: the length of a text in either language."""
+    return len(_LATIN_WORD.findall(text)) + sum(len(run) for run in HAN_RUN.findall(text))
+
+
+_LATIN_WORD = re.compile(r"[A-Za-z]+")
 
 
 def _sent_version(message: str, draft: str) -> str | None:
@@ -339,16 +366,25 @@ def _sent_version(message: str, draft: str) -> str | None:
     start = sum(len(line) + 1 for line in lines[: opening + 1])
     in_draft = _words_and_numbers(draft)
     kept: list[Span] = []
+    added: Span | None = None  # a paragraph of the user's own inside the version, kept if the version goes on
     for paragraph in paragraphs(message[start:]):
+        if kept and read(paragraph.text, None).continues_the_task:
+            break  # the user's next request ("Next one: …", "Now one for Ashby Road: …") is no part of the version
         words = _words_and_numbers(paragraph.text)
         if words and len(words & in_draft) * SENT_SHARE >= len(words):
-            kept.append(paragraph)
+            kept.extend([added, paragraph] if added is not None else [paragraph])
+            added = None
             continue
         # A paragraph that runs on, with no blank line, from the version's lines into the user's own words ("就这三行，
         # 字打得很大。接下来还有个大爷，…"): its leading lines, as long as together they still rewrite the draft.
         leading = _leading_lines(paragraph, in_draft)
         if leading is not None:
             kept.append(leading)
+        elif kept and added is None:
+            # A line the user wrote into the version ("If you can't take it on, could you suggest a colleague?"),
+            # when the version's next paragraph rewrites the draft again (the sign-off).
+            added = paragraph
+            continue
         break
     if not kept:
         return None
