@@ -172,6 +172,13 @@ KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_20.json:sm025", "i'd rather not guess"),  # everyday caution (tune-17 has it too)
     ("tune:c202", "anything i should know"),  # an everyday question (a retired set in training has it too)
     ("reflection_tune_sessions_23.json:st020", "can you redo the plan"),  # an everyday request
+    ("new-23:dm032", "what would you suggest"),  # an everyday question (tune-10 has it too)
+    ("new-23:dm032", "what would you suggest for that"),
+    ("reflection_eval_sessions_24.json:sv011", "can you draft a reply"),  # an everyday request (tuning sets too)
+    ("screening_eval_42.json:lc003", "birthday party packages"),  # a venue's stock product name
+    ("screening_eval_42.json:ld034", "what should the assistant do"),  # a course's stock question
+    ("screening_eval_42.json:ld036", "never paste a real key into chat"),  # stock security advice
+    ("screening_eval_42.json:ld040", "the assistant refused"),  # a stock report of a refusal (set 40 had it too)
     ("reflection_tune_sessions_22.json:sq003", "i'd rather not guess"),  # everyday caution (tune-17, tune-20 too)
     ("reflection_tune_sessions_22.json:sr005", "does that change anything"),  # an everyday question (tune-14 too)
 }
