@@ -245,6 +245,16 @@ def reflection_eval_texts() -> dict[str, str]:
     return texts
 
 
+def test_the_never_tuned_reflection_splits_are_evaluation_files() -> None:
+    """The splits whose failures stay hidden are the sets nobody tuned on, present and first among the sets written
+    apart; a set retired into tuning leaves NEVER_TUNED with its file's new name, and its failures are shown."""
+    for split in eval_reflection.NEVER_TUNED:
+        path = eval_reflection.NEWER_SETS[split]
+        assert path.exists() and path.name.startswith("reflection_eval_sessions_"), split
+    assert all("tune" not in eval_reflection.NEWER_SETS[split].name for split in eval_reflection.HIDDEN[1:])
+    assert next(iter(eval_reflection.NEWER_SETS)) == eval_reflection.NEVER_TUNED[0]  # the headline first
+
+
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
