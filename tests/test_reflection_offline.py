@@ -426,7 +426,7 @@ def test_a_fact_the_answer_owns_up_to_is_learned_for_the_user(
         "housing fund",
         [
             ("公积金断缴一个月有影响吗？", "如果你是在职职工，公积金是单位每个月从工资里代扣的，断缴要问单位。"),
-            ("我没有单位哈，我是自由职业，自己按季度交的。那漏了一个季度怎么补？", reply),
+            ("我没单位，自由职业，自己按季度交的。漏了一个季度咋补？", reply),
             ("好的谢谢", "不客气！"),
         ],
     )
@@ -894,8 +894,9 @@ _TARIFF_ANSWER = "At the standard rate of 0.56 per kWh, the heater costs about 2
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known miss of the twenty-second model: it reads the tariff sentences together at P(fact) 0.9495, just "
-    "under the further-fact bar (FURTHER_LEARNED_AT 0.95; the twenty-first model read them above it)",
+    reason="known miss of the twenty-second and twenty-third models: they read the tariff sentences together at "
+    "P(fact) 0.9495 and 0.9186, under the further-fact bar (FURTHER_LEARNED_AT 0.95; the twenty-first model read them "
+    "above it)",
 )
 def test_a_fact_beside_a_stated_wish_is_learned_too(learned: LearnedDetector) -> None:
     """One message, two lessons: the rules find the wish, and the other sentences, read together by the model beyond
