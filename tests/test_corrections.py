@@ -414,6 +414,13 @@ def test_a_tone_asked_for_with_the_document_is_the_documents_unless_marked_stand
     assert detect("以后给供应商的邮件，语气都客气点。", answer).type is CorrectionType.PREFERENCE
 
 
+def test_this_time_of_night_is_no_request_for_this_time_only() -> None:
+    """Saying "this time of night" names an hour, not the answer at hand; "this time, make it formal" does."""
+    wish = "When you pass me a callout, the gate code on the first line. How long to Elm Farm this time of night?"
+    assert not read(wish, "New callout: a ewe lambing.").for_this_time_only
+    assert read("This time, make it formal: it goes to the board.", "Here is the draft.").for_this_time_only
+
+
 @pytest.mark.parametrize("approval", ["Good.", "Good!", "that's good,"])
 def test_good_alone_approves(approval: str) -> None:
     """A "Good." opening a question approves the answer before it ("Good. If it fires at night, does it page?")."""

@@ -187,7 +187,8 @@ ASKS_FOR_A_DOCUMENT = re.compile(
 # A request for this time only (the class definition's one-off request: "this time, make it formal", 这次用英文回复):
 # a sentence that says so states no standing wish, whatever else it asks for.
 ONE_TIME = re.compile(
-    r"(这次|这回|这一次|本次|仅此一次|就这一次|\bthis time\b|\b(?:just )?this once\b|\bfor this [a-z]+ only\b|"
+    r"(这次|这回|这一次|本次|仅此一次|就这一次|\bthis time\b(?! of (?:the )?(?:night|day|year|week|month|morning))|"
+    r"\b(?:just )?this once\b|\bfor this [a-z]+ only\b|"
     # "for this one could you make it more formal", "make this one a bit more formal": the one at hand (all 10 and
     # all 7 such training messages are none)
     r"\b(just|only) for this [a-z]+\b|\bfor this one\b|"
