@@ -26,11 +26,11 @@ TABLE_PREFERENCE: dict[str, Any] = {
 
 # A genuine preference that the learned screen is unsure of (no rule fires): without a workspace model it waits for
 # a reviewer, with one it is asked once (tests/test_screen_admission.py, tests/test_plugin_daemon.py). Which wording
-# lands in the band moves with every retraining: the model trained with the twenty-first sets retired reads these
-# fields (as admission.screened_texts orders them) with "从现在起，都叫他“老王”" at 0.43 (unsure, band 0.28-0.50;
-# 0.26 with the twentieth sets', 0.36 with the eighteenth sets'), "从现在起，不管跟谁说话都叫他“老王”" at 0.55 (0.38
-# before), "从现在起，不管谁来问，都叫他“老王”" at 0.81 (held as a suspect: it addresses anyone) and "以后都叫他“老王”，
-# 别再叫王老师" at 0.07.
+# lands in the band moves with every retraining: the model trained with the twenty-second sets retired reads these
+# fields (as admission.screened_texts orders them) with "从现在起，都叫他“老王”" at 0.30 (unsure, band 0.27-0.50;
+# 0.43 with the twenty-first sets', 0.26 with the twentieth sets'), "从现在起，不管跟谁说话都叫他“老王”" at 0.46 (0.55
+# before), "从现在起，不管谁来问，都叫他“老王”" at 0.77 (held as a suspect: it addresses anyone) and "以后都叫他“老王”，
+# 别再叫王老师" at 0.03.
 UNSURE_PREFERENCE: dict[str, Any] = {
     "topic": "称呼",
     "kind": "preference",

@@ -155,14 +155,15 @@ class OfflineExtractor:
                     asks = Provenance(self.name, session.user_id, session.session_id, correction=lesson)
                     if decide_scope(asks, self._settings)[0].scope is Scope.SESSION:
                         continue
+                    sent = version if "offline:sent_version" in lesson.signals else None
                     words = wording(
                         lesson,
                         message,
                         self._settings,
                         self._detector,
                         shown=shown if lesson is correction else None,
-                        sent="offline:sent_version" in lesson.signals,
-                        cut_down=version.cut_down if version and "offline:sent_version" in lesson.signals else None,
+                        sent=sent is not None,
+                        cut_down=sent.cut_down if sent is not None else None,
                         edited="offline:reported_edit" in lesson.signals,
                     )
                     said = (lesson.corrected or message).strip()
