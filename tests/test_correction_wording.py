@@ -173,6 +173,8 @@ def test_an_unsure_rejection_writes_no_session_rule_unless_a_workspace_model_set
     """ "政策性的，村里统一买的" answers the assistant's own question; a model in its unsure band read it as a
     rejection. The turn keeps the finding (its signals flag the session), but no rule tells the assistant it was
     rejected."""
+    # (the wall clock's now: a session's rule expires a day on, and an expiry must be in the future when validated)
+    now = datetime.now(UTC)
     turn = Turn(
         id=uuid.uuid4(),
         session_id="s-hail",
@@ -181,9 +183,8 @@ def test_an_unsure_rejection_writes_no_session_rule_unless_a_workspace_model_set
         sequence=1,
         turn_index=1,
         user_message="政策性的，村里统一买的",
-        created_at=datetime(2026, 12, 4, tzinfo=UTC),
+        created_at=now,
     )
-    now = datetime(2026, 12, 4, 12, tzinfo=UTC)
     unsure = Correction(CorrectionType.NEGATIVE, 0.49, unsure=True, signals=("learned:negative:0.49",))
     assert lesson_for(unsure, turn, Settings(), now) is None
     sure = dataclasses.replace(unsure, unsure=False)
