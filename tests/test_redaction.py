@@ -1216,6 +1216,27 @@ def test_a_number_before_the_word_card_that_nobody_owns_stays(text: str) -> None
     assert_unchanged(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("It's the card from last time. 4024007194518825, Visa debit. Three browsers tried.", "4024007194518825"),
+        ("退款退到 6225881234567891 这张，招行信用卡", "6225881234567891"),
+        ("mastercard 5412 7501 8823 4411 keeps getting declined", "5412 7501 8823 4411"),
+    ],
+)
+def test_a_card_named_by_its_network_or_kind_goes_whatever_its_check_digit(text: str, secret: str) -> None:
+    """The check digits of these numbers are wrong on purpose: the user says what the number is."""
+    assert_redacted(text, secret, "bank_card")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["tracking 4024007194518825, paid by Visa", "my visa application number is 20240512345678, still pending"],
+)
+def test_a_long_number_beside_a_network_name_that_is_no_card_stays(text: str) -> None:
+    assert_unchanged(text)
+
+
 def test_a_secret_found_in_one_field_goes_from_every_field_of_the_write() -> None:
     """The word passport is in the observation; the number alone in a tag, or in a topic cut short, says nothing by
     itself. Read as one write, the value found goes from every field; a field with no secret stays as it was."""

@@ -628,12 +628,18 @@ def _unlike_a_word(value: str) -> bool:
 
 
 def _cards_by_name(text: str) -> Iterator[tuple[int, int]]:
-    """Card-shaped numbers (GROUPED_CARD_NUMBER) with a card's or a bank's word (CARD_WORD) in the 40 characters before
-    them, whatever their check digit: a user who says it is their card is not wrong about what it is."""
-    for match in patterns.GROUPED_CARD_NUMBER.finditer(text):
-        if patterns.CARD_WORD.search(text[max(match.start() - 40, 0) : match.start()]) and not _is_reference(
-            text, match.start()
-        ):
+    """Card-shaped numbers with the card named beside them, whatever their check digit: a user who says it is their
+    card is not wrong about what it is. Grouped in fours as the networks print them (GROUPED_CARD_NUMBER) after a
+    card's or a bank's word (CARD_WORD) in the 40 characters before; any card shape (CARD_NUMBER) that starts as the
+    networks issue (CARD_ISSUER_PREFIX) with a network's name or a card's kind (CARD_NAME) in the 40 characters before
+    or the CARD_NAME_AFTER after."""
+    for match in patterns.CARD_NUMBER.finditer(text):
+        before = text[max(match.start() - 40, 0) : match.start()]
+        after = text[match.end() : match.end() + patterns.CARD_NAME_AFTER]
+        grouped = patterns.GROUPED_CARD_NUMBER.fullmatch(match.group()) is not None
+        issued = patterns.CARD_ISSUER_PREFIX.match(re.sub(r"\D", "", match.group())) is not None
+        named = issued and (patterns.CARD_NAME.search(before) or patterns.CARD_NAME.search(after))
+        if (named or (grouped and patterns.CARD_WORD.search(before))) and not _is_reference(text, match.start()):
             yield match.span()
 
 

@@ -922,6 +922,17 @@ CARD_NUMBER = re.compile(
 # A card's or a bank's word before a number grouped as the networks print it: a card number even when its check digit
 # is wrong (新的是建行的：6217 0012 4856 3390 215).
 CARD_WORD = re.compile(r"卡|银行|[工农中建交招]行|\bcards?\b")
+# A card network's name or a card's kind, before or just after a number in a card's shape ("4024…8823, Visa debit"):
+# the user names what the number is, so its check digit does not decide.
+CARD_NAME = re.compile(
+    r"\b(?:visa|master\s?card|maestro|amex|american express|discover|diners|jcb|unionpay|debit|credit)\b|银联|借记|信用"
+)
+# How far after a number a card's name still names it ("…8823, Visa debit").
+CARD_NAME_AFTER = 24
+# The first digits the card networks issue under (Visa 4, Mastercard 51-55 and 22-27, American Express 34/37, Diners
+# and JCB 36/38/35, UnionPay 62, Discover 6011/644-65): a number named a card must start as one ("visa application
+# 20240512345678" is no card).
+CARD_ISSUER_PREFIX = re.compile(r"4|5[1-5]|2[2-7]|3[4-8]|62|6011|64[4-9]|65")
 # Words of banking: a text with one is about money moving, so an IBAN-shaped number in it is an account's.
 BANKING = re.compile(
     r"\biban\b|\baccount|\bbank|rekening|konto|compte|cuenta|\bconto\b|transfer|überweis|virement|bonifico|"
