@@ -1800,6 +1800,22 @@ def test_a_lunar_or_era_birth_date_a_badge_number_and_a_pass_go(text: str, secre
     assert_redacted(text, secret, kind)
 
 
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("办签证的表上“生年月日”那栏要写和历，我女儿我填的是 平成30年11月5日，对吗？", "平成30年11月5日"),
+        ("出生日期这一栏系统不认农历，我最后填的是 1987年4月16日，能过审吗", "1987年4月16日"),
+    ],
+)
+def test_a_date_of_birth_written_with_its_year_a_clause_after_a_forms_birth_field_goes(text: str, secret: str) -> None:
+    assert_redacted(text, secret, "birth_date")
+
+
+def test_a_date_a_clause_after_a_birthday_party_stays() -> None:
+    """生日 alone names a birthday, and a party has a date of its own; only a form's birth field reaches that far."""
+    assert_unchanged("生日派对那天是周六，定在 2027年12月20日，你来吗")
+
+
 def test_a_numbered_field_with_no_birth_date_beside_it_stays() -> None:
     """A form's number in a passport's shape is one only beside a date of birth (or a word for a passport)."""
     assert_unchanged("Bestellnummer: 45127789, Lieferdatum: 03.05.2027, bitte an die Packstation.")

@@ -529,6 +529,12 @@ BIRTH_DATE_AFTER_LABEL = re.compile(
     r"(?:出生日期|出生年月日|出生年月|生日|date of birth|birth ?date|birthday|d\.?o\.?b\.?)[^。.!?！？\n]{0,60}?"
     rf"(?<![\da-z])(?P<value>{_WHOLE_BIRTH_DATE})"
 )
+# The same after a form's field for the date of birth (not 生日: a birthday party has a date too), the date written
+# with 年月日, its year in figures or of a Japanese era, as Japanese forms ask (“生年月日”一栏…我填的是 令和3年6月2日).
+BIRTH_FIELD_THEN_DATE = re.compile(
+    r"(?:出生日期|出生年月日|生年月日|생년월일)[^。.!?！？\n]{0,60}?"
+    rf"(?P<value>(?:{_LABELLED_BIRTH_YEAR}|(?:昭和|平成|令和)\s*(?:\d{{1,2}}|元))\s*年\s*\d{{1,2}}\s*月\s*\d{{1,2}}\s*[日号])"
+)
 # A person's name, a comma, at most two words, then a date with a year of birth (1900-2015): "Szabó Eszter, született
 # 1984. május 6.", "Aino Rautio, syntynyt 8.12.1953", "Amani Mwakyusa, alizaliwa tarehe 12 Machi 1990". A sign-up
 # names the person and then their birth, in whatever language its label is: the shape holds where no label list
