@@ -235,6 +235,24 @@ def test_a_title_or_a_latin_abbreviation_ends_no_sentence() -> None:
     assert len(sentences(fold("It opens at 9. Not at 8.").text)) == 2  # a number's period still ends one
 
 
+@pytest.mark.parametrize(
+    ("message", "previous", "flagged"),
+    [
+        ("It's a baby grand, in the bay window. Can you still do Thursday?", "An upright's tuning is £85.", True),
+        ("我那饼是熟普。那水温直接用开水 OK 吗？", "你这饼生普建议 95 度水温。", True),
+        ("It's a baby grand, in the bay window. Can you still do Thursday?", None, False),  # nothing answered before
+        ("Can you still do Thursday? It's a baby grand.", "An upright's tuning is £85.", False),  # asks first
+        ("Can you still do Thursday?", "An upright's tuning is £85.", False),  # one sentence
+        ("It's a baby grand. Thursday works.", "An upright's tuning is £85.", False),  # asks nothing
+    ],
+)
+def test_a_statement_then_a_question_after_an_answer_is_a_flag_of_its_own(
+    message: str, previous: str | None, flagged: bool
+) -> None:
+    found = detect(message, previous)
+    assert ("pair:statement_then_question" in families(found, previous, message)) is flagged
+
+
 def test_a_sentence_alone_never_reads_as_a_rejection() -> None:
     """A rejection is judged on the whole message: a sentence's negative share goes to none."""
     leaning_negative = {"factual": 0.05, "preference": 0.05, "process": 0.0, "negative": 0.8, "none": 0.1}

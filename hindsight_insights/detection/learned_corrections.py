@@ -37,7 +37,7 @@ import numpy as np
 from hindsight_insights.detection import correction_patterns as patterns
 from hindsight_insights.detection.classifier import EmbedFn, LinearTextModel
 from hindsight_insights.detection.correction_types import GENERAL, Correction, CorrectionType
-from hindsight_insights.detection.text import fold
+from hindsight_insights.detection.text import fold, sentences
 
 NONE = CorrectionType.NONE.value
 NEGATIVE = CorrectionType.NEGATIVE.value
@@ -138,7 +138,12 @@ def families(found: Correction, previous_assistant: str | None, message: str) ->
     """What the rules know about a turn, as the model's rule-block flags: the families of every signal, the rules'
     outcome, and facts about the pair the message alone does not show (the assistant had asked a question, so a short
     reply is likely an answer; it answered in generalities, so the user's own setup after it is likely context; the
-    message repeats or changes a number the assistant gave)."""
+    message repeats or changes a number the assistant gave; it states something, then asks).
+
+    The last one is a conjunction the linear model cannot form from the n-grams: a statement followed by a question
+    is how a fact is most often put right without a trigger word ("It's a baby grand, a 1962 Kessler. Can you still
+    do Thursday?" after a price for an upright), and the same words without the question, or a question alone, are
+    far more often none."""
     flags = {family_of(signal) for signal in found.signals} | {f"outcome:{rule_outcome(found)}"}
     previous = fold(previous_assistant).text if previous_assistant else ""
     if previous and _QUESTION_END.search(previous):
@@ -153,7 +158,15 @@ def families(found: Correction, previous_assistant: str | None, message: str) ->
         flags.add("pair:number_repeated")
     if numbers - before and before:
         flags.add("pair:number_changed")
+    if previous and _states_then_asks(folded):
+        flags.add("pair:statement_then_question")
     return frozenset(flags)
+
+
+def _states_then_asks(folded: str) -> bool:
+    """The folded message has two sentences or more, the first a statement and the last a question."""
+    found = sentences(folded)
+    return len(found) >= 2 and not _QUESTION_END.search(found[0].text) and bool(_QUESTION_END.search(found[-1].text))
 
 
 def decide(found: Correction, probabilities: Mapping[str, float], combination: Combination) -> tuple[str, bool]:
