@@ -1816,6 +1816,29 @@ def test_a_date_a_clause_after_a_birthday_party_stays() -> None:
     assert_unchanged("生日派对那天是周六，定在 2027年12月20日，你来吗")
 
 
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("Petite annonce : garde d'enfants le mercredi, appelez Lina au 06 12 34 56 78.", "06 12 34 56 78"),
+        ("Lost grey cat near the canal, answers to Moss - 07911 123456 any time.", "07911 123456"),
+        ("大阪のアパート、何かあったら 090-1234-5678 までどうぞ", "090-1234-5678"),
+    ],
+)
+def test_a_mobile_written_as_its_country_writes_it_goes_without_a_label(text: str, secret: str) -> None:
+    assert_redacted(text, secret, "phone")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SKU 0451-2277-80 is back in stock",  # a product's code, though its digits would be an Australian mobile
+        "第25061期前区 04 09 15 27 33",  # a draw: an Australian mobile is written 0409 152 733
+    ],
+)
+def test_digits_a_mobile_could_have_in_another_grouping_or_after_a_codes_label_stay(text: str) -> None:
+    assert_unchanged(text)
+
+
 def test_a_numbered_field_with_no_birth_date_beside_it_stays() -> None:
     """A form's number in a passport's shape is one only beside a date of birth (or a word for a passport)."""
     assert_unchanged("Bestellnummer: 45127789, Lieferdatum: 03.05.2027, bitte an die Packstation.")

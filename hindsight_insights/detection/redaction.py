@@ -36,7 +36,8 @@ Chinese character, so a stored quote stays readable in its own language):
                 fax) or an organisation (门店电话, the hotel's phone) owns them; any number dialled as +CC or 00CC,
                 a fixed line too (not a toll-free, shared-cost or premium line); a national format
                 read as the region the text names or dials (UK mobile 07911 …, 香港手机 9123 4567), or after a phone
-                label (WhatsApp: 0412 …), or in the North American shape (415) 555-2671; any number after "my
+                label (WhatsApp: 0412 …), or grouped as a common region writes its mobiles (06 12 34 56 78,
+                090-1234-5678), or in the North American shape (415) 555-2671; any number after "my
                 phone"/我的电话 or before "that's my mobile"/是我的手机
   email         e-mail addresses, Chinese domains too, and written against scrapers or URL-encoded ((at), [dot], 艾特,
                 " @ ", %40, "x at y dot z"); not the documentation domains example.com/.org/.net

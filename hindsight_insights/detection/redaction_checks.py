@@ -154,6 +154,10 @@ def personal_phones(text: str) -> list[Span]:
         number = _parses_as(nanp.group(), "US")
         if number is not None and phonenumbers.number_type(number) in _PERSONAL_LINES:
             found.append(nanp.span())
+    for grouped in patterns.NATIONAL_GROUPED.finditer(text):
+        reference = patterns.REFERENCE_LABEL.search(text[max(grouped.start() - 16, 0) : grouped.start()].lower())
+        if not reference and 10 <= len(re.sub(r"\D", "", grouped.group())) <= 11 and _mobile_abroad(grouped.group()):
+            found.append(grouped.span())
     for labelled in patterns.PHONE_LABELLED.finditer(text):
         value = labelled["value"]
         landline = patterns.MAINLAND_LANDLINE_SHAPE.fullmatch(value.strip()) and not _public_line(
@@ -245,6 +249,29 @@ def _personal_abroad(candidate: str, own_line: bool = False) -> bool:
         if line in _PERSONAL_LINES or (own_line and line == phonenumbers.PhoneNumberType.FIXED_LINE):
             return True
     return False
+
+
+_NATIONAL = phonenumbers.PhoneNumberFormat.NATIONAL
+
+
+def _mobile_abroad(candidate: str) -> bool:
+    """A number written as a national mobile (NATIONAL_GROUPED) that no mainland numbering reads and that a common
+    region's reads as a mobile, grouped as that region writes its numbers: someone's phone, label or not (06 12 34 56
+    78 in a French notice). The grouping tells a phone from figures that happen to be valid digits: the draw
+    04 09 15 27 33 would be an Australian mobile, which Australians write 0409 152 733."""
+    if _parses_as(candidate, "CN") is not None:
+        return False
+    return any(
+        (number := _parses_as(candidate, region)) is not None
+        and phonenumbers.number_type(number) == phonenumbers.PhoneNumberType.MOBILE
+        and _grouping(phonenumbers.format_number(number, _NATIONAL)) == _grouping(candidate)
+        for region in patterns.REGIONS
+    )
+
+
+def _grouping(number: str) -> list[int]:
+    """The sizes of a number's groups of digits: 06 12 34 56 78 is [2, 2, 2, 2, 2]."""
+    return [len(group) for group in re.findall(r"\d+", number)]
 
 
 def _public_line(text: str, start: int) -> bool:

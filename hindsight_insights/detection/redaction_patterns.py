@@ -945,9 +945,11 @@ BANKING = re.compile(
     r"\brent\b|\bpay(?:ment|ing|s)?\b|银行|账户|账号|帐号|转账|汇款|收款|付款"
 )
 IBAN = re.compile(r"(?<![a-z0-9])[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){2,7}(?:\s?[a-z0-9]{1,4})?(?![a-z0-9])")
-# A number introduced as an order, invoice or tracking number is a reference, not personal data.
+# A number introduced as an order, invoice or tracking number, or as a product's code, is a reference, not personal
+# data.
 REFERENCE_LABEL = re.compile(
-    r"(订单|单号|运单|快递|物流|发票|编号|流水|工单|order|invoice|tracking|ticket|ref|no\.|#)\W{0,3}$"
+    r"(订单|单号|运单|快递|物流|发票|编号|流水|工单|货号|型号|批号|order|invoice|tracking|ticket|ref|no\.|#|sku|"
+    r"serial|part)\W{0,3}$"
 )
 
 # ------------------------------------------------------------------------------- phone numbers abroad
@@ -979,6 +981,10 @@ PHONE_LABELLED = re.compile(
     r"[^\d+()\n]{0,12}?(?P<value>\+?\(?\d[\d\s().-]{5,18}\d)",
     re.IGNORECASE,
 )
+# A number written as a national mobile is dialled: the trunk 0, then groups of digits with one kind of separator
+# throughout (06 12 34 56 78, 0612 345 678, 07911 123456), 10-11 digits in all (the caller counts them and asks
+# phonenumbers whether a common region reads it as a mobile).
+NATIONAL_GROUPED = re.compile(r"(?<![\d+.,/-])0\d{1,4}([ .-])\d{2,6}(?:\1\d{2,4}){0,3}(?![\d.,/-]?\d)")
 # The label of the writer's own line: "ring me at home on", "call me on", "my landline", 我家电话.
 OWN_PHONE_LABEL = re.compile(r"\b(?:me|my|home)\b|我|家里|家中|住宅", re.IGNORECASE)
 # A North American number written with its country code and dashes or dots (1-800-222-1222), which mainland
