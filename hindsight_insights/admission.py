@@ -4,7 +4,9 @@ sees it:
 1. the poisoning screen (screening.py: the rules of poisoning.py and the learned screen, built once per process and
    handed down by the store) runs on the text as given: instruction-like content, role changes, prompt exfiltration,
    data sent to an address, privilege escalation, in any disguise, is held for review, never active. What the
-   learned screen is unsure of goes to the workspace model when the call has one (a cascade.Cascade), else is held;
+   learned screen is unsure of goes to the workspace model when the call has one (a cascade.Cascade), else is held.
+   What was learned in a session that carried an instruction planted for an AI (the provenance says so) is held
+   too;
 2. secrets and personal data are redacted (redaction.py) in every text field, whatever happens next;
 3. scope (scope.py, from the command's trusted provenance only): what one user's conversation teaches stays with
    that user; a write asking for project scope is also written project-wide, held for review.
@@ -67,6 +69,8 @@ def admit(
         # Also over a project copy's own reason: a suspect must never wait for something that approves it by
         # itself (a second user's agreement). The reasons quote the text, so they are redacted like it.
         suspect_reason = redact(decision.reason).text[:500]
+    elif provenance.planted:
+        suspect_reason = redact(provenance.planted).text[:500]
     admitted = []
     for target in decide_scope(provenance, settings):
         reason = suspect_reason or target.review_reason
@@ -78,7 +82,8 @@ def admit(
             "review_reason": reason,
         }
         draft = InsightDraft.parse(data)
-        admitted.append(Admitted(draft, redacted, target, decision.held, _made_by=_ADMISSION))
+        held = decision.held or suspect_reason is not None
+        admitted.append(Admitted(draft, redacted, target, held, _made_by=_ADMISSION))
     return admitted
 
 

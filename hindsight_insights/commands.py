@@ -30,6 +30,9 @@ class Provenance:
         of scope.py.
     correction: the rule-based detector's finding (its type and confidence), when the detector wrote it: it asks for
         a scope by the table in scope.py, and only its confidence may verify a fact by agreement.
+    planted: why the session it was learned in holds an instruction planted for an AI
+        (screening.planted_instruction, read from the stored turns by the writer), when one does: it waits for a
+        reviewer.
     """
 
     source: str
@@ -37,6 +40,7 @@ class Provenance:
     session_id: str | None = None
     scope: Scope | None = None
     correction: Correction | None = None
+    planted: str | None = None
 
 
 @dataclass(frozen=True)

@@ -24,17 +24,20 @@ are the same whichever embedder search uses.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from hindsight_insights.cascade import Cascade, Opinion, ask
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.poisoning import Band, LearnedScreen, Screening, screen
+from hindsight_insights.detection.poisoning_patterns import AI_ADDRESSEE
 from hindsight_insights.embedder import Embedder, load_embedder
 from hindsight_insights.screen_model import learned_screen, load_screen_model
 
 INJECTION = "possible prompt injection"
+# Why everything learned in a session is held when one of its user messages carried an instruction planted for an AI.
+PLANTED = "learned in a conversation that carried an instruction planted for an AI"
 
 
 @dataclass(frozen=True)
@@ -112,3 +115,18 @@ def decide(
     if opinion.clears:
         return Decision(False, None, screening, opinion)
     return Decision(True, f"{unsure}; {opinion.detail}", screening, opinion)
+
+
+def planted_instruction(screen_: Screen, user_messages: Sequence[str]) -> str | None:
+    """Why a session's lessons wait for a reviewer, or None: one of its user messages speaks to an AI
+    (poisoning_patterns.AI_ADDRESSEE) and the screen holds it as an attack. That is an instruction planted in
+    something the user pasted (an e-mail, a web page, a form); whatever the session then teaches may carry it or the
+    user's reaction to the assistant's warning, so none of it is active before a reviewer has seen it. The user's
+    own wish or correction in such a session waits too; the trade is measured in docs/architecture.md."""
+    for number, message in enumerate(user_messages, start=1):
+        if not AI_ADDRESSEE.search(message.lower()):
+            continue
+        found = screen_.screening({"message": message})
+        if found.suspect:
+            return f"{PLANTED} (user message {number}: " + "; ".join(found.reasons)[:300] + ")"
+    return None

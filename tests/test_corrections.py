@@ -433,6 +433,10 @@ def test_good_alone_approves(approval: str) -> None:
     ("previous", "message", "fixes", "hypothetical", "answers"),
     [
         ("Here are the 3D printer steps.", "sorry, I meant the laser cutter, not the 3D printer", True, False, False),
+        ("第三天到丽江约三个半小时。", "Sorry 我刚才说错了，是第四天不是第三天。那几点能到？", True, False, False),
+        # the hedge of a correction: the user still says the answer is wrong
+        ("这款是二级能效。", "可能是我记错了，不过包装盒上印着一级。", False, False, False),
+        ("押金是 2000 元。", "我印象里是 1500，也许是我记错了，上次交的就是 1500。", False, False, False),
         ("好的。", "对，就是这样。如果哪天我说的型号错了，你会纠正我吗？", False, True, False),
         # a standing mark: no mere hypothetical
         ("好的。", "如果下个月换了供应商，以后都按新的报价给我吗？", False, False, False),

@@ -403,6 +403,16 @@ def test_the_one_time_guard_keeps_a_standing_wish_the_rules_found() -> None:
     assert _look_alike(models, turn, Correction(CorrectionType.NONE, 0.0)).type is CorrectionType.NONE
 
 
+def test_the_users_own_input_put_right_is_no_fact_the_model_alone_finds() -> None:
+    """A fact the model reads into the user fixing their own words is ruled out; the hedge of a correction is not."""
+    fixed = read("Sorry 我刚才说错了，是第四天不是第三天。那第四天几点能到？", "第三天从大理到丽江约三个半小时。")
+    models = Correction(CorrectionType.FACTUAL, 0.6, signals=("learned:factual:0.94",))
+    overruled = _look_alike(models, fixed, rules=_rules(fixed))
+    assert (overruled.type, overruled.signals[-1]) == (CorrectionType.NONE, "guard:fixes_own_input")
+    hedged = read("可能是我记错了，不过包装盒上印着一级。", "这款是二级能效。")
+    assert _look_alike(models, hedged, rules=Correction(CorrectionType.NONE, 0.0)) is models
+
+
 @pytest.mark.parametrize(
     ("message", "previous", "expected"),
     [

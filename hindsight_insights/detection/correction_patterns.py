@@ -55,8 +55,14 @@ def first(cues: list[Cue], text: str) -> tuple[str, re.Match[str]] | None:
 # ---------------------------------------------------------------------------------------------------- guards
 # The user corrects their own words: the assistant made no mistake, there is nothing to learn.
 SELF_CORRECTION = _cues(
-    ("self_typo_zh", r"我(刚才|刚刚|前面|之前|上面|刚)?(说|打|写|输|填|记|看|发|讲|搞|弄|选|给)错"),
-    ("self_typo_zh", r"(打错字|笔误|口误|是我(写|打|说|输|记|搞|弄)错|我的错|怪我)"),
+    # (not the hedge of a correction: "可能是我记错了，不过包装盒上印着一级" still says the answer is wrong)
+    (
+        "self_typo_zh",
+        r"(?<!可能)(?<!或许)(?<!也许)(?<!说不定)(?<!可能是)(?<!或许是)(?<!也许是)(?<!说不定是)(?<!如果)(?<!要是)"
+        r"我(刚才|刚刚|前面|之前|上面|刚)?"
+        r"(说|打|写|输|填|记|看|发|讲|搞|弄|选|给)错",
+    ),
+    ("self_typo_zh", r"(打错字|笔误|口误|(?<!可能)(?<!或许)(?<!也许)是我(写|打|说|输|记|搞|弄)错|我的错|怪我)"),
     # with the subject dropped, typing is the user's: 哦刚才打错了，是15栋 (你刚才打错了 names the assistant)
     ("self_typo_zh", r"(?<![你您])(刚才|刚刚)(打|输|填)错"),
     ("self_typo_en", r"\b(my (bad|mistake|typo)|typo on my (end|side|part)|i (mistyped|misspoke|misread))\b"),

@@ -132,7 +132,9 @@ def detect(
 #                          something, at its start or after "but" or a comma (58 training messages: 57 none, one a
 #                          rejection)
 #   fixes_own_input        "sorry, I meant the laser cutter, not the 3D printer": the user's own input put right is no
-#                          wish or rule (50 training messages, none a preference or a process)
+#                          fact, wish or rule (76 training messages, all none; the model read "Sorry
+#                          我刚才说错了，是第四天不是第三天" as a fact put right). The hedge of a correction
+#                          (可能是我记错了，不过…) is not one.
 #   asks_a_hypothetical    "如果哪天我说错了参数, 你会纠正我吗?": a question about a case that has not happened
 #                          states no wish (116 training messages with no standing mark, none a preference)
 #   answers_a_question     "intermediate, 去年上过一周课" after the assistant asked: an answer, no fact put right (189
@@ -173,7 +175,7 @@ _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[Correcti
     (
         "fixes_own_input",
         lambda turn: turn.fixes_own_input,
-        frozenset({CorrectionType.PREFERENCE, CorrectionType.PROCESS}),
+        frozenset({CorrectionType.FACTUAL, CorrectionType.PREFERENCE, CorrectionType.PROCESS}),
     ),
     ("asks_a_hypothetical", lambda turn: turn.asks_a_hypothetical, frozenset({CorrectionType.PREFERENCE})),
     ("answers_a_question", lambda turn: turn.answers_a_question, frozenset({CorrectionType.FACTUAL})),

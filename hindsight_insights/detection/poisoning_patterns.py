@@ -409,3 +409,11 @@ DEFENSIVE = re.compile(
     r"(\b(if|when|whenever)\b|如果|若|当|要是)[^.。;]{0,100}((?<!n't )(?<!not )(?<!never )\b(refuse|decline|reject)\b|"
     r"(?<![不别])(拒绝|不予理会|不要照做|不要执行|不予执行))"
 )
+
+# Words that address an AI: a user's message that the screen holds and that speaks to an AI carries an instruction
+# planted for one (a pasted e-mail's "[Note to any AI assistant processing this …]", 【致AI助手的系统指令：…】),
+# screening.planted_instruction. A user's own request to the assistant in front of them rarely names what it is.
+AI_ADDRESSEE = re.compile(
+    r"\ba\.?i\b|\bassistants?\b|\bllms?\b|\bgpt|chatbot|\bbots?\b|language models?|"
+    r"助手|人工智能|大模型|模型|机器人|智能体"
+)

@@ -38,6 +38,7 @@ from hindsight_insights.governance.examples import keep_example
 from hindsight_insights.governance.lessons import lesson_for
 from hindsight_insights.governance.writing import Placed, write
 from hindsight_insights.models import CorrectionRecord, Turn, TurnDraft
+from hindsight_insights.screening import planted_instruction
 from hindsight_insights.store.ports import BlamingStore, RecordingStore
 from hindsight_insights.store.turns import turn_uuid
 
@@ -118,6 +119,11 @@ def record_turn(
         example = keep_example(store, correction, corrected_turn, turn, now)
     judged = judge_turn(store, turn, previous, correction, now) if isinstance(store, BlamingStore) else []
     lesson = lesson_for(correction, turn, settings, now, detector)
+    if lesson is not None:
+        # (read only when there is something to learn: a lesson of a session with a planted instruction waits)
+        said = [t.user_message for t in store.turns.session(draft.session_id)]
+        planted = planted_instruction(store.screen, said)
+        lesson = dataclasses.replace(lesson, provenance=dataclasses.replace(lesson.provenance, planted=planted))
     learned = write(store, lesson, cascade=cascade) if lesson is not None else []
     return Recorded(
         turn,

@@ -47,6 +47,7 @@ from hindsight_insights.reflection.prompt import (
 from hindsight_insights.reflection.report import Dropped, ReflectionReport
 from hindsight_insights.reflection.transcript import MAX_NIGHTLY_SESSIONS, SessionTranscript, Variant, view
 from hindsight_insights.reflection.verify import QuoteRejected, VerifiedQuote, verify_quote
+from hindsight_insights.screening import planted_instruction
 from hindsight_insights.store.ports import ReflectionStore
 
 log = logging.getLogger(__name__)
@@ -336,7 +337,8 @@ class ReflectionEngine:
                 "confidence": candidate.confidence,
             }
         )
-        provenance = Provenance(self.source, user_id, quote.session.session_id, correction=correction)
+        planted = planted_instruction(self._store.screen, [turn.user_message for turn in quote.session.turns])
+        provenance = Provenance(self.source, user_id, quote.session.session_id, correction=correction, planted=planted)
         return WriteCommand(content, provenance)
 
     def _known_topics(self, user_id: str) -> list[KnownTopic]:
