@@ -258,6 +258,7 @@ class ReflectionEngine:
     ) -> ReflectionReport:
         report.candidates = len(found)
         commands: list[tuple[int, WriteCommand]] = []
+        planted: dict[str, str | None] = {}  # by session: read once, whatever the number of its candidates
         for index, item in enumerate(found):
             candidate, correction = (
                 (item.insight, item.correction) if isinstance(item, DetectedCandidate) else (item, None)
@@ -290,8 +291,13 @@ class ReflectionEngine:
                     Dropped(index=index, topic=candidate.topic, reason=rejected.problem.value, detail=rejected.detail)
                 )
                 continue
+            session = quote.session
+            if session.session_id not in planted:
+                said = [turn.user_message for turn in session.turns]
+                planted[session.session_id] = planted_instruction(self._store.screen, said)
             try:
-                commands.append((index, self._command(candidate, quote, prepared.user_id, correction)))
+                command = self._command(candidate, quote, prepared.user_id, correction, planted[session.session_id])
+                commands.append((index, command))
             except InvalidInput as error:
                 report.dropped.append(
                     Dropped(index=index, topic=candidate.topic, reason="invalid_fields", detail=str(error))
@@ -319,10 +325,16 @@ class ReflectionEngine:
         return report
 
     def _command(
-        self, candidate: ReflectedInsight, quote: VerifiedQuote, user_id: str, correction: Correction | None
+        self,
+        candidate: ReflectedInsight,
+        quote: VerifiedQuote,
+        user_id: str,
+        correction: Correction | None,
+        planted: str | None,
     ) -> WriteCommand:
         """The candidate as a write. Whose it is, its scope, session and source are ours to set, never the model's:
-        only the rule-based detector's finding (`correction`) asks for a scope other than the user's."""
+        only the rule-based detector's finding (`correction`) asks for a scope other than the user's, and `planted`
+        (screening.planted_instruction over the quoted session) holds it for a reviewer."""
         content = InsightContent.parse(
             {
                 "topic": candidate.topic,
@@ -337,7 +349,6 @@ class ReflectionEngine:
                 "confidence": candidate.confidence,
             }
         )
-        planted = planted_instruction(self._store.screen, [turn.user_message for turn in quote.session.turns])
         provenance = Provenance(self.source, user_id, quote.session.session_id, correction=correction, planted=planted)
         return WriteCommand(content, provenance)
 
