@@ -1892,3 +1892,47 @@ def test_a_birth_date_a_passport_and_a_home_line_in_other_shapes_go(text: str, s
 )
 def test_a_toll_free_line_and_a_historical_birth_year_stay(text: str) -> None:
     assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        # a passport's word in Serbian beside a date written with a space after each dot
+        (
+            "Prijava za turnir: Ime: Goran Pavić, broj pasoša: 017734402, datum rođenja: 14. 2. 1979.",
+            "017734402",
+            "passport",
+        ),
+        ("Jméno: Eva Horáková, datum narození 7. 11. 1990, trvalé bydliště Brno", "7. 11. 1990", "birth_date"),
+        # a password with a letter outside ASCII in it
+        (
+            "Für das Vereinsportal: Benutzer m.krüger, Kennwort: Möwenflug4!Süd. Danke dir!",
+            "Möwenflug4!Süd",
+            "password",
+        ),
+        # a person named by a first name alone before a landline
+        (
+            "Violin lessons in Leichhardt, all levels. Ring Marta on (02) 5550 7712 after school hours.",
+            "(02) 5550 7712",
+            "phone",
+        ),
+    ],
+)
+def test_a_passport_word_a_spaced_date_a_password_with_umlauts_and_a_named_persons_line_go(
+    text: str, secret: str, kind: str
+) -> None:
+    assert_redacted(text, secret, kind)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a business's desk or a business's name before its line: a public line
+        "Bookings: ring Reception on (02) 5550 7712 between 9 and 5.",
+        "For repairs call Harbour Plumbing on (02) 9550 3871.",
+        # a date with a space after each dot that no birth label comes before: an appointment
+        "Termín prohlídky: 30. 5. 2027 v 10:00, cena 1 200 Kč.",
+    ],
+)
+def test_a_business_desk_line_and_a_spaced_appointment_date_stay(text: str) -> None:
+    assert_unchanged(text)

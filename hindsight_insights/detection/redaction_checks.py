@@ -163,8 +163,9 @@ def personal_phones(text: str) -> list[Span]:
         landline = patterns.MAINLAND_LANDLINE_SHAPE.fullmatch(value.strip()) and not _public_line(
             text, labelled.start("value")
         )
-        # (a home line after "ring me at home on", "call me on": the user's own, wherever it is)
-        own = patterns.OWN_PHONE_LABEL.search(labelled.group()[: labelled.start("value") - labelled.start()])
+        # (a home line after "ring me at home on", "call me on": the user's own, wherever it is; or a person's, named)
+        label = labelled.group()[: labelled.start("value") - labelled.start()]
+        own = patterns.OWN_PHONE_LABEL.search(label) or patterns.PERSON_TO_CALL.search(label)
         if _personal_abroad(value, own_line=own is not None) or landline:
             found.append(labelled.span("value"))
     return [span for span in found if not _part_of_an_identifier(text, *span)]

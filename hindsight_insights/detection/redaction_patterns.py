@@ -62,7 +62,9 @@ _LABELLED_PASSPORT_NUMBER = rf"{_PASSPORT_NUMBER}|(?=(?:[a-z]*\d){{2}})[a-z\d]{{
 # A passport in the languages people travel with.
 _PASSPORT_WORDS = (
     r"护照|passport|passeport|reisepass|pasaporte|passaporto|passaporte|paspoort|旅券|パスポート|여권|pasaport|paszport|"
-    r"паспорт|pasport|paspor|passnummer|pass-nr|hộ chiếu|หนังสือเดินทาง|útlevél|passin numero|passinumero"
+    r"паспорт|pasport|paspor|passnummer|pass-nr|hộ chiếu|หนังสือเดินทาง|útlevél|passin numero|passinumero|"
+    # (the South Slavic languages, Greek, Romanian, Arabic, Hebrew, Hindi)
+    r"pasoš|putovnic|διαβατήρι|pașaport|paşaport|جواز سفر|جواز السفر|דרכון|पासपोर्ट"
 )
 # Near a number, the names of a passport's parts and of travel documents say the same (not as a label: "证件" alone
 # is any card).
@@ -271,6 +273,9 @@ NAMES_A_RESIDENT_ID = re.compile(
 )
 
 # ------------------------------------------------------------------------------------------ secrets by label
+# A character of a password: printable ASCII, and the Latin letters of the languages people set passwords in
+# (Elbfähre7#Nord).
+_SECRET_CHAR = r"[\x21-\x7e\u00a1-\u024f]"
 # The value after 密码/password/…: up to the next space, clause punctuation or Chinese character.
 SECRET_END = r"(?=[\"'”]?(?:[\s,。，;；、)）]|[.!?](?:\s|$)|$|[\u4e00-\u9fff]))"
 # The word for a password in the languages of the forms people fill in.
@@ -287,21 +292,21 @@ PASSWORD = re.compile(
     r"(?P<sep>[^\S\n]*(?:[:=]|是|为|改成了|改成|改为|设为|设置为|(?:is|was)(?:[^\S\n]+now)?)[^\S\n]*[\"'“]?[^\S\n]*|[^\S\n]+|"
     # (or nothing at all after a Chinese label, when a digit follows: 密码4719#)
     r"(?<=密码|口令)(?=\d))"
-    rf"(?P<secret>[\x21-\x7e]{{4,64}}?){SECRET_END}"
+    rf"(?P<secret>{_SECRET_CHAR}{{4,64}}?){SECRET_END}"
 )
 # A password a few words after its label, before "is" or ":" ("the pwd for the scanner in room 3 is …",
 # "password of the guest wifi: …"); the caller takes it only when it looks like one (a digit or a symbol in it).
 PASSWORD_FOR = re.compile(
     r"(?<![a-z0-9_])(?:password|passwd|pwd|passcode|passphrase|密码|口令)\s*(?:for|of|to|on)\s+[^\n:;。，；]{1,40}?"
     r"(?:\s(?:is|was)\s|[:=]|是|为)\s*[\"'“]?"
-    rf"(?P<secret>[\x21-\x7e]{{4,64}}?){SECRET_END}"
+    rf"(?P<secret>{_SECRET_CHAR}{{4,64}}?){SECRET_END}"
 )
 # A password a few words after its label in the same sentence, with no "is" or ":" ("密码我设的 …", "a senha do portal
 # mudou, agora é …"); the caller takes it only when it cannot be a word (letters and digits, or a symbol, in it).
 PASSWORD_A_FEW_WORDS = re.compile(
     rf"(?:(?<![a-z0-9_])(?:password|passwd|pwd|passcode|passphrase|pass(?=\s+(?:is|was)\s))|密码|口令|{_PASSWORD_WORD})"
     r"[^\n.!?;:。！？；：]{1,60}?(?<=[\s\u4e00-\u9fff\"'“=])"
-    rf"(?P<secret>(?![\"'`])(?=[\x21-\x7e]*?[a-z])(?=[\x21-\x7e]*?\d)[\x21-\x7e]{{6,64}}?){SECRET_END}"
+    rf"(?P<secret>(?![\"'`])(?={_SECRET_CHAR}*?[a-z])(?={_SECRET_CHAR}*?\d){_SECRET_CHAR}{{6,64}}?){SECRET_END}"
 )
 # A code that opens something, after its label: an alarm, a door, a gate, a key safe, a PIN ("the alarm code is 4471",
 # "key safe by the back door: 9032", 门禁码 2580#). A few words may come between the label and "is" or ":".
@@ -331,7 +336,7 @@ LOGIN_PAIR = re.compile(
     # (a key's last word too: portal_login)
     r"(?:(?<![a-z0-9])log ?in|(?<![a-z0-9])sign ?in|credentials?|"
     r"账号密码|账号和密码|用户名和密码|用户名密码|登录账号|登录信息)"
-    r"\s*(?:is|are|:|是|为|with|using)?\s*(?P<secret>[a-z0-9._@-]{2,40}\s*[/:|]\s*[\x21-\x7e]{4,64}?)"
+    rf"\s*(?:is|are|:|是|为|with|using)?\s*(?P<secret>[a-z0-9._@-]{{2,40}}\s*[/:|]\s*{_SECRET_CHAR}{{4,64}}?)"
     rf"{SECRET_END}"
 )
 # Signing in somewhere as a user with a password, no label before either ("I log into the box office as r.ames with
@@ -340,7 +345,7 @@ LOGIN_PAIR = re.compile(
 LOGIN_AS = re.compile(
     r"\b(?:log(?:ged|ging)? ?(?:in|on)|sign(?:ed|ing)? ?in)(?:\s?to)?\s+\S{1,80}\s+as\s+"
     r"(?P<secret>[a-z0-9._@-]{3,40}\s+(?:with|using|pw|password|pwd|and)\s+"
-    rf"(?=[\x21-\x7e]*[\d\W_])[\x21-\x7e]{{6,64}}?){SECRET_END}"
+    rf"(?={_SECRET_CHAR}*[\d\W_]){_SECRET_CHAR}{{6,64}}?){SECRET_END}"
 )
 # A user name said just before its password ("my login is m.okafor.interp and password …", "用户名 zhangwei01 密码
 # …"): the name goes too, the pair is the credential.
@@ -485,7 +490,9 @@ _BIRTH_VALUE = (
     rf"\d{{1,2}}\.?\s+(?:de\s+)?[^\W\d_]{{3,12}}\.?,?\s+(?:de\s+)?{_LABELLED_BIRTH_YEAR}|"
     rf"[^\W\d_]{{3,12}}\.?\s+\d{{1,2}},?\s+{_LABELLED_BIRTH_YEAR}|"
     rf"{_LABELLED_BIRTH_YEAR}\.?\s+[^\W\d_]{{3,12}}\.?\s+\d{{1,2}}(?:\.(?![\d\w]))?(?!\d)|"
-    rf"\d{{1,2}}\.\s?(?:i{{1,3}}|iv|vi{{0,3}}|ix|xi{{0,2}})\.\s?{_LABELLED_BIRTH_YEAR}"
+    rf"\d{{1,2}}\.\s?(?:i{{1,3}}|iv|vi{{0,3}}|ix|xi{{0,2}})\.\s?{_LABELLED_BIRTH_YEAR}|"
+    # day, month and year with a space after each dot, as Central Europe and the Balkans write it (30. 5. 1987)
+    rf"\d{{1,2}}\.\s\d{{1,2}}\.\s?{_LABELLED_BIRTH_YEAR}"
 )
 BIRTH_DATE = re.compile(
     r"(?:出生日期|出生年月日|出生年月|出生于|出生|生日|生于|生年月日|생년월일|date of birth|birth ?date|birthday|"
@@ -987,6 +994,13 @@ PHONE_LABELLED = re.compile(
 NATIONAL_GROUPED = re.compile(r"(?<![\d+.,/-])0\d{1,4}([ .-])\d{2,6}(?:\1\d{2,4}){0,3}(?![\d.,/-]?\d)")
 # The label of the writer's own line: "ring me at home on", "call me on", "my landline", 我家电话.
 OWN_PHONE_LABEL = re.compile(r"\b(?:me|my|home)\b|我|家里|家中|住宅", re.IGNORECASE)
+# Someone named by a first name alone right before the number ("Ring Helen on (02) 5550 3871"): a person's line, a
+# landline too. A business names itself with more words, or by a desk (Reception, Sales, the office).
+PERSON_TO_CALL = re.compile(
+    r"\b(?i:call|text|ring|sms|message|whatsapp)\s+"
+    r"(?!(?:Reception|Sales|Support|Accounts|Admin|Office|Us|Our|The|Enquiries|Bookings)\b)[A-Z][a-z]{1,15}\s+"
+    r"(?i:on|at)\b[^\d+()\n]{0,12}?$"
+)
 # A North American number written with its country code and dashes or dots (1-800-222-1222), which mainland
 # numbering would read as an 11-digit mobile.
 NANP_WITH_ONE = re.compile(r"(?<![\d+-])1[-.]\d{3}[-.]\d{3}[-.]\d{4}(?![\d-])")
