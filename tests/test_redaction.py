@@ -1942,3 +1942,18 @@ def test_the_documentation_keys_of_a_cloud_provider_stay() -> None:
     """AWS's documentation keys end in EXAMPLE: a placeholder everyone copies from the docs, no one's credential."""
     assert_unchanged("The docs use AKIAIOSFODNN7EXAMPLE with wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY, right?")
     assert_redacted("aws_access_key_id = AKIAJ7Q2LNXW4RT5KDPA", "AKIAJ7Q2LNXW4RT5KDPA", "api_key")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a lock file's Subresource Integrity hash: the file's fingerprint
+        'package-lock.json has "integrity": "sha512-vNnvmGSWD0lC3WeacYH97CHqgz7leQddqX0rhPwUHxS3Byu1lCLnFRUDD7IyJF'
+        'Y7/EsorwTVmc+mPIBi87tRvw==" there',
+        # code that reads the key from the environment, and a placeholder to replace
+        'api_key = os.getenv("PAYMENTS_API_KEY")  # set in the deployment',
+        "In the README the bot token is written xoxb-REPLACE-ME.",
+    ],
+)
+def test_an_integrity_hash_code_reading_a_key_and_a_replace_me_placeholder_stay(text: str) -> None:
+    assert_unchanged(text)

@@ -191,6 +191,8 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
             continue  # "public key: ssh-ed25519 AAAA…": the key's type, and a public key
         if re.fullmatch(r"[a-z]+(?:-[a-z]+)+", match["secret"]):
             continue  # "existingSecret: mqtt-broker-creds": the name of where a secret is kept, words and hyphens
+        if re.match(r"\s*[(\[]", f[match.end("secret") :]):
+            continue  # api_key = os.getenv("OPENAI_API_KEY"): code that reads the key from elsewhere, a call
         if _looks_secret(match["secret"]) or _labelled_secret(match["secret"], match["sep"]):
             kind = "token" if "token" in match["label"] or match["label"] == "令牌" else "api_key"
             found += at(folded, [match.span("secret")], kind)

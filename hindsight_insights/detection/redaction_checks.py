@@ -72,6 +72,8 @@ _FORMAT_PLUGINS: tuple[type[RegexBasedDetector], ...] = (
 _TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{32,}(?![A-Za-z0-9+/=_-])")
 # Kept, whatever their entropy: hashes and UUID-like hex, and words-with-dashes (slugs, file names).
 _NOT_A_KEY = re.compile(r"[0-9a-fA-F-]+|[a-z-]+|[A-Za-z_-]+")
+# A Subresource Integrity hash (package-lock.json's "integrity", <script integrity>): the hash's name, then base64.
+_INTEGRITY_HASH = re.compile(r"sha(?:256|384|512)-")
 # An SSH public key's body after its algorithm's name (ssh-ed25519 AAAAC3…): public, meant to be shared.
 _PUBLIC_KEY_BEFORE = re.compile(
     r"(?:ssh-(?:rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+$"
@@ -129,6 +131,8 @@ def high_entropy_tokens(text: str) -> list[Span]:
             continue
         if _PUBLIC_KEY_BEFORE.search(text[max(match.start() - 40, 0) : match.start()]):
             continue
+        if _INTEGRITY_HASH.match(token):
+            continue  # sha512-… in a lock file or a script tag: a file's hash (Subresource Integrity), no key
         if plugin.calculate_shannon_entropy(token) >= plugin.entropy_limit:
             found.append(match.span())
     return found

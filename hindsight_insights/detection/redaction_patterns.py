@@ -418,7 +418,7 @@ PRIVATE_KEY = re.compile(
 PLACEHOLDER = re.compile(
     # (AWS's documentation keys end in EXAMPLE: AKIAIOSFODNN7EXAMPLE, …/bPxRfiCYEXAMPLEKEY)
     r"^[<{\[$%(]|[>}\]]$|x{4,}|\*{3,}|\.{3,}|^your[_-]?|[_-]your[_-]|[_-]here$|^(?:an?[_-]?)?example|example(?:key)?$|"
-    r"placeholder|"
+    r"placeholder|replace[_-]?me|"
     r"changeme|dummy|redacted|^(?:(.)\1+)$|^(?:test|sample|fake|demo|foo|bar)[_-]?(?:key|token|secret|password)?$|"
     r"^(?:password|passwd|pwd|pass|secret|token|api[_-]?key)$"
 )
