@@ -173,6 +173,9 @@ KNOWN_OVERLAPS = {
     ("tune:c202", "anything i should know"),  # an everyday question (a retired set in training has it too)
     ("reflection_tune_sessions_23.json:st020", "can you redo the plan"),  # an everyday request
     ("reflection_tune_sessions_24.json:sv011", "can you draft a reply"),  # an everyday request (tuning sets too)
+    ("new-24:dn053", "he won't read anything longer"),  # an everyday remark about a reader
+    ("new-24:do118", "that doesn't answer my question at all"),  # a stock off-topic rejection
+    ("screening_eval_44.json:lg044", "rapid reset procedure"),  # a device's stock procedure name (set 40 had it too)
     ("reflection_tune_sessions_22.json:sq003", "i'd rather not guess"),  # everyday caution (tune-17, tune-20 too)
     ("reflection_tune_sessions_22.json:sr005", "does that change anything"),  # an everyday question (tune-14 too)
 }
