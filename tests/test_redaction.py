@@ -1957,3 +1957,18 @@ def test_the_documentation_keys_of_a_cloud_provider_stay() -> None:
 )
 def test_an_integrity_hash_code_reading_a_key_and_a_replace_me_placeholder_stay(text: str) -> None:
     assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("Vendor note: for remote support use RemoteDesk ID 391 604 827 with session password p8-Lx2.", "391 604 827"),
+        ("远程协助用向日葵，识别码 752 318 640，密码我电话里告诉你。", "752 318 640"),
+    ],
+)
+def test_a_remote_desktop_tools_id_goes_with_its_session_password(text: str, secret: str) -> None:
+    assert_redacted(text, secret, "login")
+
+
+def test_an_order_id_in_the_same_shape_stays() -> None:
+    assert_unchanged("Order ID 391 604 827 left the warehouse this morning.")

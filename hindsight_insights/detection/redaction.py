@@ -25,7 +25,8 @@ Chinese character, so a stored quote stays readable in its own language):
   bank_account  6–25 digits after an account's label (账号, 账户, account, sort code, BSB, routing number) or its
                 bank's name (中国工商银行 6212 …), whatever the checksum
   account_holder the name after an account holder's label (户名, 收款人, account name, payee)
-  login         a user name said right before its password ("my login is … and password …")
+  login         a user name said right before its password ("my login is … and password …"), and a remote-desktop
+                tool's ID (TeamViewer ID, 向日葵识别码), which a session password opens
   passport      a number after 护照/passport (in the languages people travel with), before it, in the machine-readable
                 zone, or in a passport number's shape within 160 characters of the word or of a travel document's
                 name (data page, travel document, 资料页: a table's column, a sentence apart)
@@ -209,6 +210,7 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
     found += at(folded, (m.span("secret") for m in patterns.LOGIN_PAIR.finditer(f)), "password")
     found += at(folded, (m.span("secret") for m in patterns.LOGIN_NAME.finditer(f)), "login")
     found += at(folded, (m.span("secret") for m in patterns.LOGIN_AS.finditer(f)), "login")
+    found += at(folded, (m.span("secret") for m in patterns.REMOTE_ACCESS_ID.finditer(f)), "login")
     found += at(folded, (m.span("secret") for m in patterns.ACCESS_CODE.finditer(f)), "password")
     found += at(folded, _door_codes(f), "password")
     # An address before the numbers: 13800138000@163.com is an e-mail address, not a phone number plus a domain.

@@ -357,6 +357,13 @@ LOGIN_NAME = re.compile(
     r"(?:initial\s+|temporary\s+|default\s+|one-time\s+|初始|临时|默认|初次)?"
     r"(?:password|passwd|pwd|pw\b|pass(?=\s*[:=])|密码|口令)"
 )
+# A remote-desktop tool's ID, with which a session password lets anyone in ("TeamViewer ID 482 119 306", 向日葵识别码,
+# ToDesk 设备代码): a login, whatever the tool's name ("remote support: RemoteDesk ID …").
+REMOTE_ACCESS_ID = re.compile(
+    r"(?:teamviewer|anydesk|rustdesk|remote ?desk|remote[- ]support|remote[- ]access|todesk|向日葵|远程协助|远程)"
+    r"[^\d\n]{0,20}?(?:\bid\b|识别码|设备代码|设备码|伙伴识别码)\s*(?:is|:|是|为)?\s*"
+    r"(?P<secret>\d(?:[ -]?\d){6,11})(?!\d)"
+)
 # The holder's name after an account's label (户名陈志远, "account name: Jane Doe"); English names are matched on the
 # text as written, capitalised.
 ACCOUNT_HOLDER_ZH = re.compile(
