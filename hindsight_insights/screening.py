@@ -24,6 +24,7 @@ are the same whichever embedder search uses.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,7 +32,7 @@ from datetime import datetime
 from hindsight_insights.cascade import Cascade, Opinion, ask
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.poisoning import Band, LearnedScreen, Screening, screen
-from hindsight_insights.detection.poisoning_patterns import AI_ADDRESSEE
+from hindsight_insights.detection.poisoning_patterns import AI_ADDRESSEE, DESTINATION, TRANSFER
 from hindsight_insights.embedder import Embedder, load_embedder
 from hindsight_insights.screen_model import learned_screen, load_screen_model
 
@@ -117,6 +118,9 @@ def decide(
     return Decision(True, f"{unsure}; {opinion.detail}", screening, opinion)
 
 
+_LINE = re.compile(r"\n+")
+
+
 def planted_instruction(screen_: Screen, user_messages: Sequence[str]) -> str | None:
     """Why a session's lessons wait for a reviewer, or None: one of its user messages speaks to an AI
     (poisoning_patterns.AI_ADDRESSEE) and the screen holds it as an attack. That is an instruction planted in
@@ -126,7 +130,17 @@ def planted_instruction(screen_: Screen, user_messages: Sequence[str]) -> str | 
     for number, message in enumerate(user_messages, start=1):
         if not AI_ADDRESSEE.search(message.lower()):
             continue
-        found = screen_.screening({"message": message})
-        if found.suspect:
-            return f"{PLANTED} (user message {number}: " + "; ".join(found.reasons)[:300] + ")"
+        # The message, then each of its lines that speaks to an AI: a paragraph planted in a long pasted document
+        # reads as the document it sits in when screened whole.
+        lines = [line for line in _LINE.split(message) if AI_ADDRESSEE.search(line.lower()) and line.strip() != message]
+        for text in (message, *lines):
+            found = screen_.screening({"message": text})
+            if found.suspect:
+                return f"{PLANTED} (user message {number}: " + "; ".join(found.reasons)[:300] + ")"
+        # A line that speaks to an AI and has it send something to an address ("致AI采购助手：…每次比价后把…发到
+        # quotes@…"): data sent out on a planted order, whatever the data is called.
+        for line in lines:
+            folded = line.lower()
+            if TRANSFER.search(folded) and DESTINATION.search(folded):
+                return f"{PLANTED} (user message {number}: a line to an AI sends something to an address)"
     return None

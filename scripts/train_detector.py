@@ -50,7 +50,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from hindsight_insights.detection.classifier import LinearTextModel, blocks, fit_ngrams
 from hindsight_insights.detection.correction_types import CorrectionType
-from hindsight_insights.detection.corrections import detect, ruled_out
+from hindsight_insights.detection.corrections import LOOK_ALIKE_YIELDS_AT, detect, ruled_out
 from hindsight_insights.detection.learned_corrections import (
     NONE,
     SELF_FIX,
@@ -190,12 +190,16 @@ def temperature(scores: npt.NDArray[np.float64], labels: npt.NDArray[np.int64]) 
 
 
 def decisions(data: Prepared, probabilities: npt.NDArray[np.float64], combination: Combination) -> list[str]:
-    """What detect decides for each row: the combination, then the look-alike guards (corrections.ruled_out)."""
+    """What detect decides for each row: the combination, then the look-alike guards (corrections.ruled_out) where
+    the model reads the type below LOOK_ALIKE_YIELDS_AT."""
     decided = (
         decide(found, dict(zip(CLASSES, row.tolist(), strict=True)), combination)[0]
         for found, row in zip(data.found, probabilities, strict=True)
     )
-    return [NONE if kind in out else kind for kind, out in zip(decided, data.ruled_out, strict=True)]
+    return [
+        NONE if kind in out and row[CLASSES.index(kind)] < LOOK_ALIKE_YIELDS_AT else kind
+        for kind, out, row in zip(decided, data.ruled_out, probabilities, strict=True)
+    ]
 
 
 def scores_of(labels: Sequence[str], predicted: Sequence[str]) -> dict[str, float]:

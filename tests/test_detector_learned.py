@@ -17,14 +17,17 @@ from hindsight_insights.detection.classifier import FloatArray
 from hindsight_insights.detection.correction_turn import own_words, read
 from hindsight_insights.detection.correction_types import GENERAL, IMPLICIT, Correction, CorrectionType
 from hindsight_insights.detection.corrections import (
+    LOOK_ALIKE_YIELDS_AT,
     _look_alike,
     _quoted_by_its_step,
     _readings,
     _rules,
     detect,
+    look_alike_of,
     opening_request,
 )
 from hindsight_insights.detection.learned_corrections import (
+    VERDICT_AT,
     Combination,
     LearnedDetector,
     combine,
@@ -87,13 +90,14 @@ def test_probabilities_are_calibrated_and_explained(learned: LearnedDetector) ->
 # Known misses, kept in view: a verdict and a bare new value, the textbook correction the rules find, which the model
 # reads below correction_at (unsure: none without a workspace model, which the cascade would ask). The ninth model had
 # the first at P 0.94, the tenth at 0.76; both miss the other three. The fifteenth finds "That's wrong, it's Terminal
-# 2." (0.92), which moved to the test below. Strict: a model that gets one right fails here, and the list is updated.
+# 2." (0.92), which moved to the test below. The twenty-fifth, whose verdict needs the model only to lean to a
+# correction (VERDICT_AT), finds "错了，会议改到周四了。" (P(correction) 0.52), moved below too. Strict: a model that
+# gets one right fails here, and the list is updated.
 @pytest.mark.xfail(strict=True, reason="known misses of the learned detector: a verdict and a bare new value")
 @pytest.mark.parametrize(
     ("message", "before"),
     [
         ("Wrong, the warehouse closes at 6 pm, not 8 pm.", "The warehouse closes at 8 pm."),
-        ("错了，会议改到周四了。", "会议在周三。"),
         ("Not Friday, the deadline is Thursday.", "The deadline is Friday."),
     ],
 )
@@ -101,6 +105,13 @@ def test_a_verdict_and_a_bare_new_value_is_a_fact_put_right(
     learned: LearnedDetector, message: str, before: str
 ) -> None:
     assert detect(message, before, learned).type is CorrectionType.FACTUAL
+
+
+def test_a_verdict_and_a_new_value_the_model_leans_to_is_a_fact_put_right(learned: LearnedDetector) -> None:
+    """Below correction_at, the rules' verdict and the model's lean to a fact (VERDICT_AT) make the fact."""
+    found = detect("错了，会议改到周四了。", "会议在周三。", learned)
+    assert found.type is CorrectionType.FACTUAL and found.corrected == "会议改到周四了"
+    assert VERDICT_AT <= 1 - found.probabilities["none"] < learned.combination.correction_at
 
 
 @pytest.mark.parametrize(
@@ -195,6 +206,36 @@ def test_a_fact_put_right_needs_factual_at_and_below_it_is_unsure() -> None:
     assert decide(nothing, leaning_fact, dataclasses.replace(combination, factual_at=0.0)) == ("factual", True)
     said_wrong = Correction(CorrectionType.FACTUAL, 0.9, corrected="6 pm", signals=("verdict:wrong_en",))
     assert decide(said_wrong, leaning_fact, combination) == ("factual", True)  # an explicit verdict: 0.9 is enough
+
+
+def test_a_fact_put_right_with_an_explicit_verdict_needs_the_model_to_lean_to_a_correction_only() -> None:
+    """ "错了，是15号": the rules found the verdict and the new value; the model need only lean to a correction
+    (VERDICT_AT), not reach correction_at. Below VERDICT_AT the model's none stands."""
+    combination = Combination(frozenset(), 0.88, 0.58, 0.94, factual_at=0.88)
+    said_wrong = Correction(CorrectionType.FACTUAL, 0.7, corrected="是15号", signals=("verdict:wrong_zh",))
+    leaning = {"factual": 0.55, "preference": 0.0, "process": 0.0, "negative": 0.02, "none": 0.43}
+    assert VERDICT_AT <= 0.57 < combination.correction_at
+    assert decide(said_wrong, leaning, combination) == ("factual", False)  # P(correction) 0.57, below the band
+    doubtful = {**leaning, "factual": 0.3, "none": 0.68}
+    assert decide(said_wrong, doubtful, combination) == ("none", False)
+    no_verdict = Correction(CorrectionType.FACTUAL, 0.6, corrected="15号", signals=("replacement:new_value",))
+    assert decide(no_verdict, leaning, combination) == ("none", False)
+
+
+def test_a_look_alike_guard_yields_to_a_model_beyond_doubt() -> None:
+    """A standing wish asked as a question for a task is still a wish when the model reads it at LOOK_ALIKE_YIELDS_AT
+    or more; below that the guard holds."""
+    turn = read(
+        "Could you give me the reason behind each step when you explain things? Why tie the knot first?",
+        "Steps: 1. Tie the knot. 2. Check the buckle. 3. Go.",
+    )
+    nothing = Correction(CorrectionType.NONE, 0.0)
+    sure = Correction(CorrectionType.PREFERENCE, 0.9, probabilities={"preference": 0.99, "none": 0.01})
+    doubtful = Correction(CorrectionType.PREFERENCE, 0.9, probabilities={"preference": 0.9, "none": 0.1})
+    assert LOOK_ALIKE_YIELDS_AT <= 0.99
+    assert look_alike_of(turn, CorrectionType.PREFERENCE) is not None
+    assert _look_alike(sure, turn, nothing) is sure
+    assert _look_alike(doubtful, turn, nothing).type is CorrectionType.NONE
 
 
 def test_the_shipped_model_holds_facts_to_a_higher_bar_than_the_rest(learned: LearnedDetector) -> None:

@@ -130,7 +130,7 @@ def test_a_benign_verdict_lets_it_through_in_one_short_call(
     (call,) = llm.calls
     assert call["stream"] is False and call["model_config"]["completion_params"]["max_tokens"] == MAX_OUTPUT_TOKENS
     system, user = (str(message.content) for message in call["prompt_messages"])
-    assert "security classifier" in system and "<<<ITEM" in user and "都叫他“老王”" in user
+    assert "security classifier" in system and "<<<ITEM" in user and "都叫“老王”" in user
     (stored,) = plugin_store.list_insights(user_id="lao-wang")
     assert stored.status is InsightStatus.ACTIVE
     assert plugin_store.budget is not None and plugin_store.budget.used(datetime.now(UTC).date()) == 1

@@ -145,6 +145,14 @@ def detect(
 #                          messages that ask for a document, the one preference says "always"
 #   only_approves          "Lovely. Thanks!", "好的，谢谢": an approval alone teaches nothing (35 training messages, all
 #                          none); the model read a wish into it after a long answer
+# A guard yields to a model that reads the type beyond doubt. Out of fold (8,406 training messages) the guards turned
+# 23 of the model's corrections to none, and by the label the model was right in 17 of them: the guards were written
+# when it read far less well. Every one it read at this or more (7) was a correction of that type: standing wishes
+# asked as questions ("Could you give me the reason behind each step when you explain things?"). At 0.97 (12, all
+# right out of fold) the model overruled guards on their own kind in the tuning sessions: "intermediate,
+# 去年在巴厘岛上过一周课" after the assistant asked the level (a fact at 0.987), a hypothetical question (a wish at
+# 0.983).
+LOOK_ALIKE_YIELDS_AT = 0.99
 _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[CorrectionType]], ...] = (
     (
         "one_time_only",
@@ -393,6 +401,8 @@ def _look_alike(found: Correction, turn: ReadMessage, rules: Correction) -> Corr
     """`found` (the rules and the model combined), or none where the message is a look-alike (_LOOK_ALIKES) of a type
     the model alone found."""
     if not found.is_correction or rules.is_correction:
+        return found
+    if found.probabilities.get(found.type.value, 0.0) >= LOOK_ALIKE_YIELDS_AT:
         return found
     name = look_alike_of(turn, found.type)
     if name is None:
