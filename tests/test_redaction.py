@@ -1938,12 +1938,6 @@ def test_a_business_desk_line_and_a_spaced_appointment_date_stay(text: str) -> N
     assert_unchanged(text)
 
 
-def test_the_documentation_keys_of_a_cloud_provider_stay() -> None:
-    """AWS's documentation keys end in EXAMPLE: a placeholder everyone copies from the docs, no one's credential."""
-    assert_unchanged("The docs use AKIAIOSFODNN7EXAMPLE with wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY, right?")
-    assert_redacted("aws_access_key_id = AKIAJ7Q2LNXW4RT5KDPA", "AKIAJ7Q2LNXW4RT5KDPA", "api_key")
-
-
 @pytest.mark.parametrize(
     "text",
     [

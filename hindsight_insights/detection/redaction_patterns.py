@@ -423,8 +423,7 @@ PRIVATE_KEY = re.compile(
 # Not secrets: documentation's stand-ins (YOUR_API_KEY, sk-xxxx, <token>, ${TOKEN}, ****, changeme).
 # (a value that is its own label's name, postgresql://USER:PASSWORD@HOST, stands for one)
 PLACEHOLDER = re.compile(
-    # (AWS's documentation keys end in EXAMPLE: AKIAIOSFODNN7EXAMPLE, …/bPxRfiCYEXAMPLEKEY)
-    r"^[<{\[$%(]|[>}\]]$|x{4,}|\*{3,}|\.{3,}|^your[_-]?|[_-]your[_-]|[_-]here$|^(?:an?[_-]?)?example|example(?:key)?$|"
+    r"^[<{\[$%(]|[>}\]]$|x{4,}|\*{3,}|\.{3,}|^your[_-]?|[_-]your[_-]|[_-]here$|^(?:an?[_-]?)?example|"
     r"placeholder|replace[_-]?me|"
     r"changeme|dummy|redacted|^(?:(.)\1+)$|^(?:test|sample|fake|demo|foo|bar)[_-]?(?:key|token|secret|password)?$|"
     r"^(?:password|passwd|pwd|pass|secret|token|api[_-]?key)$"
