@@ -77,7 +77,13 @@ def test_a_business_places_address_is_not_personal_data() -> None:
             # a span, above MAX_ALTERED_CORPUS), where this line reads too weakly
             marks=pytest.mark.xfail(strict=True, reason="known miss since the sixteenth finder: a Brazilian line"),
         ),
-        ("pls deliver to unit 4/17 Wattle Cres, Glenfield NSW 2167, leave at door", "17 Wattle Cres"),
+        pytest.param(
+            "pls deliver to unit 4/17 Wattle Cres, Glenfield NSW 2167, leave at door",
+            "17 Wattle Cres",
+            # the finder retrained on 2026-12-05 with the twenty-third sets retired chose threshold 0.85 (0.8 before:
+            # at 0.8 more than 1 in 10,000 corpus texts would lose a span), where this line reads too weakly
+            marks=pytest.mark.xfail(strict=True, reason="known miss since the twenty-fifth finder: an Australian unit"),
+        ),
     ],
 )
 def test_the_learned_finder_removes_addresses_in_shapes_no_rule_was_written_for(text: str, address: str) -> None:
