@@ -123,7 +123,8 @@ _LINE = re.compile(r"\n+")
 
 def planted_instruction(screen_: Screen, user_messages: Sequence[str]) -> str | None:
     """Why a session's lessons wait for a reviewer, or None: one of its user messages speaks to an AI
-    (poisoning_patterns.AI_ADDRESSEE) and the screen holds it as an attack. That is an instruction planted in
+    (poisoning_patterns.AI_ADDRESSEE) and the screen holds it, or one of its lines that speaks to an AI, as an attack,
+    or such a line sends something to a literal address. That is an instruction planted in
     something the user pasted (an e-mail, a web page, a form); whatever the session then teaches may carry it or the
     user's reaction to the assistant's warning, so none of it is active before a reviewer has seen it. The user's
     own wish or correction in such a session waits too; the trade is measured in docs/architecture.md."""
