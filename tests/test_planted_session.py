@@ -96,6 +96,19 @@ def test_record_turn_holds_what_a_planted_session_teaches_and_keeps_a_clean_ones
             assert (insight.status, insight.review_reason) == (InsightStatus.ACTIVE, None)
 
 
+def test_record_turn_holds_a_fact_put_right_in_a_planted_session(store: MemoryStore) -> None:
+    """A fact put right reads the session before its turn for the user's own input; the planted check reads the same
+    turns and this one, and holds the fact like any other lesson."""
+    for session, pasted in (("planted-fact", PASTED), ("clean-fact", PASTED_CLEAN)):
+        record_turn(store, turn(session, pasted, "派单：周四上午10:00，仓库取样品两箱，送滨江路18号。"), store.settings)
+        recorded = record_turn(store, turn(session, "不对，是周五上午10点，不是周四。", "好的。"), store.settings)
+        assert recorded.correction.type.value == "factual"
+        (placed, *_) = recorded.learned
+        insight = store.get(placed.result.id)
+        planted = insight.status is InsightStatus.PENDING_REVIEW and (insight.review_reason or "").startswith(PLANTED)
+        assert planted is (session == "planted-fact")
+
+
 def test_the_reflection_holds_what_a_planted_session_teaches(store: MemoryStore) -> None:
     for session, pasted in (("planted", PASTED), ("clean", PASTED_CLEAN)):
         store.turns.append(turn(session, pasted, "派单：明早10:00，仓库取样品两箱，送滨江路18号。"))

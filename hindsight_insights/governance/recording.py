@@ -88,6 +88,7 @@ def record_turn(
         if draft.user_message.strip()
         else NO_CORRECTION
     )
+    earlier: list[Turn] | None = None  # the session before this turn, when a fact put right needed it read
     if previous is None:
         correction = opening_request(correction)
     elif correction.type is CorrectionType.FACTUAL:
@@ -120,9 +121,10 @@ def record_turn(
     judged = judge_turn(store, turn, previous, correction, now) if isinstance(store, BlamingStore) else []
     lesson = lesson_for(correction, turn, settings, now, detector)
     if lesson is not None:
-        # (read only when there is something to learn: a lesson of a session with a planted instruction waits)
-        said = [t.user_message for t in store.turns.session(draft.session_id)]
-        planted = planted_instruction(store.screen, said)
+        # (read only when there is something to learn, and once: a lesson of a session with a planted instruction
+        # waits)
+        session = store.turns.session(draft.session_id) if earlier is None else [*earlier, turn]
+        planted = planted_instruction(store.screen, [t.user_message for t in session])
         lesson = dataclasses.replace(lesson, provenance=dataclasses.replace(lesson.provenance, planted=planted))
     learned = write(store, lesson, cascade=cascade) if lesson is not None else []
     return Recorded(
