@@ -12,8 +12,11 @@ prefix and suffix, the same for up to WINDOW neighbours on each side, and the pa
 2**HASH_BITS columns; a logistic regression (scripts/train_address_spans.py, scikit-learn) weighs them. A run of tokens
 scored above the model's threshold, gaps of a punctuation mark or two bridged, becomes one address when it holds at
 least MIN_TOKENS words and numbers, a number and two words in a Latin script among them (a street has a name; "2,140
-and 2,030" has none). Chinese addresses are the rules' (redaction_patterns: the grammar of 省/市/区/路/号/室): next
-to numbers, Chinese characters are far more often counts and prices than an address.
+and 2,030" has none). A Chinese run is an address when its characters hold the address system's own words: a level
+(区, 路, 村) and a house part after a number (号, 栋, 室, 三组); next to numbers, Chinese characters are far more
+often counts and prices than an address, and those hold neither. The rules (redaction_patterns: the grammar of
+省/市/区/路/号/室) read the addresses written as the grammar says; this model, those written as people type them
+("云南 大理 古城 人民路 中段 46号 二楼", 附3号, 苏木 and 嘎查).
 
 The model is plain arrays (weights, bias, settings as JSON) saved with numpy's .npz without pickle. This module is
 pure: arrays in, spans out.
@@ -43,6 +46,7 @@ _TOKEN = re.compile(
 # What may lie between two address tokens without ending the address: a comma, a slash, a hyphen, a full stop, #.
 _BRIDGE = frozenset(",，、/-.#:：'()（）")
 _LONGEST_BRIDGE = 2
+_SENTENCE_END = frozenset("。！？!?；;")
 # A word of a Latin-script address (Rua, Sk., Blk, Flat): the rules already read the Chinese grammar of addresses,
 # and Chinese characters next to numbers are far more often counts and prices than an address.
 _LATIN_WORD = re.compile(r"[^\W\d_\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]{2,}")
@@ -168,6 +172,29 @@ def columns(rows: list[list[str]]) -> list[list[int]]:
     return [[column(feature) for feature in row] for row in rows]
 
 
+# The words of the Chinese address system, fixed by its administrative levels and its house numbering: the levels
+# (省, 市, 区, 县, 旗 and 盟 in Inner Mongolia, 镇, 乡, 苏木, 村, 嘎查), the streets (路, 街, 巷, 道, 弄) and the house
+# (号, 栋, 幢, 座, 单元, 楼, 层, 室, 组 of a village).
+_CHINESE_LEVEL = frozenset("省市区县旗盟州镇乡村屯寨路街巷道弄里")
+_CHINESE_HOUSE = frozenset("号栋幢座楼层室户组队")
+_CHINESE_FIGURE = frozenset("一二三四五六七八九十")
+MIN_CHINESE_CHARACTERS = 6
+
+
+def _reads_as_a_chinese_address(content: list[Token]) -> bool:
+    """A run the model marked that reads as a Chinese address by its grammar's words: a level (a district, a road, a
+    village) and a house part (号, 栋, 室, 组) after a number, in figures or in words (三组), with at least
+    MIN_CHINESE_CHARACTERS characters. Next to numbers, Chinese characters are far more often counts and prices ("3箱，
+    每箱12瓶"), which have neither."""
+    han = [t.text for t in content if "\u3400" <= t.text[0] <= "\u9fff"]
+    if len(han) < MIN_CHINESE_CHARACTERS or not _CHINESE_LEVEL.intersection(han):
+        return False
+    return any(
+        b.text in _CHINESE_HOUSE and (a.text.isdigit() or a.text in _CHINESE_FIGURE or a.text.isascii())
+        for a, b in itertools.pairwise(content)
+    ) or any(t.text.isdigit() and len(t.text) >= 3 for t in content[-2:])
+
+
 def _has_an_amount(run: list[Token]) -> bool:
     """A number with a thousands separator (31,900,000; 1,198): an amount or a count, never a house number or a
     postcode."""
@@ -268,11 +295,15 @@ class AddressSpans:
             while run and run[-1].text in _BRIDGE:
                 run.pop()
             content = [t for t in run if t.text not in _BRIDGE]
+            # (a sentence's end inside: two sentences, "…北门。宿舍区3号门", not one address)
+            ended = any(t.text in _SENTENCE_END for t in run)
             words = [t for t in content if _LATIN_WORD.fullmatch(t.text)]
             if (
                 len(content) >= MIN_TOKENS
-                and any(t.text.isdigit() for t in content)
-                and len(words) >= 2
+                and not ended
+                and (
+                    (any(t.text.isdigit() for t in content) and len(words) >= 2) or _reads_as_a_chinese_address(content)
+                )
                 and not _has_an_amount(run)
                 and not _has_a_date(run)
             ):

@@ -41,7 +41,8 @@ Chinese character, so a stored quote stays readable in its own language):
                 090-1234-5678), or in the North American shape (415) 555-2671; any number after "my
                 phone"/我的电话 or before "that's my mobile"/是我的手机
   email         e-mail addresses, Chinese domains too, and written against scrapers or URL-encoded ((at), [dot], 艾特,
-                " @ ", %40, "x at y dot z"); not the documentation domains example.com/.org/.net
+                " @ ", %40, "x at y dot z"); not a stand-in's or a role's mailbox (user@, your.name@,
+                support@) on the documentation domains example.com/.org/.net
   birth_date    a full date next to a birth label (出生, 生日, born, b., date of birth, DOB; born in Cork on …; a few
                 words between: birthday 填的是 …), as forms print it (05-Mar-1990, 96年10月3号, 一九八七年六月十二日,
                 1990년 3월 12일, 12.IV.1979, the month a word of any language before a year of birth);
@@ -238,8 +239,7 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
         folded, (m.span() for m in patterns.ID_NUMBER.finditer(f) if checks.valid_resident_id(m.group())), "id_card"
     )
     banking = bool(patterns.BANKING.search(f))
-    ibans = (m.span() for m in patterns.IBAN.finditer(f) if _iban(m[0], banking))
-    found += at(folded, ibans, "iban")
+    found += at(folded, _ibans(f, banking), "iban")
     cards = (m.span() for m in patterns.CARD_NUMBER.finditer(f) if _card(m.group()) and not _is_reference(f, m.start()))
     found += at(folded, cards, "bank_card")
     found += at(folded, _cards_by_name(f), "bank_card")
@@ -300,6 +300,7 @@ def personal_addresses(text: str, spans: Iterable[tuple[int, int]]) -> list[tupl
         if not _a_business_place(lowered, span[0], 48)
         and not _business_word(lowered, span)
         and not _a_company_around(lowered, span)
+        and not patterns.CHINESE_BUSINESS_IN_ADDRESS.search(text[span[0] : span[1]])
     ]
 
 
@@ -585,6 +586,18 @@ _MERGED = frozenset({"password", "address"})
 def _entropy(value: str) -> float:
     counts = Counter(value)
     return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+
+
+def _ibans(text: str, banking: bool) -> Iterator[tuple[int, int]]:
+    """IBAN's spans, each the longest run of its groups that is one (_iban): the pattern's last short group may be the
+    next word ("…7034 when you can" reads "when" as the last group)."""
+    for match in patterns.IBAN.finditer(text):
+        value = match.group()
+        while value:
+            if _iban(value, banking):
+                yield match.start(), match.start() + len(value)
+                break
+            value = value[: value.rfind(" ")] if " " in value else ""
 
 
 def _iban(value: str, banking: bool) -> bool:

@@ -752,6 +752,12 @@ BUSINESS_LABEL = re.compile(
 # The same words anywhere in the clause before an address the learned finder found: its span may start past the
 # house number ("Our showroom is at 88 Harbour | Drive, Suite 12, …").
 BUSINESS_WORD = re.compile(rf"(?<![a-z])(?:{_BUSINESS_WORDS})(?![a-z])")
+# Inside a Chinese address the learned finder found, a place of work or trade it names (…1399号菜鸟仓3号库,
+# …京东物流园B区, …环球金融中心52楼): a business's address, not a home's.
+CHINESE_BUSINESS_IN_ADDRESS = re.compile(
+    r"物流园|产业园|工业园|科技园|园区|仓|库|公司|工厂|厂|医院|诊所|学校|大学|学院|中学|小学|幼儿园|写字楼|商场|商城|"
+    r"市场|中心|酒店|宾馆|门店|店|馆|银行|营业厅|车站|机场|码头"
+)
 # A part between the street and the postcode: a floor or door (3. OG links, 4º izq.), a district, a town, a region
 # in brackets (Montréal (Québec)).
 _ADDRESS_PART = r"[a-z\u00c0-\u024f\d .'º°()/-]"
@@ -924,8 +930,18 @@ EMAIL = re.compile(rf"{_LOCAL}{_AT}{_DOMAIN_LABEL}(?:{_DOT}{_DOMAIN_LABEL})*{_DO
 EMAIL_SPELLED = re.compile(
     rf"{_LOCAL}\s+at\s+{_DOMAIN_LABEL}(?:\s+dot\s+{_DOMAIN_LABEL})*\s+dot\s+[a-z]{{2,}}(?![a-z0-9-])"
 )
-# Reserved for documentation (RFC 2606): user@example.com is a placeholder.
-EMAIL_PLACEHOLDER = re.compile(r"@(?:[a-z0-9-]+\.)*example\.(?:com|org|net)$|\.(?:test|invalid|localhost)$")
+# Reserved for documentation (RFC 2606): user@example.com is a placeholder. A person's name before it is not: people
+# who will not paste a real address write a colleague's as "m.okafor82@mailbox-ng.example.org", and what is in the
+# text is still that person's name; so only a stand-in's or a role's mailbox there is one.
+_STAND_IN_MAILBOX = (
+    r"user(?:name)?\d?|(?:your|my|first|full)[._-]?(?:name|email|mail|address)|name|you|me|someone|somebody|anyone|"
+    r"(?:john|jane|j)[._-]?doe|first[._-]?last|firstname[._-]?lastname|alice|bob|foo|bar|baz|test(?:er|user)?\d?|"
+    r"demo|sample|example|admin|info|support|help|contact|hello|hi|no-?reply|mail|email|sales|team|office|billing|"
+    r"service|webmaster|postmaster|abuse|security|privacy|jobs|careers|hr|press|marketing|orders?"
+)
+EMAIL_PLACEHOLDER = re.compile(
+    rf"^(?:{_STAND_IN_MAILBOX})@(?:[a-z0-9-]+\.)*example\.(?:com|org|net)$|\.(?:test|invalid|localhost)$"
+)
 
 # -------------------------------------------------------------------------------- numbers without a label
 # 18 characters, whole or grouped 6-8-4 / 6-4-4-4 (the caller checks the birth date and check digit).
@@ -957,7 +973,8 @@ CARD_ISSUER_PREFIX = re.compile(r"4|5[1-5]|2[2-7]|3[4-8]|62|6011|64[4-9]|65")
 # Words of banking: a text with one is about money moving, so an IBAN-shaped number in it is an account's.
 BANKING = re.compile(
     r"\biban\b|\baccount|\bbank|rekening|konto|compte|cuenta|\bconto\b|transfer|überweis|virement|bonifico|"
-    r"\brent\b|\bpay(?:ment|ing|s)?\b|银行|账户|账号|帐号|转账|汇款|收款|付款"
+    r"\brent\b|\bpay(?:ment|ing|s|out)?\b|\brefund|\bdeposit|reimburs|\bsalary|\bwages?\b|\bwire\b|\bremit|"
+    r"\bsepa\b|erstatt|rembours|reembols|rimbors|银行|账户|账号|帐号|转账|汇款|收款|付款|退款|押金|工资|报销"
 )
 IBAN = re.compile(r"(?<![a-z0-9])[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){2,7}(?:\s?[a-z0-9]{1,4})?(?![a-z0-9])")
 # A number introduced as an order, invoice or tracking number, or as a product's code, is a reference, not personal
