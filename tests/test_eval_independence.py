@@ -1,6 +1,6 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_44.json)
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_46.json)
 when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
@@ -17,9 +17,9 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_24.json (the new set,
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_25.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_25.json and _7); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_26.json and _7); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -173,9 +173,6 @@ KNOWN_OVERLAPS = {
     ("tune:c202", "anything i should know"),  # an everyday question (a retired set in training has it too)
     ("reflection_tune_sessions_23.json:st020", "can you redo the plan"),  # an everyday request
     ("reflection_tune_sessions_24.json:sv011", "can you draft a reply"),  # an everyday request (tuning sets too)
-    ("new-24:dn053", "he won't read anything longer"),  # an everyday remark about a reader
-    ("new-24:do118", "that doesn't answer my question at all"),  # a stock off-topic rejection
-    ("screening_eval_44.json:lg044", "rapid reset procedure"),  # a device's stock procedure name (set 40 had it too)
     ("reflection_tune_sessions_22.json:sq003", "i'd rather not guess"),  # everyday caution (tune-17, tune-20 too)
     ("reflection_tune_sessions_22.json:sr005", "does that change anything"),  # an everyday question (tune-14 too)
 }
@@ -255,7 +252,7 @@ def test_the_never_tuned_reflection_splits_are_evaluation_files() -> None:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new-24:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-25:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -274,9 +271,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW_24,
+        eval_corrections.NEW_25,
         eval_reflection.EVAL_7_DATA,
-        eval_reflection.EVAL_25_DATA,
+        eval_reflection.EVAL_26_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],
