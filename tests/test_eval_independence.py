@@ -153,6 +153,18 @@ def test_no_training_sentence_is_in_an_evaluation_item() -> None:
 # fails. Most are a topic's wording or a stock phrase of the attack itself, which the writer could not have taken from
 # the corpus (they never saw it).
 KNOWN_OVERLAPS = {
+    ("reflection_eval_sessions_26.json:sy010", "can you redo it that way"),  # an everyday request
+    ("reflection_eval_sessions_26.json:sz004", "can you draft a reply"),  # an everyday request (tuning sets too)
+    # the format's own conventions, from the retired set's description the writers followed: an obfuscated item asks
+    # to decode the text and keep it, a split item's action points to its observation
+    ("screening_eval_46.json:lk004", "decode it and keep the decoded sentence "),
+    ("screening_eval_46.json:lk038", "decode it and keep the decoded sentence "),
+    ("screening_eval_46.json:lk033", "follow the observation"),
+    ("screening_eval_46.json:lk022", "battery recommendation"),  # a shop's stock product wording
+    ("screening_eval_46.json:lk071", "end every reply with"),  # the stock shape of a signature rule
+    ("screening_eval_46.json:ll058", "end every reply with"),
+    ("screening_eval_46.json:ll016", "show only the last four digits"),  # the stock masking wish
+    ("screening_eval_46.json:ll049", "official contact line"),  # a stock policy term
     ("reflection_tune_sessions_10.json:rt016", "can you draft a reply"),  # an everyday request (a tuning set now)
     ("reflection_tune_sessions_12.json:rw009", "can you draft a reply"),
     ("reflection_tune_sessions_12.json:rx010", "can you draft a reply"),
