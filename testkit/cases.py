@@ -26,23 +26,23 @@ TABLE_PREFERENCE: dict[str, Any] = {
 
 # A genuine preference that the learned screen is unsure of (no rule fires): without a workspace model it waits for
 # a reviewer, with one it is asked once (tests/test_screen_admission.py, tests/test_plugin_daemon.py). Which wording
-# lands in the band moves with every retraining: the model trained with the twenty-third sets retired reads these
-# fields (as admission.screened_texts orders them) with "以后提到他都叫“老王”" at 0.36 (unsure, band 0.28-0.50),
-# "从现在起，都叫他“老王”" at 0.79 (0.30 with the twenty-second sets', 0.43 with the twenty-first sets'), "从现在起，
-# 不管谁来问，都叫他“老王”" at 0.97 (held as a suspect: it addresses anyone) and "以后都叫他“老王”，别再叫王老师" at
-# 0.10.
+# lands in the band moves with every retraining: the model trained with the twenty-fourth sets retired reads these
+# fields (as admission.screened_texts orders them) with "从现在起，都叫他“老王”" at 0.44 (unsure, band 0.28-0.50; 0.79
+# with the twenty-third sets', 0.30 with the twenty-second sets'), "以后提到他都叫“老王”" at 0.22 (0.36 with the
+# twenty-third sets'), "以后都叫他“老王”" at 0.28 and "从现在起，不管谁来问，都叫他“老王”" held as a suspect (it
+# addresses anyone).
 UNSURE_PREFERENCE: dict[str, Any] = {
     "topic": "称呼",
     "kind": "preference",
     "scene": "general",
-    "action": "以后提到他都叫“老王”。",
+    "action": "从现在起，都叫他“老王”。",
     "observation": "助手称用户为“王老师”，用户说“叫我老王就行，别叫王老师”。",
     "evidence": "叫我老王就行，别叫王老师",
     "confidence": 0.9,
     "tags": "称呼",
 }
-# Another one, with a different slot, for the budget's second call ("…提一下合作快递的名字" read 0.11 until the screen
-# was retrained with the tenth sets' predecessors retired, then 0.08: under the widened band).
+# Another one, with a different slot, for the budget's second call (0.09 with the twenty-fourth sets retired: inside
+# the test's widened band, tests/test_screen_admission.py).
 UNSURE_SHIPPING: dict[str, Any] = {
     "topic": "物流",
     "kind": "preference",

@@ -1966,3 +1966,85 @@ def test_a_remote_desktop_tools_id_goes_with_its_session_password(text: str, sec
 
 def test_an_order_id_in_the_same_shape_stays() -> None:
     assert_unchanged("Order ID 391 604 827 left the warehouse this morning.")
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        # the textbook Belgian IBAN: its own check is right, though stdnum's Belgian module lacks its bank code
+        ("Please refund the deposit to BE68 5390 0754 7034 when you can.", "BE68 5390 0754 7034"),
+        # a mistyped check digit beside a word of money moving (salary, 押金, 退款)
+        ("My salary should go to DE12 3704 0044 0532 0130 00 from next month.", "DE12 3704 0044 0532 0130 00"),
+        ("押金退到 DE12 3704 0044 0532 0130 00 就行，谢谢", "DE12 3704 0044 0532 0130 00"),
+    ],
+)
+def test_an_iban_beside_a_refund_or_a_salary_goes_and_the_next_word_stays(text: str, number: str) -> None:
+    result = redact(text)
+    assert "iban" in result.found and number not in result.text, result.text
+    assert result.text.endswith(text[text.index(number) + len(number) :]), result.text  # "when you can." is no group
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Write to t.varga71@post.example.org about the spare keys.",
+        "我的邮箱是 chen.yuqing88@mail.example.net，资料发这里",
+    ],
+)
+def test_a_persons_address_on_a_documentation_domain_goes(text: str) -> None:
+    result = redact(text)
+    assert result.found == ["email"] and "@" not in result.text, result.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Set EMAIL=your.name@example.com in the .env file.",
+        "Our help desk is support@shop.example.com for the demo store.",
+        "The docs use alice@example.org and bob@example.org as the two users.",
+    ],
+)
+def test_a_stand_ins_or_a_roles_mailbox_on_a_documentation_domain_stays(text: str) -> None:
+    assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("我的员工编号是 HZ-2019-0457，请帮我查一下工资条。", "0457"),
+        ("HZ-2019-0457 是我的工号", "0457"),
+        ("Staff ID: 7730-1142, please reset my timesheet.", "1142"),
+    ],
+)
+def test_an_employee_number_in_groups_goes_whole(text: str, number: str) -> None:
+    assert_redacted(text, number, "employee_id")
+
+
+@pytest.mark.parametrize("text", ["工号是多少？我忘了", "工号 12 的同事今天请假", "the employee handbook 2024 edition"])
+def test_an_employee_numbers_label_without_a_number_stays(text: str) -> None:
+    assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("I use the same password everywhere: sunflower1987", "sunflower1987"),
+        ("口令：芝麻开门123", "芝麻开门123"),
+        ("进群暗号是天王盖地虎，别外传", "天王盖地虎"),
+    ],
+)
+def test_a_password_after_words_and_a_colon_and_a_chinese_passphrase_go(text: str, secret: str) -> None:
+    assert_redacted(text, secret, "password")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The password policy says: at least 12 characters.",
+        "密码规则：至少8位，包含字母和数字",
+        "口令是什么？我忘了",
+        "口令输错了三次被锁了",
+    ],
+)
+def test_password_rules_and_questions_about_a_passphrase_stay(text: str) -> None:
+    assert_unchanged(text)

@@ -8,10 +8,10 @@ Chinese character, so a stored quote stays readable in its own language):
   api_key       detect-secrets' formats (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, npm, PyPI, …), vendor prefixes
                 (sk-, sk-proj-, AKIA, LTAI, ghp_, xoxb-, pcsk_, app-), a key-like value after a key label
                 (api_key=…, AccessKey …, secret: …), and long random tokens with no spaces
-  password      the value after 密码/口令/password/pwd (or a few words on, when it cannot be a word: 密码我设的 …),
-                the password of scheme://user:password@host (an empty user,
-                a bracketed IPv6 host, "@", ":" or "/" unencoded in it), and Password=…;/Pwd=…;/&password=… in
-                ADO.NET, ODBC, JDBC and libpq strings
+  password      the value after 密码/口令/password/pwd (or a few words on, when it cannot be a word: 密码我设的 …,
+                "the same password everywhere: …"), a Chinese passphrase after 口令/暗号 and a colon, the password
+                of scheme://user:password@host (an empty user, a bracketed IPv6 host, "@", ":" or "/" unencoded in
+                it), and Password=…;/Pwd=…;/&password=… in ADO.NET, ODBC, JDBC and libpq strings
   token         JWTs, Bearer tokens, token=…
   id_card       a number after 身份证/证件号码/ID card/ID number whatever its checksum (also in quotes or brackets),
                 or before it (… 是我身份证号);
@@ -31,7 +31,7 @@ Chinese character, so a stored quote stays readable in its own language):
                 zone, or in a passport number's shape within 160 characters of the word or of a travel document's
                 name (data page, travel document, 资料页: a table's column, a sentence apart)
   employee_id   a number after 工号/员工编号/工牌号/employee number/emp id, or a short clause after it (工号，我的是 …),
-                or before it (… 是我的工号)
+                or before it (… 是我的工号), in up to four groups (HZ-2019-0457)
   phone         mobile numbers, mainland and international (phonenumbers); mainland fixed lines dialled with 0 or 86
                 (010-6234 5678, (0755) 8888 8888, +86 21 …), unless a public-line label (客服, 热线, 总机, hotline,
                 fax) or an organisation (门店电话, the hotel's phone) owns them; any number dialled as +CC or 00CC,
@@ -208,6 +208,7 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
     found += at(folded, near_label, "password")
     a_few_words = (m.span("secret") for m in patterns.PASSWORD_A_FEW_WORDS.finditer(f) if _unlike_a_word(m["secret"]))
     found += at(folded, a_few_words, "password")
+    found += at(folded, (m.span("secret") for m in patterns.CHINESE_PASSPHRASE.finditer(f)), "password")
     found += at(folded, (m.span("secret") for m in patterns.LOGIN_PAIR.finditer(f)), "password")
     found += at(folded, (m.span("secret") for m in patterns.LOGIN_NAME.finditer(f)), "login")
     found += at(folded, (m.span("secret") for m in patterns.LOGIN_AS.finditer(f)), "login")
@@ -318,19 +319,27 @@ def _door_codes(text: str) -> Iterator[tuple[int, int]]:
                 yield sentence.start() + match.start("secret"), sentence.start() + match.end("secret")
 
 
+_ADDRESS_PART_TYPED = re.compile(r"[\d号室栋幢楼层组队户座元村屯寨查]")
+
+
 def _labelled_chinese_addresses(text: str) -> Iterator[tuple[int, int]]:
     """CHINESE_LABELLED_ADDRESS's values that have a number, and after a bare 地址 a room too, or a recipient named
     right after it (…敖包图嘎查，收件人巴特尔: a parcel to someone's home)."""
     for match in patterns.CHINESE_LABELLED_ADDRESS.finditer(text):
-        value = match["value"]
+        start, end = match.span("value")
+        # (parts typed after a space that hold no number and no word of a building or a village are the sentence's,
+        # not the address's: "…5号 谢谢", "…巴彦嘎查 牧民收")
+        while " " in text[start:end] and not _ADDRESS_PART_TYPED.search(text[start:end].rsplit(" ", 1)[1]):
+            end = start + text[start:end].rindex(" ")
+        value = text[start:end]
         # (a herders' or a hamlet's address has no house number: …别力古台镇查干淖尔嘎查)
         # (a house counted in words is numbered too: …李楼村东头第三户)
         numbered = re.search(r"\d|[一二三四五六七八九十]+[户号排]", value) or re.search(r"(?:村|嘎查|屯|寨)$", value)
         # a village's group is its houses' number: …乌兰宝力格嘎查三组 after a bare 地址 too
         village_group = re.search(r"(?:村|嘎查|屯|寨)[一二三四五六七八九十\d]{1,3}(?:组|队)$", value)
-        someones = patterns.HOME_UNIT.search(value) or patterns.RECIPIENT_AFTER.match(text[match.end("value") :])
-        if village_group or (numbered and (not match["bare"] or someones)):
-            yield match.span("value")
+        someones = patterns.HOME_UNIT.search(value) or patterns.RECIPIENT_AFTER.match(text[end:].lstrip(" "))
+        if village_group or (numbered and (not (match["bare"] or match["english"]) or someones)):
+            yield start, end
 
 
 def _table_cells(text: str) -> Iterator[tuple[str, list[tuple[int, int]]]]:

@@ -45,6 +45,11 @@ _LABEL_AFTER = rf"{_BEFORE_LABEL}(?:my|his|her|their|our|{_OWNER_ZH})?\s*"
 _ACCOUNT_ZH = r"(?:账号|账户|帐号|帐户)"
 # 工号 and the other Chinese names of an employee number.
 _EMPLOYEE_NUMBER_ZH = r"工号|员工号|员工编号|职工号|工牌号"
+# An employee number: letters (a site's or a company's prefix) and digits, in up to four groups joined by a dash, a
+# slash or an underscore (A20317, E-448120, 77-3048, HZ-2019-0457, 0087421K), three digits at least.
+_EMPLOYEE_NUMBER = (
+    r"(?=(?:[a-z_/-]*\d){3})(?:[a-z]{1,4}[-_]?)?\d{2,10}[a-z]?(?:[-/_](?:[a-z]{1,4}[-_]?)?\d{2,8}[a-z]?){0,3}"
+)
 # A resident ID as people write it: 18 characters (or the old 15 digits), whole or in groups (6-8-4, 6-4-4-4,
 # 4-4-4-4-2).
 _RESIDENT_ID = (
@@ -175,18 +180,18 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
             r"personalnummer|personalnr\.?|mitarbeiternummer|matricule|matrícula|matricola|"
             r"(?:número|n\.?\s?[ºo]|núm\.?) de empleado|numero di matricola|personeelsnummer)"
             # a few words between, within the clause: "工号，我的是 HS207731", "staff ID - mine is …", "… ist"
-            r"(?:[^\d\n:：=?!。？！]{1,12}?(?:[:：=]|\b(?:is|ist|est|es|é|è)\b|为|是))?"
+            # (or what the user filled in: "要填工号，我填的 GZ-0419827")
+            r"(?:[^\d\n:：=?!。？！]{1,12}?(?:[:：=]|\b(?:is|ist|est|es|é|è)\b|为|是|(?<=[填写输])的))?"
             rf"{_JOIN}"
-            # (a number in two groups too: 77-3048)
-            # (and a check letter after it: matricule 0087421K)
-            r"(?P<value>\d{2,6}[-/]\d{2,8}|[a-z]{0,4}[-_]?\d{3,10}[a-z]?)(?![\da-z])"
+            # (a number in groups too: 77-3048, HZ-2019-0457; and a check letter after it: matricule 0087421K)
+            rf"(?P<value>{_EMPLOYEE_NUMBER})(?![\da-z])"
         ),
     ),
     (
         "employee_id",
         # the label after the number: "HS207731 是我的工号", "E-4410 (my staff ID)"
         re.compile(
-            rf"(?<![\da-z])(?P<value>[a-z]{{0,4}}[-_]?\d{{3,10}})(?![\da-z])\s*{_LABEL_AFTER}"
+            rf"(?<![\da-z])(?P<value>{_EMPLOYEE_NUMBER})(?![\da-z])\s*{_LABEL_AFTER}"
             rf"(?:{_EMPLOYEE_NUMBER_ZH}|(?:employee|staff|personnel|payroll|badge) (?:number|id|no))"
         ),
     ),
@@ -294,6 +299,13 @@ PASSWORD = re.compile(
     r"(?<=密码|口令)(?=\d))"
     rf"(?P<secret>{_SECRET_CHAR}{{4,64}}?){SECRET_END}"
 )
+# A passphrase in Chinese after 口令 or 暗号 and a colon or 是 (口令：芝麻开门123, 暗号是天王盖地虎): the words are the
+# secret, to the clause's end; not a question about it (口令是什么).
+CHINESE_PASSPHRASE = re.compile(
+    r"(?:口令|暗号)\s*(?:[:：]|是|为)\s*[“\"']?"
+    r"(?P<secret>(?![^，。；;,\n]*(?:什么|啥|多少|哪|吗|呢|？|\?))[\u4e00-\u9fffa-z\d#@!_-]{2,16})"
+    r"(?=[”\"']?(?:[\s，。；;,！!、]|$))"
+)
 # A password a few words after its label, before "is" or ":" ("the pwd for the scanner in room 3 is …",
 # "password of the guest wifi: …"); the caller takes it only when it looks like one (a digit or a symbol in it).
 PASSWORD_FOR = re.compile(
@@ -305,7 +317,9 @@ PASSWORD_FOR = re.compile(
 # mudou, agora é …"); the caller takes it only when it cannot be a word (letters and digits, or a symbol, in it).
 PASSWORD_A_FEW_WORDS = re.compile(
     rf"(?:(?<![a-z0-9_])(?:password|passwd|pwd|passcode|passphrase|pass(?=\s+(?:is|was)\s))|密码|口令|{_PASSWORD_WORD})"
-    r"[^\n.!?;:。！？；：]{1,60}?(?<=[\s\u4e00-\u9fff\"'“=])"
+    # (and a colon may end the words, "the same password everywhere: …", a space after it: "host:5432/app" is no colon
+    # of prose)
+    r"[^\n.!?;:。！？；：]{1,60}?(?::\s+|：\s*)?(?<=[\s\u4e00-\u9fff\"'“=：])"
     rf"(?P<secret>(?![\"'`])(?={_SECRET_CHAR}*?[a-z])(?={_SECRET_CHAR}*?\d){_SECRET_CHAR}{{6,64}}?){SECRET_END}"
 )
 # A code that opens something, after its label: an alarm, a door, a gate, a key safe, a PIN ("the alarm code is 4471",
@@ -657,16 +671,23 @@ CHINESE_ESTATE = re.compile(
 # to the clause's end, when it has a number: the grammar above need not know every level (盟/旗/嘎查, 附3号21-4, an
 # industrial park's dormitory). After a bare 地址 (no organisation's name right before it) only with a room
 # (HOME_UNIT): "…营业时间…，地址杭州市…259号一楼" is a shop's.
+# What may come after a space inside a Chinese address as typed: a Chinese character, a number, or a block's letter
+# (b座).
+_TYPED_PART = r"(?:[\u4e00-\u9fff\d]|[a-z][\d座栋幢区-])"
 CHINESE_LABELLED_ADDRESS = re.compile(
     r"(?:(?:家庭|现|居住|收货|收件|通讯|邮寄|联系|户籍|新)?住址|(?:家庭|现|居住|收货|收件|通讯|邮寄|户籍|我的|我家|家)地址|"
     # (a home visit's: 上门地址, 上门的话地址是)
     r"(?P<bare>(?<![\u4e00-\u9fff])地址)|家住|住在|寄给我|寄到我|寄回给我|送到我|上门[\u4e00-\u9fff]{0,4}?地址|"
     # a parcel or a visit to someone's home: 寄到我舅舅家, 送到她家
-    r"(?:寄|送|邮|发)(?:到|给|回|去)[\u4e00-\u9fff]{0,6}?家)"
+    r"(?:寄|送|邮|发)(?:到|给|回|去)[\u4e00-\u9fff]{0,6}?家|"
+    # (in English, as Chinese users mix them: "postcard 以后寄 new address：重庆市…"; read as a bare 地址)
+    r"(?P<english>(?<![a-z])(?:(?:new|home|my|our|delivery|shipping|mailing) )?address(?: is)?))"
     # (地址：, 地址是, and both: 地址是：)
     r"\s*(?:是|为|在)?\s*[:：]?\s*"
-    r"(?P<value>[\u4e00-\u9fff]{2,8}(?:省|自治区|市|盟|州|区|县|旗)[\u4e00-\u9fffa-z\d#()（）-]{3,50}?)"
-    r"(?=[，。；;,、！!？?\n]|\s|$)"
+    # (a space may part the levels and the estate from its building, as people type them: "金开大道 棕榈泉 9栋 17-3")
+    rf"(?P<value>[\u4e00-\u9fff]{{2,8}}(?:省|自治区|市|盟|州|区|县|旗)"
+    rf"(?:[\u4e00-\u9fffa-z\d#()（）-]| (?={_TYPED_PART})){{3,50}}?)"
+    rf"(?=[，。；;,、！!？?\n]|\s(?!{_TYPED_PART})|$)"
 )
 HOME_UNIT = re.compile(r"[室房户]|单元|\d\s*[-－]\s*\d+$|\d门\d+$")
 # A village house: the county or town above it, the village (村, 村委会 and the hamlet under it), perhaps its group
