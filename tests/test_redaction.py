@@ -2048,3 +2048,30 @@ def test_a_password_after_words_and_a_colon_and_a_chinese_passphrase_go(text: st
 )
 def test_password_rules_and_questions_about_a_passphrase_stay(text: str) -> None:
     assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("结算账户：枕溪酒店管理有限公司 3301 0400 0000 0000 4826", "4826"),
+        ("bank account: Harbour Bikes Ltd, 2034 1187 5530", "5530"),
+    ],
+)
+def test_an_accounts_number_after_its_holders_name_goes(text: str, number: str) -> None:
+    assert_redacted(text, number, "bank_card")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "account: premium plan, renews 2027 01 15",
+        "account: order ref, 2024 0512 3344 shipped",
+        "我的账户是会员账户，积分 2300 分",
+    ],
+)
+def test_a_date_a_reference_or_points_after_an_accounts_label_stay(text: str) -> None:
+    assert_unchanged(text)
+
+
+def test_an_access_code_in_two_groups_goes_whole() -> None:
+    assert_redacted("Remote immobiliser override PIN: 8841-2097", "2097", "password")

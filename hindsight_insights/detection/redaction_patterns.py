@@ -120,6 +120,19 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
     ),
     (
         "bank_card",
+        # an account's number after its label and its holder's name (结算账户：枕溪酒店管理有限公司 3301 0400 0000 0000
+        # 4826, "bank account: Harbour Bikes Ltd 2034 1187 5530"): the name comes between, the number is the account
+        re.compile(
+            r"(?:(?:结算|收款|对公|银行|开户)?(?:账户|账号|帐户|帐号)|(?:bank )?account)"
+            # (not a reference's: "account: order ref, 2024 0512 3344")
+            r"\s*(?:[:：]|是|为|is)\s*"
+            r"(?:(?!order|invoice|ref|tracking|订单|单号|发票|运单)[^\d\n:：;；。]){2,40}?[\s:：,，]\s*"
+            # (ten digits at least: "renews 2027 01 15" is a date)
+            r"(?P<value>(?=(?:\d[\s-]?){10})\d{4}(?:[\s-]?\d{2,6}){2,5}(?:[\s-]?\d{1,4})?)(?![\da-z])"
+        ),
+    ),
+    (
+        "bank_card",
         # a card's security code after its label (CVV 614, 安全码：382): with the number it pays
         re.compile(
             r"(?<![a-z])(?:cvv2?|cvc2?|csc|card security code|安全码|卡背面后三位)\s*(?:[:：=]|是|为)?\s*"
@@ -331,8 +344,8 @@ ACCESS_CODE = re.compile(
     r"(?:快递柜|储物柜|寄存柜|丰巢|柜子)\s*(?:码|密码)|取件码|提货码|(?:locker|parcel|pick-?up|collection)\s?(?:code|pin))"
     # (or the word code a few words on: "key safe by the side porch, code 2619")
     r"(?:[^\d\n.;,。，；]{0,30}?(?:\bis\b|:|是|为)|[^\d\n.;。；]{0,30}?\bcode\b\s*(?:is\b|:)?)?\s*[\"'“]?"
-    # (digits one by one with hyphens, "5-8-0-2-then-#", are one code)
-    r"(?P<secret>\d(?:-[\da-z#*]{1,5}){3,8}|[\d#*]{3,10}|[a-z]?\d{3,8}[a-z#*]?)(?![\da-z])"
+    # (digits one by one with hyphens, "5-8-0-2-then-#", are one code; so are groups of digits, "8841-2097")
+    r"(?P<secret>\d(?:-[\da-z#*]{1,5}){3,8}|\d{2,6}(?:-\d{2,6}){1,3}|[\d#*]{3,10}|[a-z]?\d{3,8}[a-z#*]?)(?![\da-z])"
 )
 # In a sentence that speaks of a code lock, a number after a door's or a gate's name is its code ("都是密码锁，单元门
 # 5820，家门 139746", "keypad on both: side gate 4417, back door 0092"): the lock is the label, said once for both.
