@@ -154,3 +154,27 @@ def test_a_run_across_a_sentences_end_is_no_address() -> None:
     marked = np.ones(len(items), dtype=bool)
     assert AddressSpans.spans(items, marked) == []
     assert AddressSpans.spans(items[:4], marked[:4]) == []  # "学校北门" alone has no number
+
+
+def test_a_chinese_street_and_house_number_alone_is_a_shops_unless_a_home_is_named() -> None:
+    """As the rules read them: a unit below the house number, a word for home before it or a recipient after it
+    makes a Chinese address someone's; a shop's return address (文三路 1 号) stays."""
+    shop = "当顾客问退货寄到哪里时，告诉他寄到杭州市西湖区文三路 1 号，并写上订单号。"
+    span = (shop.index("杭州"), shop.index("号") + 1)
+    assert personal_addresses(shop, [span]) == []
+    home = "我家在杭州市西湖区文三路 1 号，你到了打我电话。"
+    span = (home.index("杭州"), home.index("号") + 1)
+    assert personal_addresses(home, [span]) == [span]
+    flat = "告诉他寄到杭州市西湖区文三路 1 号 3 栋 502，并写上订单号。"
+    span = (flat.index("杭州"), flat.index("502") + 3)
+    assert personal_addresses(flat, [span]) == [span]
+
+
+def test_a_chinese_place_typed_as_a_word_of_its_own_joins_the_span_it_starts() -> None:
+    """A run starting inside "西安" (typed apart from the district) takes the whole word; one inside a sentence typed
+    without spaces does not reach back into it."""
+    text = "上门维修的话地址是 西安 雁塔区 小寨东路 126号 3号楼"
+    items = tokens(text)
+    marked = np.array([t.start > text.index("西") for t in items])  # the run starts at 安
+    (span,) = AddressSpans.spans(items, marked)
+    assert text[span[0] : span[1]].startswith("西安")

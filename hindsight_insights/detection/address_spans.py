@@ -195,6 +195,21 @@ def _reads_as_a_chinese_address(content: list[Token]) -> bool:
     ) or any(t.text.isdigit() and len(t.text) >= 3 for t in content[-2:])
 
 
+def _is_han(token: str) -> bool:
+    return "\u3400" <= token[0] <= "\u9fff"
+
+
+def _word_start(items: list[Token], index: int) -> int:
+    """The first token of the run of Chinese characters, typed with no space between, that holds items[index]: after
+    a space, a punctuation mark or the text's start; -1 after a letter or a digit (not a word typed apart)."""
+    while index > 0 and _is_han(items[index - 1].text) and items[index - 1].end == items[index].start:
+        index -= 1
+    if index == 0:
+        return 0
+    before = items[index - 1]
+    return index if before.end < items[index].start or not before.text.isalnum() else -1
+
+
 def _has_an_amount(run: list[Token]) -> bool:
     """A number with a thousands separator (31,900,000; 1,198): an amount or a count, never a house number or a
     postcode."""
@@ -294,6 +309,18 @@ class AddressSpans:
                 run.pop(0)
             while run and run[-1].text in _BRIDGE:
                 run.pop()
+            # (a Chinese place name typed as a word of its own, "西安 雁塔区 …": its first characters join when the
+            # run starts inside it)
+            while (
+                len(run) > 0
+                and first > 0
+                and _is_han(items[first - 1].text)
+                and _is_han(run[0].text)
+                and items[first - 1].end == run[0].start
+                and _word_start(items, first - 1) >= first - 3
+            ):
+                first -= 1
+                run.insert(0, items[first])
             content = [t for t in run if t.text not in _BRIDGE]
             # (a sentence's end inside: two sentences, "…北门。宿舍区3号门", not one address)
             ended = any(t.text in _SENTENCE_END for t in run)

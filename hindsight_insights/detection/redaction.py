@@ -293,7 +293,8 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
 
 def personal_addresses(text: str, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     """The address spans of `text` that no word for a business place comes before (an organisation's address is no
-    one's personal data)."""
+    one's personal data); a Chinese one, as the rules read them, only with a unit below the house number or a home's
+    or a recipient's word beside it (a shop's 文三路 1 号 stays)."""
     lowered = text.lower()
     return [
         span
@@ -301,8 +302,25 @@ def personal_addresses(text: str, spans: Iterable[tuple[int, int]]) -> list[tupl
         if not _a_business_place(lowered, span[0], 48)
         and not _business_word(lowered, span)
         and not _a_company_around(lowered, span)
-        and not patterns.CHINESE_BUSINESS_IN_ADDRESS.search(text[span[0] : span[1]])
+        and (not re.search(r"[\u4e00-\u9fff]", text[span[0] : span[1]]) or _a_chinese_home(text, span))
     ]
+
+
+def _a_chinese_home(text: str, span: tuple[int, int]) -> bool:
+    """A Chinese address span that is someone's home: no place of work in it or right after it (…菜鸟仓3号库,
+    …1 号仓库), and a unit below the house number (栋, 单元, 室, 三组, 16号4-3) or a word for home before it or a
+    recipient after it."""
+    start, end = span
+    if patterns.CHINESE_BUSINESS_IN_ADDRESS.search(text[start:end]) or patterns.CHINESE_BUSINESS_IN_ADDRESS.match(
+        text[end : end + 8].lstrip()
+    ):
+        return False
+    unit = _CHINESE_UNIT.search(text[start:end]) is not None
+    home = patterns.HOME_LABEL.search(text[max(start - 24, 0) : start].lower()) is not None
+    return unit or home or patterns.RECIPIENT_AFTER.match(text[end:].lstrip(" ")) is not None
+
+
+_CHINESE_UNIT = re.compile(r"[栋幢座楼层室户组队弄]|单元|附\s*\d|\d\s*-\s*\d")
 
 
 def _business_word(text: str, span: tuple[int, int]) -> bool:

@@ -786,8 +786,8 @@ BUSINESS_LABEL = re.compile(
 # The same words anywhere in the clause before an address the learned finder found: its span may start past the
 # house number ("Our showroom is at 88 Harbour | Drive, Suite 12, …").
 BUSINESS_WORD = re.compile(rf"(?<![a-z])(?:{_BUSINESS_WORDS})(?![a-z])")
-# Inside a Chinese address the learned finder found, a place of work or trade it names (…1399号菜鸟仓3号库,
-# …京东物流园B区, …环球金融中心52楼): a business's address, not a home's.
+# Inside a Chinese address the learned finder found, or right after it, a place of work or trade it names
+# (…1399号菜鸟仓3号库, …京东物流园B区, …文三路 1 号仓库): a business's address, not a home's.
 CHINESE_BUSINESS_IN_ADDRESS = re.compile(
     r"物流园|产业园|工业园|科技园|园区|仓|库|公司|工厂|厂|医院|诊所|学校|大学|学院|中学|小学|幼儿园|写字楼|商场|商城|"
     r"市场|中心|酒店|宾馆|门店|店|馆|银行|营业厅|车站|机场|码头"
