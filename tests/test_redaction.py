@@ -2075,3 +2075,30 @@ def test_a_date_a_reference_or_points_after_an_accounts_label_stay(text: str) ->
 
 def test_an_access_code_in_two_groups_goes_whole() -> None:
     assert_redacted("Remote immobiliser override PIN: 8841-2097", "2097", "password")
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        # a person to call in the languages of the notices people ask to shorten, in a range no operator has yet
+        ("Annonce : garde d'enfants le mercredi. Appelez Maëlle au 06 39 98 41 27.", "41 27"),
+        ("Appelez-moi au 06 39 98 41 27 demain.", "41 27"),
+        ("Llama a Lucía al 612 345 678 por la tarde.", "345 678"),
+    ],
+)
+def test_a_persons_number_after_a_call_in_other_languages_goes_whatever_its_range(text: str, number: str) -> None:
+    assert_redacted(text, number, "phone")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Appelez le service client au 01 23 45 67 89.", "Appelez la mairie au 05 61 22 29 22.", "Call me at 5 tomorrow."],
+)
+def test_a_business_line_after_a_call_and_a_time_after_call_me_stay(text: str) -> None:
+    assert_unchanged(text)
+
+
+def test_a_dutch_floor_after_the_house_number_keeps_the_street_line_whole() -> None:
+    text = "Stuur het pakket naar Jan de Vries, Kerkstraat 45-hoog, 1017 GC Amsterdam."
+    assert_redacted(text, "Kerkstraat 45-hoog", "address")
+    assert_unchanged("Our office is at Herengracht 500-II, 1017 CB Amsterdam.")

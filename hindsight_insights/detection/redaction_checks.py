@@ -170,6 +170,8 @@ def personal_phones(text: str) -> list[Span]:
         # (a home line after "ring me at home on", "call me on": the user's own, wherever it is; or a person's, named)
         label = labelled.group()[: labelled.start("value") - labelled.start()]
         own = patterns.OWN_PHONE_LABEL.search(label) or patterns.PERSON_TO_CALL.search(label)
+        if labelled["foreign"] and not own:
+            continue
         if _personal_abroad(value, own_line=own is not None) or landline:
             found.append(labelled.span("value"))
     return [span for span in found if not _part_of_an_identifier(text, *span)]
@@ -243,7 +245,9 @@ def phone_regions(text: str) -> list[str]:
 def _personal_abroad(candidate: str, own_line: bool = False) -> bool:
     """A labelled number that mainland numbering does not know (a mainland hotline keeps mainland's reading) and
     that is a personal line in one of the common regions; or any line but a business's, when the label says it is
-    the writer's own (`own_line`: "ring me at home on (02) 5550 4187")."""
+    the writer's own or a person's (`own_line`: "ring me at home on (02) 5550 4187", "Appelez Maëlle au …"), and
+    then even a number no range is allocated to yet, of eight digits or more and a length some region dials: the
+    label says what it is, as a wrong check digit does not unmake a labelled ID."""
     if not patterns.NANP_NUMBER.search(candidate) and _parses_as(candidate, "CN") is not None:
         return False
     for region in patterns.REGIONS:
@@ -253,7 +257,19 @@ def _personal_abroad(candidate: str, own_line: bool = False) -> bool:
         line = phonenumbers.number_type(number)
         if line in _PERSONAL_LINES or (own_line and line == phonenumbers.PhoneNumberType.FIXED_LINE):
             return True
-    return False
+    return (
+        own_line
+        and len(re.sub(r"\D", "", candidate)) >= 8
+        and any(_possible_as(candidate, region) for region in patterns.REGIONS)
+    )
+
+
+def _possible_as(candidate: str, region: str) -> bool:
+    """A number of the length `region` dials (phonenumbers' is_possible_number), whatever its range."""
+    try:
+        return bool(phonenumbers.is_possible_number(phonenumbers.parse(candidate, region)))
+    except phonenumbers.NumberParseException:
+        return False
 
 
 _NATIONAL = phonenumbers.PhoneNumberFormat.NATIONAL

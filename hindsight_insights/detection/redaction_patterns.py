@@ -749,7 +749,8 @@ _STREET = (
     r"(?:\s\d{1,3}(?=,))?|"
     rf"\b\d{{1,5}}(?:\s?(?:bis|ter))?,?\s+(?:{_STREET_KIND_BEFORE})\s+(?:{_LETTERS}+\s+){{0,4}}{_LETTERS}*[a-z\u00c0-\u024f]|"
     rf"\b(?:(?:{_STREET_KIND_BEFORE})\s+(?:{_LETTERS}+\s+){{0,4}}|{_LETTERS}+\s?(?:{_STREET_KIND_IN_NAME})\s+)"
-    r"\d{1,5}[a-z]?(?:[-/]\d{1,4}[a-z]?)?\b|"
+    # (a Dutch floor after the number: 112-III, 112-hoog, 112-huis)
+    r"\d{1,5}[a-z]?(?:[-/](?:\d{1,4}[a-z]?|i{1,3}|iv|hoog|huis|bis))?\b|"
     # a Japanese block address written in Latin letters: chome-ban-go, then the district (2-3-1 Marunouchi, 7 Chome-3-1
     # Hongo)
     rf"\b\d{{1,2}}(?:-|\s*chome-)\d{{1,3}}-\d{{1,3}},?\s+{_LETTERS}+)"
@@ -1039,11 +1040,20 @@ REGION_CUES: list[tuple[str, re.Pattern[str]]] = [
 ]
 # Where a labelled number that mainland numbering does not know is tried, in this order.
 REGIONS = ("US", "GB", "HK", "SG", "TW", "MO", "JP", "KR", "AU", "CA", "DE", "FR", "IN", "MY")
+# To call someone, and the word before the number, in French, Spanish, Italian, Portuguese and German.
+_CALL_VERB = (
+    r"appel(?:ez|le|er)|t[ée]l[ée]phon(?:ez|e)|llam(?:a|e|ad|ar)|chiam(?:a|ate|are)|lig(?:a|ue|ar)|ruf(?:en|t)?"
+)
+_CALL_AT = r"au|à|al|a|allo|para|pelo|no|unter|an|sur"
 # A phone label, then the number (run on the text as written, any case).
 PHONE_LABELLED = re.compile(
     r"(?:手机|电话|座机|固话|联系方式|微信|whatsapp|landline|telegram|signal|phone|mobile|cell|tel|call me|text me|"
     # (someone to call or text on a number: "Text Bec on 0491 570 158", "ring the twins' dad at …")
-    r"reach me|\b(?:call|text|ring|sms|message|whatsapp)\s+(?:[a-z']+\s+){1,3}?(?:on|at)\b)"
+    r"reach me|\b(?:call|text|ring|sms|message|whatsapp)\s+(?:[a-z']+\s+){1,3}?(?:on|at)\b|"
+    # (in the languages of the notices people ask to shorten: "Appelez Maëlle au …", "Llama a Lucía al …")
+    # (a person's or the writer's own only, as PERSON_TO_CALL and OWN_PHONE_LABEL say: "Appelez le service client
+    # au …" is a business's)
+    rf"(?P<foreign>\b(?:{_CALL_VERB})(?:-moi|-nous)?\s+(?:[^\W\d_]+\s+){{0,3}}?(?:{_CALL_AT})\b))"
     r"[^\d+()\n]{0,12}?(?P<value>\+?\(?\d[\d\s().-]{5,18}\d)",
     re.IGNORECASE,
 )
@@ -1052,13 +1062,14 @@ PHONE_LABELLED = re.compile(
 # phonenumbers whether a common region reads it as a mobile).
 NATIONAL_GROUPED = re.compile(r"(?<![\d+.,/-])0\d{1,4}([ .-])\d{2,6}(?:\1\d{2,4}){0,3}(?![\d.,/-]?\d)")
 # The label of the writer's own line: "ring me at home on", "call me on", "my landline", 我家电话.
-OWN_PHONE_LABEL = re.compile(r"\b(?:me|my|home)\b|我|家里|家中|住宅", re.IGNORECASE)
+OWN_PHONE_LABEL = re.compile(r"\b(?:me|my|home|moi|mich|mir)\b|我|家里|家中|住宅", re.IGNORECASE)
 # Someone named by a first name alone right before the number ("Ring Helen on (02) 5550 3871"): a person's line, a
 # landline too. A business names itself with more words, or by a desk (Reception, Sales, the office).
 PERSON_TO_CALL = re.compile(
-    r"\b(?i:call|text|ring|sms|message|whatsapp)\s+"
-    r"(?!(?:Reception|Sales|Support|Accounts|Admin|Office|Us|Our|The|Enquiries|Bookings)\b)[A-Z][a-z]{1,15}\s+"
-    r"(?i:on|at)\b[^\d+()\n]{0,12}?$"
+    # (Spanish puts "a" before a person: "Llama a Lucía al …")
+    rf"\b(?i:call|text|ring|sms|message|whatsapp|{_CALL_VERB})\s+(?:a\s+)?"
+    r"(?!(?:Reception|Sales|Support|Accounts|Admin|Office|Us|Our|The|Enquiries|Bookings)\b)[A-Z][^\W\d_A-Z]{1,15}\s+"
+    rf"(?i:on|at|{_CALL_AT})\b[^\d+()\n]{{0,12}}?$"
 )
 # A North American number written with its country code and dashes or dots (1-800-222-1222), which mainland
 # numbering would read as an 11-digit mobile.
