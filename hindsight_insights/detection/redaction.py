@@ -315,12 +315,9 @@ def _a_chinese_home(text: str, span: tuple[int, int]) -> bool:
         text[end : end + 8].lstrip()
     ):
         return False
-    unit = _CHINESE_UNIT.search(text[start:end]) is not None
+    unit = patterns.CHINESE_UNIT_BELOW_HOUSE.search(text[start:end]) is not None
     home = patterns.HOME_LABEL.search(text[max(start - 24, 0) : start].lower()) is not None
     return unit or home or patterns.RECIPIENT_AFTER.match(text[end:].lstrip(" ")) is not None
-
-
-_CHINESE_UNIT = re.compile(r"[栋幢座楼层室户组队弄]|单元|附\s*\d|\d\s*-\s*\d")
 
 
 def _business_word(text: str, span: tuple[int, int]) -> bool:
@@ -337,9 +334,6 @@ def _door_codes(text: str) -> Iterator[tuple[int, int]]:
                 yield sentence.start() + match.start("secret"), sentence.start() + match.end("secret")
 
 
-_ADDRESS_PART_TYPED = re.compile(r"[\d号室栋幢楼层组队户座元村屯寨查]")
-
-
 def _labelled_chinese_addresses(text: str) -> Iterator[tuple[int, int]]:
     """CHINESE_LABELLED_ADDRESS's values that have a number, and after a bare 地址 a room too, or a recipient named
     right after it (…敖包图嘎查，收件人巴特尔: a parcel to someone's home)."""
@@ -347,7 +341,7 @@ def _labelled_chinese_addresses(text: str) -> Iterator[tuple[int, int]]:
         start, end = match.span("value")
         # (parts typed after a space that hold no number and no word of a building or a village are the sentence's,
         # not the address's: "…5号 谢谢", "…巴彦嘎查 牧民收")
-        while " " in text[start:end] and not _ADDRESS_PART_TYPED.search(text[start:end].rsplit(" ", 1)[1]):
+        while " " in text[start:end] and not patterns.CHINESE_ADDRESS_PART.search(text[start:end].rsplit(" ", 1)[1]):
             end = start + text[start:end].rindex(" ")
         value = text[start:end]
         # (a herders' or a hamlet's address has no house number: …别力古台镇查干淖尔嘎查)

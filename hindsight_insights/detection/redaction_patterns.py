@@ -702,6 +702,12 @@ CHINESE_LABELLED_ADDRESS = re.compile(
     rf"(?:[\u4e00-\u9fffa-z\d#()（）-]| (?={_TYPED_PART})){{3,50}}?)"
     rf"(?=[，。；;,、！!？?\n]|\s(?!{_TYPED_PART})|$)"
 )
+# A part of a Chinese address typed after a space (a number, a building's or a village's word): what is not one, "…5号
+# 谢谢", is the sentence's.
+CHINESE_ADDRESS_PART = re.compile(r"[\d号室栋幢楼层组队户座元村屯寨查]")
+# Below a Chinese house number: a building, a floor, a room, a village's group, a lane (栋, 单元, 室, 三组, 弄, 附3号,
+# 16号4-3). The learned finder's Chinese spans need one, or a home's or a recipient's word, as the rules do.
+CHINESE_UNIT_BELOW_HOUSE = re.compile(r"[栋幢座楼层室户组队弄]|单元|附\s*\d|\d\s*-\s*\d")
 HOME_UNIT = re.compile(r"[室房户]|单元|\d\s*[-－]\s*\d+$|\d门\d+$")
 # A village house: the county or town above it, the village (村, 村委会 and the hamlet under it), perhaps its group
 # (三组), then the house number (下山口村46号). A village's house numbers are homes.
