@@ -59,6 +59,11 @@ class Token:
     text: str
 
 
+def _is_han(token: str) -> bool:
+    """A token of one Chinese character (the tokenizer cuts them one by one)."""
+    return "\u3400" <= token[0] <= "\u9fff"
+
+
 def tokens(text: str) -> list[Token]:
     return [Token(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
 
@@ -124,7 +129,7 @@ def _coarse(token: str) -> str:
         return "d" if len(token) <= 3 else "D"
     if _LATIN_WORD.fullmatch(token):
         return "C" if token[0].isupper() else "l"
-    if "\u3400" <= token[0] <= "\u9fff":
+    if _is_han(token):
         return "H"
     return "p"
 
@@ -186,17 +191,13 @@ def _reads_as_a_chinese_address(content: list[Token]) -> bool:
     village) and a house part (号, 栋, 室, 组) after a number, in figures or in words (三组), with at least
     MIN_CHINESE_CHARACTERS characters. Next to numbers, Chinese characters are far more often counts and prices ("3箱，
     每箱12瓶"), which have neither."""
-    han = [t.text for t in content if "\u3400" <= t.text[0] <= "\u9fff"]
+    han = [t.text for t in content if _is_han(t.text)]
     if len(han) < MIN_CHINESE_CHARACTERS or not _CHINESE_LEVEL.intersection(han):
         return False
     return any(
         b.text in _CHINESE_HOUSE and (a.text.isdigit() or a.text in _CHINESE_FIGURE or a.text.isascii())
         for a, b in itertools.pairwise(content)
     ) or any(t.text.isdigit() and len(t.text) >= 3 for t in content[-2:])
-
-
-def _is_han(token: str) -> bool:
-    return "\u3400" <= token[0] <= "\u9fff"
 
 
 def _word_start(items: list[Token], index: int) -> int:

@@ -680,13 +680,13 @@ CHINESE_ESTATE = re.compile(
     # (or the flat alone, its floor in its number, as Hong Kong writes it: 丰顺楼2314室)
     rf"{_PLACE}{{1,4}}(?:楼|阁|座)\s*(?:\d{{1,3}}\s*(?:楼|层)\s*)?\d{{1,5}}\s*(?:室|号|房))"
 )
+# What may come after a space inside a Chinese address as typed: a Chinese character, a number, or a block's letter
+# (b座).
+_TYPED_PART = r"(?:[\u4e00-\u9fff\d]|[a-z][\d座栋幢区-])"
 # After a label that only a person's address has (家庭住址, 收货地址, 寄给我), the address as written, from its region
 # to the clause's end, when it has a number: the grammar above need not know every level (盟/旗/嘎查, 附3号21-4, an
 # industrial park's dormitory). After a bare 地址 (no organisation's name right before it) only with a room
 # (HOME_UNIT): "…营业时间…，地址杭州市…259号一楼" is a shop's.
-# What may come after a space inside a Chinese address as typed: a Chinese character, a number, or a block's letter
-# (b座).
-_TYPED_PART = r"(?:[\u4e00-\u9fff\d]|[a-z][\d座栋幢区-])"
 CHINESE_LABELLED_ADDRESS = re.compile(
     r"(?:(?:家庭|现|居住|收货|收件|通讯|邮寄|联系|户籍|新)?住址|(?:家庭|现|居住|收货|收件|通讯|邮寄|户籍|我的|我家|家)地址|"
     # (a home visit's: 上门地址, 上门的话地址是)
