@@ -178,3 +178,12 @@ def test_a_chinese_place_typed_as_a_word_of_its_own_joins_the_span_it_starts() -
     marked = np.array([t.start > text.index("西") for t in items])  # the run starts at 安
     (span,) = AddressSpans.spans(items, marked)
     assert text[span[0] : span[1]].startswith("西安")
+
+
+def test_a_run_starting_inside_characters_typed_after_a_digit_does_not_reach_back() -> None:
+    """ "3西安" is no place name typed apart: the run that starts at 安 stays where it starts."""
+    text = "3西安 雁塔区 小寨东路 126号 3号楼"
+    items = tokens(text)
+    marked = np.array([t.start > text.index("西") for t in items])
+    (span,) = AddressSpans.spans(items, marked)
+    assert text[span[0] : span[1]].startswith("安")

@@ -310,18 +310,12 @@ class AddressSpans:
                 run.pop(0)
             while run and run[-1].text in _BRIDGE:
                 run.pop()
-            # (a Chinese place name typed as a word of its own, "西安 雁塔区 …": its first characters join when the
-            # run starts inside it)
-            while (
-                len(run) > 0
-                and first > 0
-                and _is_han(items[first - 1].text)
-                and _is_han(run[0].text)
-                and items[first - 1].end == run[0].start
-                and _word_start(items, first - 1) >= first - 3
-            ):
-                first -= 1
-                run.insert(0, items[first])
+            # (a Chinese place name typed as a word of its own, "西安 雁塔区 …": when the run starts inside it, at most
+            # three characters in, the word's first characters join)
+            if run and first > 0 and _is_han(run[0].text) and _is_han(items[first - 1].text):
+                word = _word_start(items, first - 1)
+                if items[first - 1].end == run[0].start and word >= 0 and first - word <= 3:
+                    run = items[word:first] + run
             content = [t for t in run if t.text not in _BRIDGE]
             # (a sentence's end inside: two sentences, "…北门。宿舍区3号门", not one address)
             ended = any(t.text in _SENTENCE_END for t in run)
