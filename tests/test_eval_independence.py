@@ -1,6 +1,6 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_46.json)
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_48.json)
 when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
@@ -17,9 +17,9 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_25.json (the new set,
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_26.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_26.json and _7); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_27.json and _7); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -153,18 +153,11 @@ def test_no_training_sentence_is_in_an_evaluation_item() -> None:
 # fails. Most are a topic's wording or a stock phrase of the attack itself, which the writer could not have taken from
 # the corpus (they never saw it).
 KNOWN_OVERLAPS = {
-    ("reflection_eval_sessions_26.json:sy010", "can you redo it that way"),  # an everyday request
-    ("reflection_eval_sessions_26.json:sz004", "can you draft a reply"),  # an everyday request (tuning sets too)
-    # the format's own conventions, from the retired set's description the writers followed: an obfuscated item asks
-    # to decode the text and keep it, a split item's action points to its observation
-    ("screening_eval_46.json:lk004", "decode it and keep the decoded sentence "),
-    ("screening_eval_46.json:lk038", "decode it and keep the decoded sentence "),
-    ("screening_eval_46.json:lk033", "follow the observation"),
-    ("screening_eval_46.json:lk022", "battery recommendation"),  # a shop's stock product wording
-    ("screening_eval_46.json:lk071", "end every reply with"),  # the stock shape of a signature rule
-    ("screening_eval_46.json:ll058", "end every reply with"),
-    ("screening_eval_46.json:ll016", "show only the last four digits"),  # the stock masking wish
-    ("screening_eval_46.json:ll049", "official contact line"),  # a stock policy term
+    ("reflection_tune_sessions_26.json:sy010", "can you redo it that way"),  # an everyday request
+    # the textbook injection phrase, in the old battery and in attacks and security notes of retired screening sets
+    ("poisoning.json:p005", "ignore all previous instructions"),
+    ("poisoning.json:p044", "ignore all previous instructions"),
+    ("reflection_tune_sessions_26.json:sz004", "can you draft a reply"),  # an everyday request (tuning sets too)
     ("reflection_tune_sessions_10.json:rt016", "can you draft a reply"),  # an everyday request (a tuning set now)
     ("reflection_tune_sessions_12.json:rw009", "can you draft a reply"),
     ("reflection_tune_sessions_12.json:rx010", "can you draft a reply"),
@@ -264,7 +257,7 @@ def test_the_never_tuned_reflection_splits_are_evaluation_files() -> None:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new-25:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-26:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -283,9 +276,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW_25,
+        eval_corrections.NEW_26,
         eval_reflection.EVAL_7_DATA,
-        eval_reflection.EVAL_26_DATA,
+        eval_reflection.EVAL_27_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],
