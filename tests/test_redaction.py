@@ -2102,3 +2102,44 @@ def test_a_dutch_floor_after_the_house_number_keeps_the_street_line_whole() -> N
     text = "Stuur het pakket naar Jan de Vries, Kerkstraat 45-hoog, 1017 GC Amsterdam."
     assert_redacted(text, "Kerkstraat 45-hoog", "address")
     assert_unchanged("Our office is at Herengracht 500-II, 1017 CB Amsterdam.")
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        # a passport and a birth date labelled in Serbian Cyrillic
+        ("Име: Марко Јовић, број пасоша: 012947563, датум рођења: 14.02.1988.", "012947563", "passport"),
+        ("Име: Марко Јовић, број пасоша: 012947563, датум рођења: 14.02.1988.", "14.02.1988", "birth_date"),
+        # an estate's lettered zone before building, entrance and room in dashes
+        ("收件人：周蔓 地址：长沙市岳麓区枫林路16号翠湖名城C区5-1-702", "5-1-702", "address"),
+        # an entrance (门) after an estate's name typed apart
+        ("寄件地址写的是 沈阳市 和平区 南京街 21号 锦绣公寓 3门 604，对吗", "锦绣公寓 3门 604", "address"),
+        # a PIN typed straight after Chinese
+        ("仓库闸机管理员PIN：627194，别外传", "627194", "password"),
+        ("门禁PIN码 3857", "3857", "password"),
+        # someone to ring by title and surname, in a range no operator has yet
+        ("Guitar lessons in my front room. Ring Mr Abernethy on (03) 5550 8214 after six.", "5550 8214", "phone"),
+    ],
+)
+def test_cyrillic_passport_labels_lettered_estate_zones_entrances_pins_and_titled_names_go(
+    text: str, secret: str, kind: str
+) -> None:
+    assert_redacted(text, secret, kind)
+
+
+def test_a_card_grouped_in_fours_goes_when_a_card_is_spoken_of_a_sentence_away() -> None:
+    """The check digit is wrong on purpose: the checkout refused it, and the user still says it is their card."""
+    text = "The site says my card number is invalid. I entered 4716 2093 3381 5427 twice, copied from the front."
+    assert_redacted(text, "4716 2093 3381 5427", "bank_card")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Our class trip goes to the Museum of Natural History, 200 Central Park West, New York, NY 10024, at nine.",
+        "Tracking 4716 2093 3381 5427 for the parcel; paid in cash, no card.",
+        "Spinning class 480725 is full.",
+    ],
+)
+def test_a_museums_address_a_tracking_number_beside_a_card_reference_and_a_class_number_stay(text: str) -> None:
+    assert_unchanged(text)

@@ -264,14 +264,14 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
     # The formats of one place before the general street lines, whose parts they would cut short.
     found += at(folded, (m.span() for m in patterns.SINGAPORE_ADDRESS.finditer(f)), "address")
     found += at(folded, (m.span() for m in patterns.HONG_KONG_FLAT.finditer(f)), "address")
-    found += at(folded, _not_an_organisations(patterns.JAPANESE_POSTAL_ADDRESS, f, reach=24), "address")
-    found += at(folded, _not_an_organisations(patterns.KOREAN_ADDRESS, f, reach=24), "address")
-    found += at(folded, _not_an_organisations(patterns.BOX_LINE, f, reach=24), "address")
-    unit_lines = _not_an_organisations(patterns.UNIT_NUMBER_LINE, f, reach=24)
+    found += at(folded, _not_an_organisations(patterns.JAPANESE_POSTAL_ADDRESS, f, reach=48), "address")
+    found += at(folded, _not_an_organisations(patterns.KOREAN_ADDRESS, f, reach=48), "address")
+    found += at(folded, _not_an_organisations(patterns.BOX_LINE, f, reach=48), "address")
+    unit_lines = _not_an_organisations(patterns.UNIT_NUMBER_LINE, f, reach=48)
     with_a_block = (span for span in unit_lines if patterns.UNIT_LINE_IS_ADDRESS.search(f[span[0] : span[1]]))
     found += at(folded, with_a_block, "address")
-    found += at(folded, _not_an_organisations(patterns.STREET_WITH_POSTCODE, f, reach=24), "address")
-    found += at(folded, _not_an_organisations(patterns.NUMBERED_LINE_WITH_POSTCODE, f, reach=24), "address")
+    found += at(folded, _not_an_organisations(patterns.STREET_WITH_POSTCODE, f, reach=48), "address")
+    found += at(folded, _not_an_organisations(patterns.NUMBERED_LINE_WITH_POSTCODE, f, reach=48), "address")
     # An English line reaches further back for its label: "ship to Jane Doe, 42 Elm Street".
     found += at(folded, _homes(patterns.STREET_LINE, f, reach=48), "address")
     found += at(folded, _homes(patterns.CONTINENTAL_LINE, f, reach=48), "address")
@@ -672,14 +672,19 @@ def _cards_by_name(text: str) -> Iterator[tuple[int, int]]:
     card is not wrong about what it is. Grouped in fours as the networks print them (GROUPED_CARD_NUMBER) after a
     card's or a bank's word (CARD_WORD) in the 40 characters before; any card shape (CARD_NUMBER) that starts as the
     networks issue (CARD_ISSUER_PREFIX) with a network's name or a card's kind (CARD_NAME) in the 40 characters before
-    or the CARD_NAME_AFTER after."""
+    or the CARD_NAME_AFTER after; and a number both grouped and issued so with a card spoken of within
+    GROUPED_CARD_TALK characters either side."""
     for match in patterns.CARD_NUMBER.finditer(text):
         before = text[max(match.start() - 40, 0) : match.start()]
         after = text[match.end() : match.end() + patterns.CARD_NAME_AFTER]
         grouped = patterns.GROUPED_CARD_NUMBER.fullmatch(match.group()) is not None
         issued = patterns.CARD_ISSUER_PREFIX.match(re.sub(r"\D", "", match.group())) is not None
         named = issued and (patterns.CARD_NAME.search(before) or patterns.CARD_NAME.search(after))
-        if (named or (grouped and patterns.CARD_WORD.search(before))) and not _is_reference(text, match.start()):
+        talk = text[max(match.start() - patterns.GROUPED_CARD_TALK, 0) : match.end() + patterns.GROUPED_CARD_TALK]
+        spoken_of = grouped and issued and (patterns.CARD_WORD.search(talk) or patterns.CARD_NAME.search(talk))
+        if (named or spoken_of or (grouped and patterns.CARD_WORD.search(before))) and not _is_reference(
+            text, match.start()
+        ):
             yield match.span()
 
 

@@ -68,8 +68,8 @@ _LABELLED_PASSPORT_NUMBER = rf"{_PASSPORT_NUMBER}|(?=(?:[a-z]*\d){{2}})[a-z\d]{{
 _PASSPORT_WORDS = (
     r"护照|passport|passeport|reisepass|pasaporte|passaporto|passaporte|paspoort|旅券|パスポート|여권|pasaport|paszport|"
     r"паспорт|pasport|paspor|passnummer|pass-nr|hộ chiếu|หนังสือเดินทาง|útlevél|passin numero|passinumero|"
-    # (the South Slavic languages, Greek, Romanian, Arabic, Hebrew, Hindi)
-    r"pasoš|putovnic|διαβατήρι|pașaport|paşaport|جواز سفر|جواز السفر|דרכון|पासपोर्ट"
+    # (the South Slavic languages in both scripts, Greek, Romanian, Arabic, Hebrew, Hindi)
+    r"pasoš|пасош|putovnic|διαβατήρι|pașaport|paşaport|جواز سفر|جواز السفر|דרכון|पासपोर्ट"
 )
 # Near a number, the names of a passport's parts and of travel documents say the same (not as a label: "证件" alone
 # is any card).
@@ -338,12 +338,14 @@ PASSWORD_A_FEW_WORDS = re.compile(
 # A code that opens something, after its label: an alarm, a door, a gate, a key safe, a PIN ("the alarm code is 4471",
 # "key safe by the back door: 9032", 门禁码 2580#). A few words may come between the label and "is" or ":".
 ACCESS_CODE = re.compile(
-    r"(?:\bpin(?: code| number)?|(?:alarm|door|gate|access|entry|entrance|lockbox|garage|building|safe)\s?code|"
+    # (PIN typed straight after Chinese: 管理员PIN：…, 门禁PIN码)
+    r"(?:(?<![a-z0-9])pin(?: code| number|码)?|"
+    r"(?:alarm|door|gate|access|entry|entrance|lockbox|garage|building|safe)\s?code|"
     r"key ?safe|lock ?box|门禁码|门禁密码|门禁(?=\s*[:：])|开门码|门锁码|保险箱码|"
     # a locker's or a parcel station's code (快递柜码, 取件码, locker code)
     r"(?:快递柜|储物柜|寄存柜|丰巢|柜子)\s*(?:码|密码)|取件码|提货码|(?:locker|parcel|pick-?up|collection)\s?(?:code|pin))"
     # (or the word code a few words on: "key safe by the side porch, code 2619")
-    r"(?:[^\d\n.;,。，；]{0,30}?(?:\bis\b|:|是|为)|[^\d\n.;。；]{0,30}?\bcode\b\s*(?:is\b|:)?)?\s*[\"'“]?"
+    r"(?:[^\d\n.;,。，；]{0,30}?(?:\bis\b|:|：|是|为)|[^\d\n.;。；]{0,30}?\bcode\b\s*(?:is\b|:)?)?\s*[\"'“]?"
     # (digits one by one with hyphens, "5-8-0-2-then-#", are one code; so are groups of digits, "8841-2097")
     r"(?P<secret>\d(?:-[\da-z#*]{1,5}){3,8}|\d{2,6}(?:-\d{2,6}){1,3}|[\d#*]{3,10}|[a-z]?\d{3,8}[a-z#*]?)(?![\da-z])"
 )
@@ -544,7 +546,8 @@ BIRTH_DATE = re.compile(
     # Baltic languages, Icelandic, Vietnamese, Indonesian and Malay, Tagalog, Swahili, Turkish, Arabic, Hebrew, Hindi,
     # Thai and Japanese
     r"szül\.|(?<!\w)ur\.|(?<!\w)nar\.|родил(?:ся|ась)|д\.\s?р\.|născut[ăa]?(?: la| pe)?|data nașterii|"
-    r"rođen[a]?|datum rođenja|roden[a]?|narodený|narodená|dátum narodenia|rojen[a]?|datum rojstva|"
+    r"rođen[a]?|datum rođenja|рођен[а]?|датум рођења|roden[a]?|narodený|narodená|dátum narodenia|rojen[a]?|"
+    r"datum rojstva|"
     r"роден[а]?|дата на раждане|γεννήθηκε|ημερομηνία γέννησης|sündinud|sünniaeg|dzimis|dzimusi|"
     r"dzimšanas datums|gimęs|gimusi|gimimo data|fædd(?:ur)?|fæðingardagur|ngày sinh|sinh ngày|"
     r"tanggal lahir|tgl\.? lahir|tarikh lahir|lahir(?: pada| tanggal)?|ipinanganak(?: noong| sa)?|kapanganakan|"
@@ -638,15 +641,15 @@ _CHINESE_UNITS = (
     # "459号 麓谷小镇 D区 9栋1003")
     # (a courtyard's inner house: 63号院内2号)
     rf"(?P<unit>(?:\s*院(?:内\s*\d{{1,4}}\s*号)?|\s*{_PLACE}{{1,10}}(?:\s+{_PLACE}{{1,6}})?(?=(?:\s*[a-z\d]{{1,2}}区)?\s*(?:"
-    r"[a-z\d一二三四五六七八九十]{1,5}\s*(?:栋|幢|号楼|座|单元|排|(?:楼|层)\s*[a-z\d]{1,5}\s*(?:室|房|户))|"
-    r"(?<=[园苑城邸府湾居庄坊墅期])\d{1,3}-\d{1,4}(?!\d))))?(?:\s*[a-z\d]{1,2}区(?=\s*[a-z\d]))?"
+    r"[a-z\d一二三四五六七八九十]{1,5}\s*(?:栋|幢|号楼|座|单元|门|排|(?:楼|层)\s*[a-z\d]{1,5}\s*(?:室|房|户))|"
+    r"(?:(?<=[园苑城邸府湾居庄坊墅期])|(?<=[a-z\d]区))\d{1,3}-\d{1,4}(?!\d))))?(?:\s*[a-z\d]{1,2}区(?=\s*[a-z\d]))?"
     # (门 is an entrance where the north-east numbers them: 37号2门502; 排, a row of a compound's houses: 3排2号)
     r"(?:\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座|单元|门|排|楼|层))*(?:\s*[a-z\d]{1,5}\s*(?:室|房|户))?"
     # (the rooms of a Shanghai lane house: 后厢房, 亭子间, 客堂间)
     r"(?:(?<=号)(?:[前后东西]?厢房|亭子间|客堂间|前楼|后楼))?"
     # (after an entrance a bare number is the room: 2单元706; a building, entrance and room in dashes: 14-3, 7-2-301)
     r"(?:(?<=[楼层])\s*(?:\d{1,5}\s*号|之\s*\d{1,3})|(?<=单元|\d门)\s*\d{1,5}|(?<=[栋幢座])\s*\d{3,5}(?!\d)|"
-    r"(?<=排)\s*\d{1,3}\s*号|(?<=[园苑城邸府湾居庄坊墅期])\d{1,3}-\d{1,4}(?:-\d{1,4})?(?![\d-]|\s*[层楼点时号])|"
+    r"(?<=排)\s*\d{1,3}\s*号|(?:(?<=[园苑城邸府湾居庄坊墅期])|(?<=[a-z\d]区))\d{1,3}-\d{1,4}(?:-\d{1,4})?(?![\d-]|\s*[层楼点时号])|"
     # (a floor and a flat in a dash right after the house number, as Chongqing writes it: 16号4-3, 附5号2-1)
     r"(?<=号)\d{1,3}-\d{1,4}(?![\d-]|\s*[层楼点时号]))?)"
 )
@@ -707,7 +710,7 @@ CHINESE_LABELLED_ADDRESS = re.compile(
 CHINESE_ADDRESS_PART = re.compile(r"[\d号室栋幢楼层组队户座元村屯寨查]")
 # Below a Chinese house number: a building, a floor, a room, a village's group, a lane (栋, 单元, 室, 三组, 弄, 附3号,
 # 16号4-3). The learned finder's Chinese spans need one, or a home's or a recipient's word, as the rules do.
-CHINESE_UNIT_BELOW_HOUSE = re.compile(r"[栋幢座楼层室户组队弄]|单元|附\s*\d|\d\s*-\s*\d")
+CHINESE_UNIT_BELOW_HOUSE = re.compile(r"[栋幢座楼层室户组队弄]|单元|附\s*\d|\d\s*-\s*\d|\d\s*门")
 HOME_UNIT = re.compile(r"[室房户]|单元|\d\s*[-－]\s*\d+$|\d门\d+$")
 # A village house: the county or town above it, the village (村, 村委会 and the hamlet under it), perhaps its group
 # (三组), then the house number (下山口村46号). A village's house numbers are homes.
@@ -788,7 +791,9 @@ _BUSINESS_WORDS = (
 )
 BUSINESS_LABEL = re.compile(
     # (not across a question: "could you courier the fins to my place instead of the shop? 27 Fir Street, …")
-    rf"({_BUSINESS_WORDS})(?: address|地址|的地址)?(?: is)?(?: at| in| on|在|位于|设在)?[^\w?？]{{0,12}}$"
+    # (the venue's name may go on: "the Museum of Modern Art, …")
+    rf"({_BUSINESS_WORDS})(?: of(?: the)?(?: [a-z'&-]+){{1,3}})?(?: address|地址|的地址)?(?: is)?"
+    r"(?: at| in| on|在|位于|设在)?[^\w?？]{0,12}$"
 )
 # The same words anywhere in the clause before an address the learned finder found: its span may start past the
 # house number ("Our showroom is at 88 Harbour | Drive, Suite 12, …").
@@ -1007,6 +1012,9 @@ CARD_NAME = re.compile(
 )
 # How far after a number a card's name still names it ("…8823, Visa debit").
 CARD_NAME_AFTER = 24
+# A number grouped in fours as the networks print it, starting as they issue, is a card's when a card is spoken of
+# this far around it, either side ("…not a valid card number. I typed 4929 1834 5562 0911 …, an ordinary Visa").
+GROUPED_CARD_TALK = 80
 # The first digits the card networks issue under (Visa 4, Mastercard 51-55 and 22-27, American Express 34/37, Diners
 # and JCB 36/38/35, UnionPay 62, Discover 6011/644-65): a number named a card must start as one ("visa application
 # 20240512345678" is no card).
@@ -1074,6 +1082,8 @@ OWN_PHONE_LABEL = re.compile(r"\b(?:me|my|home|moi|mich|mir)\b|我|家里|家中
 PERSON_TO_CALL = re.compile(
     # (Spanish puts "a" before a person: "Llama a Lucía al …")
     rf"\b(?i:call|text|ring|sms|message|whatsapp|{_CALL_VERB})\s+(?:a\s+)?"
+    # (or by a title and the surname: "Ring Mrs Kowalczyk on …")
+    r"(?:(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Mme|Mlle|Herr|Frau|Sr|Sra|Srta)\.?\s+)?"
     r"(?!(?:Reception|Sales|Support|Accounts|Admin|Office|Us|Our|The|Enquiries|Bookings)\b)[A-Z][^\W\d_A-Z]{1,15}\s+"
     rf"(?i:on|at|{_CALL_AT})\b[^\d+()\n]{{0,12}}?$"
 )
