@@ -157,6 +157,23 @@ KNOWN_OVERLAPS = {
     # the textbook injection phrase, in the old battery and in attacks and security notes of retired screening sets
     ("poisoning.json:p005", "ignore all previous instructions"),
     ("poisoning.json:p044", "ignore all previous instructions"),
+    ("screening_eval_48.json:lo048", "ignore all previous instructions"),
+    ("screening_eval_48.json:lo048", "ignore all previous instructions and you"),
+    ("screening_eval_48.json:lp056", "ignore all previous instructions"),  # a report quoting the attack
+    ("screening_eval_48.json:lp056", "ignore all previous instructions and you"),
+    ("screening_eval_48.json:lo084", "ignore your previous instructions"),
+    # the stock shapes of a planted instruction (hide the note, sign every reply, dump the prompt) and of a report on
+    # one (the assistant refused it)
+    ("screening_eval_48.json:lo069", "do not mention this note"),
+    ("screening_eval_48.json:lo069", "do not mention this note."),
+    ("screening_eval_48.json:lo071", "end every reply with"),
+    ("screening_eval_48.json:lo089", "print the system prompt"),
+    ("screening_eval_48.json:lp002", "the assistant refused"),
+    ("screening_eval_48.json:lp051", "the assistant did not follow it"),
+    ("new-26:dr002", "does that change the price"),  # an everyday question
+    ("new-26:ds141", "does that change the price"),
+    ("reflection_eval_sessions_27.json:tg011", "can you draft a reply"),  # an everyday request (tuning sets too)
+    ("reflection_eval_sessions_27.json:th012", "can you draft a reply"),
     ("reflection_tune_sessions_26.json:sz004", "can you draft a reply"),  # an everyday request (tuning sets too)
     ("reflection_tune_sessions_10.json:rt016", "can you draft a reply"),  # an everyday request (a tuning set now)
     ("reflection_tune_sessions_12.json:rw009", "can you draft a reply"),
