@@ -4,6 +4,7 @@ to pass their checks; keys are random strings in the vendors' formats)."""
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 
@@ -2142,4 +2143,26 @@ def test_a_card_grouped_in_fours_goes_when_a_card_is_spoken_of_a_sentence_away()
     ],
 )
 def test_a_museums_address_a_tracking_number_beside_a_card_reference_and_a_class_number_stay(text: str) -> None:
+    assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "associate ID: 4418823",
+        "社員番号 120455 です",
+        "my employee number's 30-11872 if you need it",
+        "ID nhân viên: NV10293",
+        "Staff ID - 7720193 (Dublin office)",
+        "Mitarbeiter-Nr. 88-1234",
+        "Worker no: 12093, site B",
+    ],
+)
+def test_an_employee_number_after_more_labels_and_separators_goes(text: str) -> None:
+    result = redact(text)
+    assert "employee_id" in result.found and not re.search(r"\d{3}", result.text)
+
+
+@pytest.mark.parametrize("text", ["The staff room - 24 chairs", "Badge - 2024 edition", "Worker no - 12 on site"])
+def test_a_dash_after_a_staff_word_with_no_number_label_stays(text: str) -> None:
     assert_unchanged(text)

@@ -188,13 +188,17 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
     (
         "employee_id",
         re.compile(
-            rf"(?:{_EMPLOYEE_NUMBER_ZH}|员工卡号|(?:employee|staff|emp|personnel|payroll|badge)(?=\s*(?:number|no|id|#))|"
-            r"\beid\b|"
-            r"personalnummer|personalnr\.?|mitarbeiternummer|matricule|matrícula|matricola|"
-            r"(?:número|n\.?\s?[ºo]|núm\.?) de empleado|numero di matricola|personeelsnummer)"
+            rf"(?:{_EMPLOYEE_NUMBER_ZH}|员工卡号|"
+            r"(?:employee|staff|emp|personnel|payroll|badge|associate|worker)(?=\s*(?:number|no|id|#))|\beid\b|"
+            r"personalnummer|personalnr\.?|mitarbeiternummer|mitarbeiter-?nr\.?|matricule|matrícula|matricola|"
+            r"(?:número|n\.?\s?[ºo]|núm\.?) de empleado|numero di matricola|personeelsnummer|"
+            # (Japanese, as folded to simplified characters: 社員番号; Vietnamese)
+            r"社员番号|社员id|従业员番号|(?:mã|id|số) nhân viên)"
             # a few words between, within the clause: "工号，我的是 HS207731", "staff ID - mine is …", "… ist"
-            # (or what the user filled in: "要填工号，我填的 GZ-0419827")
-            r"(?:[^\d\n:：=?!。？！]{1,12}?(?:[:：=]|\b(?:is|ist|est|es|é|è)\b|为|是|(?<=[填写输])的))?"
+            # (or what the user filled in: "要填工号，我填的 GZ-0419827"; or "employee number's …")
+            # (a dash may stand for the colon: "Staff ID - 7720193")
+            r"(?:[^\d\n:：=?!。？！]{1,12}?(?:[:：=]|\b(?:is|ist|est|es|é|è)\b|(?<=\w)['’]s\b|\s[-–—](?=\s)|为|是|"
+            r"(?<=[填写输])的))?"
             rf"{_JOIN}"
             # (a number in groups too: 77-3048, HZ-2019-0457; and a check letter after it: matricule 0087421K)
             rf"(?P<value>{_EMPLOYEE_NUMBER})(?![\da-z])"
