@@ -93,14 +93,15 @@ def test_probabilities_are_calibrated_and_explained(learned: LearnedDetector) ->
 # 2." (0.92), which moved to the test below. The twenty-fifth, whose verdict needs the model only to lean to a
 # correction (VERDICT_AT), found "错了，会议改到周四了。" (P(correction) 0.52); the twenty-sixth reads it and "That's
 # wrong, it's Terminal 2." as none more likely than a fact (P(correction) 0.61 and 0.47, factual 0.28 and 0.36), so
-# both are back here. Strict: a model that gets one right fails here, and the list is updated.
+# both are back here. The twenty-seventh (C 10, trained with the twenty-fifth set retired) finds "That's wrong, it's
+# Terminal 2." again, which moved to the test below. Strict: a model that gets one right fails here, and the list is
+# updated.
 @pytest.mark.xfail(strict=True, reason="known misses of the learned detector: a verdict and a bare new value")
 @pytest.mark.parametrize(
     ("message", "before"),
     [
         ("Wrong, the warehouse closes at 6 pm, not 8 pm.", "The warehouse closes at 8 pm."),
         ("Not Friday, the deadline is Thursday.", "The deadline is Friday."),
-        ("That's wrong, it's Terminal 2.", "Your flight leaves from Terminal 1."),
         ("错了，会议改到周四了。", "会议在周三。"),
     ],
 )
@@ -108,6 +109,12 @@ def test_a_verdict_and_a_bare_new_value_is_a_fact_put_right(
     learned: LearnedDetector, message: str, before: str
 ) -> None:
     assert detect(message, before, learned).type is CorrectionType.FACTUAL
+
+
+def test_a_verdict_and_a_bare_terminal_is_a_fact_put_right(learned: LearnedDetector) -> None:
+    assert detect("That's wrong, it's Terminal 2.", "Your flight leaves from Terminal 1.", learned).type is (
+        CorrectionType.FACTUAL
+    )
 
 
 def test_a_verdict_and_a_new_value_the_model_leans_to_is_a_fact_put_right(learned: LearnedDetector) -> None:
@@ -666,3 +673,40 @@ def test_a_wish_retyped_as_a_rule_quotes_the_rule() -> None:
     assert quoted.type is CorrectionType.PROCESS and quoted.corrected is not None and "主管审核" in quoted.corrected
     assert "亲" not in quoted.corrected and quoted.confidence >= 0.7
     assert _quoted_by_its_step(rules, rules, turn) is rules
+
+
+@pytest.mark.parametrize(
+    ("message", "before"),
+    [
+        # read whole, the story before it reads as a fact put right, which the request for a document rules out; the
+        # wish, marked standing, stands alone
+        (
+            "上个月就是这样报的，结果那条金毛毛结特别多，多花了四十分钟，客人在群里说我们乱收费，店长很不高兴。"
+            "以后你帮我写报价，一律写成'基础价X元起'，单独一行写'开结另计，到店评估后先告知'。这条重新改一下。",
+            "您好，您家金毛洗澡加修剪一共260元。",
+        ),
+        # an approval that opens a standing wish holds nothing back
+        (
+            "Good, but for every newsletter from now on, sign it off 'Harbour Pool Team' with the office line, never a "
+            "coach's own name. Can you redo this one?",
+            "Thanks for reading! See you at the pool. Best, Jamie",
+        ),
+    ],
+)
+def test_a_standing_wish_after_a_story_or_an_approval_is_found_alone(
+    learned: LearnedDetector, message: str, before: str
+) -> None:
+    assert detect(message, before, learned).type is CorrectionType.PREFERENCE
+
+
+@pytest.mark.parametrize(
+    ("message", "before"),
+    [
+        ("Fine. Now draft the reply to the parent.", "Here is the summary of the meeting."),
+        ("好的，帮我写个通知给家长。", "会议纪要已整理好。"),
+    ],
+)
+def test_an_approval_and_a_document_asked_for_once_stay_none(
+    learned: LearnedDetector, message: str, before: str
+) -> None:
+    assert detect(message, before, learned).type is CorrectionType.NONE

@@ -894,9 +894,9 @@ _TARIFF_ANSWER = "At the standard rate of 0.56 per kWh, the heater costs about 2
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known miss of the twenty-second to twenty-fifth models: they read the tariff sentences together under the "
-    "further-fact bar (FURTHER_LEARNED_AT 0.95; P(fact) 0.9495 and 0.9186 with the twenty-second and twenty-third; the "
-    "twenty-first model read them above it)",
+    reason="known miss of the twenty-second to twenty-seventh models: they read the tariff sentences together under "
+    "the further-fact bar (FURTHER_LEARNED_AT 0.95; P(fact) 0.9495 and 0.9186 with the twenty-second and twenty-third; "
+    "the twenty-first model read them above it)",
 )
 def test_a_fact_beside_a_stated_wish_is_learned_too(learned: LearnedDetector) -> None:
     """One message, two lessons: the rules find the wish, and the other sentences, read together by the model beyond

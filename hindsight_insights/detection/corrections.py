@@ -93,13 +93,15 @@ def detect(
     turn = read(message, previous_assistant)
     found = rules = _rules(turn)
     if learned is not None and message.strip():
-        probabilities = learned.likeliest_reading(
+        likeliest, *others = learned.readings_by_likelihood(
             _readings(turn, found, message, previous_assistant), previous_assistant
         )
-        combined = combine(found, message, probabilities, learned.combination)
+        combined = combine(found, message, likeliest, learned.combination)
         settled = second_opinion(message, previous_assistant, combined) if combined.unsure and second_opinion else None
         found = combined if settled is None else settle(found, combined, message, settled)
         found = _look_alike(found, turn, rules)
+        if _held_as_a_look_alike(found):
+            found = _next_reading(found, others, turn, rules, message, learned)
         found = _quoted_by_its_step(found, rules, turn)
     return _with_condition(found, turn) if found.is_correction else found
 
@@ -447,12 +449,17 @@ def _alone(turn: ReadMessage, text: str, previous_assistant: str | None) -> tupl
     Alone, the model reads the wish words in it as a standing wish."""
     alone = _rules(turn.alone(text))
     # (a condition inside a wish marked standing is the wish's: "whenever you mention a drug, give me the generic
-    # name first and put a brand in brackets only if it matters")
+    # name first and put a brand in brackets only if it matters"; so is the document it asks for, every time, and the
+    # approval it opens with: "以后你帮我写报价，一律写成…", "Good, but for every member message from now on, sign
+    # it off …")
     standing = patterns.marked_standing(text) is not None  # (a folded sentence or clause)
-    held = [s for s in alone.signals if s.startswith("guard:") and not (standing and s == "guard:conditional")]
+    held = [s for s in alone.signals if s.startswith("guard:") and not (standing and s in _STANDING_KEEPS)]
     if not alone.is_correction and held:
         return None
     return text, families(alone, previous_assistant, text)
+
+
+_STANDING_KEEPS = frozenset({"guard:conditional", "guard:asks_for_a_document", "guard:approval"})
 
 
 def _standing_clauses(
@@ -504,6 +511,26 @@ def _quoted_by_its_step(found: Correction, rules: Correction, turn: ReadMessage)
         confidence=own.confidence,
         signals=tuple(dict.fromkeys((*own.signals, *found.signals))),
     )
+
+
+def _next_reading(
+    held: Correction,
+    others: list[dict[str, float]],
+    turn: ReadMessage,
+    rules: Correction,
+    message: str,
+    learned: LearnedDetector,
+) -> Correction:
+    """When a look-alike guard holds the likeliest reading's type ("上周就是这么报的，结果…" read whole as a fact,
+    held: the message asks for a document), the next reading the model is sure of and no guard holds: its sentence
+    alone ("以后你帮我写报价，一律写成'基础价X元起'…", a standing wish). `held` when there is none."""
+    for probabilities in others:
+        candidate = combine(rules, message, probabilities, learned.combination)
+        if candidate.is_correction and not candidate.unsure:
+            looked = _look_alike(candidate, turn, rules)
+            if looked.is_correction:
+                return looked
+    return held
 
 
 def _held_as_a_look_alike(found: Correction) -> bool:

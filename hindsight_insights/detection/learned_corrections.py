@@ -83,10 +83,17 @@ class LearnedDetector:
     def likeliest_reading(
         self, readings: Sequence[tuple[str, frozenset[str]]], previous_assistant: str | None
     ) -> dict[str, float]:
-        """The probabilities of the reading most likely to be a correction (the lowest P(none)). The first reading is
-        the whole message, any others its sentences, each with the rule families that fired on it. A sentence alone
-        may state a fact, a wish or a rule, but a rejection is judged on the whole message: "that's not a problem,
-        skip it" rejects nothing, and alone its sentence reads as a rejection."""
+        """The probabilities of the reading most likely to be a correction (the lowest P(none)): the first of
+        `readings_by_likelihood`."""
+        return self.readings_by_likelihood(readings, previous_assistant)[0]
+
+    def readings_by_likelihood(
+        self, readings: Sequence[tuple[str, frozenset[str]]], previous_assistant: str | None
+    ) -> list[dict[str, float]]:
+        """The probabilities of each reading, the one most likely to be a correction (the lowest P(none)) first. The
+        first reading is the whole message, any others its sentences, each with the rule families that fired on it. A
+        sentence alone may state a fact, a wish or a rule, but a rejection is judged on the whole message: "that's not
+        a problem, skip it" rejects nothing, and alone its sentence reads as a rejection."""
         # The embedding block is a reading's vector and the previous answer's side by side; all in one call.
         vectors = np.asarray(self.embed([*(text for text, _ in readings), previous_assistant or ""]), dtype=np.float32)
         pairs = np.hstack([vectors[:-1], np.repeat(vectors[-1:], len(readings), axis=0)])
@@ -98,7 +105,8 @@ class LearnedDetector:
             for row, (_, found) in zip(rows, readings, strict=True)
         ]
         candidates[1:] = [no_rejection(probabilities) for probabilities in candidates[1:]]
-        return min(candidates, key=lambda probabilities: probabilities.get(NONE, 0.0))
+        # (a stable sort: on a tie the whole message comes first)
+        return sorted(candidates, key=lambda probabilities: probabilities.get(NONE, 0.0))
 
     @staticmethod
     def _answered(
