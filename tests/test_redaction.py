@@ -2166,3 +2166,32 @@ def test_an_employee_number_after_more_labels_and_separators_goes(text: str) -> 
 @pytest.mark.parametrize("text", ["The staff room - 24 chairs", "Badge - 2024 edition", "Worker no - 12 on site"])
 def test_a_dash_after_a_staff_word_with_no_number_label_stays(text: str) -> None:
     assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        # the writer's own number in the languages people write notices in
+        ("Mi número es 612 34 56 78, llámame mañana.", "56 78"),
+        ("Numer do mnie: 512 345 678", "345 678"),
+        # someone to text, named with an accent
+        ("Text Tomás at 087 123 4567 about the van.", "123 4567"),
+        # a city that says which country's format the number is written in
+        ("Flatmate wanted in Nairobi, call 0712 345678.", "345678"),
+    ],
+)
+def test_an_own_number_in_other_languages_an_accented_name_and_a_citys_format_go(text: str, number: str) -> None:
+    assert_redacted(text, number, "phone")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The Rome hotel confirmation code is 3312 456 789.",
+        "Warsaw office hours 9-17, case number 512 345 678.",
+        "Invoice 0712 345678 for the Nairobi conference hall, due 30 days.",
+        "Mi número de pedido es 612 34 56 78.",
+    ],
+)
+def test_a_code_or_a_case_number_in_a_citys_format_stays(text: str) -> None:
+    assert_unchanged(text)

@@ -1034,7 +1034,9 @@ IBAN = re.compile(r"(?<![a-z0-9])[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){2,7}(?:\s?[a-z0
 # data.
 REFERENCE_LABEL = re.compile(
     r"(订单|单号|运单|快递|物流|发票|编号|流水|工单|货号|型号|批号|order|invoice|tracking|ticket|ref|no\.|#|sku|"
-    r"serial|part)\W{0,3}$"
+    r"serial|part|"
+    # (a code's or a file's number said to be one: "the confirmation code is …", "case number …")
+    r"(?:code|case|booking|confirmation|reservation|reference|policy|claim)(?: number| no\.?)?(?: is| was)?)\W{0,3}$"
 )
 
 # ------------------------------------------------------------------------------- phone numbers abroad
@@ -1054,7 +1056,27 @@ REGION_CUES: list[tuple[str, re.Pattern[str]]] = [
     ("DE", re.compile(r"\bgerman(?:y)?\b|德国")),
     ("FR", re.compile(r"\b(?:france|french)\b|法国")),
     ("IN", re.compile(r"\bindia(?:n)?\b|印度")),
-    ("MY", re.compile(r"\bmalaysia(?:n)?\b|马来西亚")),
+    ("MY", re.compile(r"\bmalaysia(?:n)?\b|马来西亚|\bkuala lumpur\b|吉隆坡")),
+    # (and the countries and cities people write from beside these, read only for a number in the text's own format)
+    ("IE", re.compile(r"\b(?:ireland|dublin|galway)\b|爱尔兰")),
+    ("ES", re.compile(r"\b(?:spain|madrid|barcelona|seville|valencia)\b|西班牙")),
+    ("IT", re.compile(r"\b(?:italy|rome|milan|naples|florence|turin)\b|意大利")),
+    ("PT", re.compile(r"\b(?:portugal|lisbon)\b|葡萄牙")),
+    ("BR", re.compile(r"\b(?:brazil|brasil|são paulo|sao paulo|rio de janeiro)\b|巴西")),
+    ("MX", re.compile(r"\b(?:mexico|méxico|guadalajara|monterrey)\b|墨西哥")),
+    ("NL", re.compile(r"\b(?:netherlands|nederland|amsterdam|rotterdam|utrecht)\b|荷兰")),
+    ("PL", re.compile(r"\b(?:poland|polska|warsaw|warszawa|kraków|krakow)\b|波兰")),
+    ("NZ", re.compile(r"\b(?:new zealand|auckland|wellington|christchurch)\b|新西兰")),
+    ("ZA", re.compile(r"\b(?:south africa|johannesburg|cape town|durban)\b|南非")),
+    ("KE", re.compile(r"\b(?:kenya|nairobi|mombasa)\b|肯尼亚")),
+    ("NG", re.compile(r"\b(?:nigeria|lagos|abuja)\b|尼日利亚")),
+    ("PH", re.compile(r"\b(?:philippines|manila|cebu)\b|菲律宾")),
+    ("TH", re.compile(r"\b(?:thailand|bangkok|chiang mai)\b|泰国")),
+    ("VN", re.compile(r"\b(?:vietnam|viet nam|hanoi|saigon|ho chi minh city)\b|越南")),
+    ("ID", re.compile(r"\b(?:indonesia|jakarta|surabaya)\b|印尼|印度尼西亚")),
+    ("AE", re.compile(r"\b(?:uae|dubai|abu dhabi)\b|迪拜|阿联酋")),
+    ("CH", re.compile(r"\b(?:switzerland|zurich|zürich|geneva|genève)\b|瑞士")),
+    ("SE", re.compile(r"\b(?:sweden|stockholm|gothenburg|göteborg)\b|瑞典")),
 ]
 # Where a labelled number that mainland numbering does not know is tried, in this order.
 REGIONS = ("US", "GB", "HK", "SG", "TW", "MO", "JP", "KR", "AU", "CA", "DE", "FR", "IN", "MY")
@@ -1067,7 +1089,12 @@ _CALL_AT = r"au|à|al|a|allo|para|pelo|no|unter|an|sur"
 PHONE_LABELLED = re.compile(
     r"(?:手机|电话|座机|固话|联系方式|微信|whatsapp|landline|telegram|signal|phone|mobile|cell|tel|call me|text me|"
     # (someone to call or text on a number: "Text Bec on 0491 570 158", "ring the twins' dad at …")
-    r"reach me|\b(?:call|text|ring|sms|message|whatsapp)\s+(?:[a-z']+\s+){1,3}?(?:on|at)\b|"
+    r"reach me|\b(?:call|text|ring|sms|message|whatsapp)\s+(?:(?:[^\W\d_]|')+\s+){1,3}?(?:on|at)\b|"
+    # (the writer's own number in the languages people write notices in: "Mi número es …", "Numer do mnie: …")
+    r"\b(?:my|mi|mon|mein|meine|il mio|o meu|meu|mój|moj|mijn) (?:phone )?"
+    r"(?:number|número|numero|numéro|nummer|numer)\b|"
+    r"numer do mnie|numer telefonu|número de (?:teléfono|telefone|celular|móvil)|numéro de (?:téléphone|portable)|"
+    r"telefonnummer|handynummer|"
     # (in the languages of the notices people ask to shorten: "Appelez Maëlle au …", "Llama a Lucía al …")
     # (a person's or the writer's own only, as PERSON_TO_CALL and OWN_PHONE_LABEL say: "Appelez le service client
     # au …" is a business's)
@@ -1080,7 +1107,10 @@ PHONE_LABELLED = re.compile(
 # phonenumbers whether a common region reads it as a mobile).
 NATIONAL_GROUPED = re.compile(r"(?<![\d+.,/-])0\d{1,4}([ .-])\d{2,6}(?:\1\d{2,4}){0,3}(?![\d.,/-]?\d)")
 # The label of the writer's own line: "ring me at home on", "call me on", "my landline", 我家电话.
-OWN_PHONE_LABEL = re.compile(r"\b(?:me|my|home|moi|mich|mir)\b|我|家里|家中|住宅", re.IGNORECASE)
+OWN_PHONE_LABEL = re.compile(
+    r"\b(?:me|my|home|moi|mich|mir|mi|mon|mein|meine|mio|meu|minha|mój|moj|mijn|mnie)\b|我|家里|家中|住宅",
+    re.IGNORECASE,
+)
 # Someone named by a first name alone right before the number ("Ring Helen on (02) 5550 3871"): a person's line, a
 # landline too. A business names itself with more words, or by a desk (Reception, Sales, the office).
 PERSON_TO_CALL = re.compile(
