@@ -302,21 +302,21 @@ def personal_addresses(text: str, spans: Iterable[tuple[int, int]]) -> list[tupl
         if not _a_business_place(lowered, span[0], 48)
         and not _business_word(lowered, span)
         and not _a_company_around(lowered, span)
-        and (not re.search(r"[\u4e00-\u9fff]", text[span[0] : span[1]]) or _a_chinese_home(text, span))
+        and (not has_han(text[span[0] : span[1]]) or _a_chinese_home(lowered, span))
     ]
 
 
 def _a_chinese_home(text: str, span: tuple[int, int]) -> bool:
-    """A Chinese address span that is someone's home: no place of work in it or right after it (…菜鸟仓3号库,
-    …1 号仓库), and a unit below the house number (栋, 单元, 室, 三组, 16号4-3) or a word for home before it or a
-    recipient after it."""
+    """A Chinese address span of `text` (lower-cased) that is someone's home: no place of work in it or right after it
+    (…菜鸟仓3号库, …1 号仓库), and a unit below the house number (栋, 单元, 室, 三组, 16号4-3) or a word for home
+    before it or a recipient after it."""
     start, end = span
     if patterns.CHINESE_BUSINESS_IN_ADDRESS.search(text[start:end]) or patterns.CHINESE_BUSINESS_IN_ADDRESS.match(
         text[end : end + 8].lstrip()
     ):
         return False
     unit = patterns.CHINESE_UNIT_BELOW_HOUSE.search(text[start:end]) is not None
-    home = patterns.HOME_LABEL.search(text[max(start - 24, 0) : start].lower()) is not None
+    home = _said_before(patterns.HOME_LABEL, text, start, 24)
     return unit or home or patterns.RECIPIENT_AFTER.match(text[end:].lstrip(" ")) is not None
 
 

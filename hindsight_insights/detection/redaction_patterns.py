@@ -637,6 +637,9 @@ _CHINESE_REGION = (
     rf"(?:{_PLACE}{{2,8}}(?:省|自治区)\s?)?(?:{_PLACE}{{1,8}}(?:市|州|盟|地区)\s?)?(?:{_PLACE}{{1,8}}(?:区|县|旗|市)\s?)?"
     rf"(?:{_PLACE}{{1,8}}(?:镇|乡|街道)\s?)?"
 )
+# Right after an estate's name (…花苑, …湾) or its lettered zone (…B区): where dashed units may start (紫金花苑7-2-301,
+# 金域蓝湾B区8-2-3).
+_AFTER_AN_ESTATE = r"(?:(?<=[园苑城邸府湾居庄坊墅期])|(?<=[a-z\d]区))"
 # Below the house number: a courtyard (2号院) or an estate's name (168号金地花苑3幢), building, entrance, floor, then
 # the room (室, 房, 户, 号 or 之 after a floor: 6楼12号, 12楼之3, or a number after the entrance or the building:
 # 2单元706, 3栋405).
@@ -646,14 +649,14 @@ _CHINESE_UNITS = (
     # (a courtyard's inner house: 63号院内2号)
     rf"(?P<unit>(?:\s*院(?:内\s*\d{{1,4}}\s*号)?|\s*{_PLACE}{{1,10}}(?:\s+{_PLACE}{{1,6}})?(?=(?:\s*[a-z\d]{{1,2}}区)?\s*(?:"
     r"[a-z\d一二三四五六七八九十]{1,5}\s*(?:栋|幢|号楼|座|单元|门|排|(?:楼|层)\s*[a-z\d]{1,5}\s*(?:室|房|户))|"
-    r"(?:(?<=[园苑城邸府湾居庄坊墅期])|(?<=[a-z\d]区))\d{1,3}-\d{1,4}(?!\d))))?(?:\s*[a-z\d]{1,2}区(?=\s*[a-z\d]))?"
+    rf"{_AFTER_AN_ESTATE}\d{{1,3}}-\d{{1,4}}(?!\d))))?(?:\s*[a-z\d]{{1,2}}区(?=\s*[a-z\d]))?"
     # (门 is an entrance where the north-east numbers them: 37号2门502; 排, a row of a compound's houses: 3排2号)
     r"(?:\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座|单元|门|排|楼|层))*(?:\s*[a-z\d]{1,5}\s*(?:室|房|户))?"
     # (the rooms of a Shanghai lane house: 后厢房, 亭子间, 客堂间)
     r"(?:(?<=号)(?:[前后东西]?厢房|亭子间|客堂间|前楼|后楼))?"
     # (after an entrance a bare number is the room: 2单元706; a building, entrance and room in dashes: 14-3, 7-2-301)
     r"(?:(?<=[楼层])\s*(?:\d{1,5}\s*号|之\s*\d{1,3})|(?<=单元|\d门)\s*\d{1,5}|(?<=[栋幢座])\s*\d{3,5}(?!\d)|"
-    r"(?<=排)\s*\d{1,3}\s*号|(?:(?<=[园苑城邸府湾居庄坊墅期])|(?<=[a-z\d]区))\d{1,3}-\d{1,4}(?:-\d{1,4})?(?![\d-]|\s*[层楼点时号])|"
+    rf"(?<=排)\s*\d{{1,3}}\s*号|{_AFTER_AN_ESTATE}\d{{1,3}}-\d{{1,4}}(?:-\d{{1,4}})?(?![\d-]|\s*[层楼点时号])|"
     # (a floor and a flat in a dash right after the house number, as Chongqing writes it: 16号4-3, 附5号2-1)
     r"(?<=号)\d{1,3}-\d{1,4}(?![\d-]|\s*[层楼点时号]))?)"
 )
