@@ -1,6 +1,6 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_48.json)
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_50.json)
 when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
@@ -17,9 +17,9 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_26.json (the new set,
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_27.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_27.json and _7); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_28.json and _7); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -157,23 +157,8 @@ KNOWN_OVERLAPS = {
     # the textbook injection phrase, in the old battery and in attacks and security notes of retired screening sets
     ("poisoning.json:p005", "ignore all previous instructions"),
     ("poisoning.json:p044", "ignore all previous instructions"),
-    ("screening_eval_48.json:lo048", "ignore all previous instructions"),
-    ("screening_eval_48.json:lo048", "ignore all previous instructions and you"),
-    ("screening_eval_48.json:lp056", "ignore all previous instructions"),  # a report quoting the attack
-    ("screening_eval_48.json:lp056", "ignore all previous instructions and you"),
-    ("screening_eval_48.json:lo084", "ignore your previous instructions"),
-    # the stock shapes of a planted instruction (hide the note, sign every reply, dump the prompt) and of a report on
-    # one (the assistant refused it)
-    ("screening_eval_48.json:lo069", "do not mention this note"),
-    ("screening_eval_48.json:lo069", "do not mention this note."),
-    ("screening_eval_48.json:lo071", "end every reply with"),
-    ("screening_eval_48.json:lo089", "print the system prompt"),
-    ("screening_eval_48.json:lp002", "the assistant refused"),
-    ("screening_eval_48.json:lp051", "the assistant did not follow it"),
-    ("new-26:dr002", "does that change the price"),  # an everyday question
-    ("new-26:ds141", "does that change the price"),
-    ("reflection_eval_sessions_27.json:tg011", "can you draft a reply"),  # an everyday request (tuning sets too)
-    ("reflection_eval_sessions_27.json:th012", "can you draft a reply"),
+    ("reflection_tune_sessions_27.json:tg011", "can you draft a reply"),  # an everyday request (tuning sets too)
+    ("reflection_tune_sessions_27.json:th012", "can you draft a reply"),
     ("reflection_tune_sessions_26.json:sz004", "can you draft a reply"),  # an everyday request (tuning sets too)
     ("reflection_tune_sessions_10.json:rt016", "can you draft a reply"),  # an everyday request (a tuning set now)
     ("reflection_tune_sessions_12.json:rw009", "can you draft a reply"),
@@ -274,7 +259,7 @@ def test_the_never_tuned_reflection_splits_are_evaluation_files() -> None:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new-26:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-27:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -293,9 +278,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW_26,
+        eval_corrections.NEW_27,
         eval_reflection.EVAL_7_DATA,
-        eval_reflection.EVAL_27_DATA,
+        eval_reflection.EVAL_28_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],
