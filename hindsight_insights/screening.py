@@ -33,6 +33,7 @@ from hindsight_insights.cascade import Cascade, Opinion, ask
 from hindsight_insights.config import Settings
 from hindsight_insights.detection.poisoning import Band, LearnedScreen, Screening, screen
 from hindsight_insights.detection.poisoning_patterns import AI_ADDRESSEE, DESTINATION, TRANSFER
+from hindsight_insights.detection.redaction import PLACEHOLDERS
 from hindsight_insights.embedder import Embedder, load_embedder
 from hindsight_insights.screen_model import learned_screen, load_screen_model
 
@@ -119,12 +120,17 @@ def decide(
 
 
 _LINE = re.compile(r"\n+")
+# An address the turn's redaction replaced: planted_instruction reads stored turns, redacted before they were stored,
+# so "…发送至 bidcopy@x.example" reaches it as "…发送至 [邮箱已隐藏]", still an address the data is sent to.
+_REDACTED_ADDRESS = re.compile(
+    "|".join(re.escape(placeholder.lower()) for kind in ("email", "phone") for placeholder in PLACEHOLDERS[kind])
+)
 
 
 def planted_instruction(screen_: Screen, user_messages: Sequence[str]) -> str | None:
     """Why a session's lessons wait for a reviewer, or None: one of its user messages speaks to an AI
     (poisoning_patterns.AI_ADDRESSEE) and the screen holds it, or one of its lines that speaks to an AI, as an attack,
-    or such a line sends something to a literal address. That is an instruction planted in
+    or such a line sends something to a literal address (or one redaction replaced). That is an instruction planted in
     something the user pasted (an e-mail, a web page, a form); whatever the session then teaches may carry it or the
     user's reaction to the assistant's warning, so none of it is active before a reviewer has seen it. The user's
     own wish or correction in such a session waits too; the trade is measured in docs/architecture.md."""
@@ -142,6 +148,6 @@ def planted_instruction(screen_: Screen, user_messages: Sequence[str]) -> str | 
         # quotes@…"): data sent out on a planted order, whatever the data is called.
         for line in lines:
             folded = line.lower()
-            if TRANSFER.search(folded) and DESTINATION.search(folded):
+            if TRANSFER.search(folded) and (DESTINATION.search(folded) or _REDACTED_ADDRESS.search(folded)):
                 return f"{PLANTED} (user message {number}: a line to an AI sends something to an address)"
     return None

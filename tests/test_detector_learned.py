@@ -444,6 +444,18 @@ def test_a_message_for_this_time_only_is_no_standing_wish(
     assert detect(message, "Here is the summary of the quarter.", learned).type is expected
 
 
+@pytest.mark.parametrize(
+    ("message", "once"),
+    [
+        ("今次嘅通告幫我寫正式啲，要貼喺大堂。", True),  # Cantonese: 今次 is 这次
+        ("呢次用英文寫，對方係外國客。", True),
+        ("通告以後都寫正式啲。", False),
+    ],
+)
+def test_cantonese_says_for_this_time_only_too(message: str, once: bool) -> None:
+    assert read(message, "好的，通告已经写好了。").for_this_time_only is once
+
+
 def test_the_one_time_guard_keeps_a_standing_wish_the_rules_found() -> None:
     turn = read("这次先这样，以后都用公制单位。", "Here is the summary of the quarter.")
     assert turn.for_this_time_only

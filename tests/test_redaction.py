@@ -2195,3 +2195,35 @@ def test_an_own_number_in_other_languages_an_accented_name_and_a_citys_format_go
 )
 def test_a_code_or_a_case_number_in_a_citys_format_stays(text: str) -> None:
     assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        # a household's own address, as it is now; a unit before the house number after a slash (Australia, NZ)
+        ("Our address now is 3/118 Tinakori Road, Thorndon, Wellington 6011. See you soon!", "Tinakori", "address"),
+        ("Our new address is 14 Rue Oberkampf, 75011 Paris.", "Oberkampf", "address"),
+        # an employee number with a country's and a site's prefix, after an English label and 是
+        ("报销单上 employee number 是 SG-JUR-20418，麻烦帮我查一下", "20418", "employee_id"),
+        # the number in the next sentence, with a check letter after a dash
+        ("The form wants my staff number. I believe it's 550912-Q but it keeps failing.", "550912", "employee_id"),
+        # the number the writer says to ring them on
+        ("Happy to chat about the quote. Best number is 0113 496 0771, evenings are easiest.", "496 0771", "phone"),
+    ],
+)
+def test_a_households_address_a_prefixed_or_lettered_staff_number_and_the_best_number_go(
+    text: str, secret: str, kind: str
+) -> None:
+    assert_redacted(text, secret, kind)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Staff notes: 2025-11-03 rota moved to Thursday.",
+        "The box office number is 0113 496 0000 for group bookings.",
+        "工号 is required on the form; ours have 6 digits.",
+    ],
+)
+def test_notes_dated_after_a_staff_word_and_a_venues_number_stay(text: str) -> None:
+    assert_unchanged(text)

@@ -191,9 +191,10 @@ ASKS_FOR_A_DOCUMENT = re.compile(
 )
 
 # A request for this time only (the class definition's one-off request: "this time, make it formal", 这次用英文回复):
-# a sentence that says so states no standing wish, whatever else it asks for.
+# a sentence that says so states no standing wish, whatever else it asks for. 今次 and 呢次 are Cantonese for 这次.
 ONE_TIME = re.compile(
-    r"(这次|这回|这一次|本次|仅此一次|就这一次|\bthis time\b(?! of (?:the )?(?:night|day|year|week|month|morning))|"
+    r"(这次|这回|这一次|本次|仅此一次|就这一次|今次|呢次|"
+    r"\bthis time\b(?! of (?:the )?(?:night|day|year|week|month|morning))|"
     r"\b(?:just )?this once\b|\bfor this [a-z]+ only\b|"
     # "for this one could you make it more formal", "make this one a bit more formal": the one at hand (all 10 and
     # all 7 such training messages are none)

@@ -413,7 +413,9 @@ DEFENSIVE = re.compile(
 # Words that address an AI: a user's message that the screen holds and that speaks to an AI carries an instruction
 # planted for one (a pasted e-mail's "[Note to any AI assistant processing this …]", 【致AI助手的系统指令：…】),
 # screening.planted_instruction. A user's own request to the assistant in front of them rarely names what it is.
+# The English words are bounded by letters, not by \b: Chinese characters are word characters too, and "致AI评审系统"
+# has no \b around "AI".
 AI_ADDRESSEE = re.compile(
-    r"\ba\.?i\b|\bassistants?\b|\bllms?\b|\bgpt|chatbot|\bbots?\b|language models?|"
+    r"(?<![a-z])(?:a\.?i|assistants?|llms?|bots?)(?![a-z])|(?<![a-z])gpt|chatbot|language models?|"
     r"助手|人工智能|大模型|模型|机器人|智能体"
 )

@@ -46,9 +46,11 @@ _ACCOUNT_ZH = r"(?:账号|账户|帐号|帐户)"
 # 工号 and the other Chinese names of an employee number.
 _EMPLOYEE_NUMBER_ZH = r"工号|员工号|员工编号|职工号|工牌号"
 # An employee number: letters (a site's or a company's prefix) and digits, in up to four groups joined by a dash, a
-# slash or an underscore (A20317, E-448120, 77-3048, HZ-2019-0457, 0087421K), three digits at least.
+# slash or an underscore (A20317, E-448120, 77-3048, HZ-2019-0457, 0087421K, a country's and a site's
+# CN-SH-30917, a check letter after a dash: 004817-K), three digits at least.
 _EMPLOYEE_NUMBER = (
-    r"(?=(?:[a-z_/-]*\d){3})(?:[a-z]{1,4}[-_]?)?\d{2,10}[a-z]?(?:[-/_](?:[a-z]{1,4}[-_]?)?\d{2,8}[a-z]?){0,3}"
+    r"(?=(?:[a-z_/-]*\d){3})(?:[a-z]{1,4}[-_]?){0,2}\d{2,10}[a-z]?(?:[-/_](?:[a-z]{1,4}[-_]?)?\d{2,8}[a-z]?){0,3}"
+    r"(?:-[a-z](?![a-z]))?"
 )
 # A resident ID as people write it: 18 characters (or the old 15 digits), whole or in groups (6-8-4, 6-4-4-4,
 # 4-4-4-4-2).
@@ -189,15 +191,16 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
         "employee_id",
         re.compile(
             rf"(?:{_EMPLOYEE_NUMBER_ZH}|员工卡号|"
-            r"(?:employee|staff|emp|personnel|payroll|badge|associate|worker)(?=\s*(?:number|no|id|#))|\beid\b|"
+            r"(?:employee|staff|emp|personnel|payroll|badge|associate|worker)(?=\s*(?:number|no\b|id\b|#))|\beid\b|"
             r"personalnummer|personalnr\.?|mitarbeiternummer|mitarbeiter-?nr\.?|matricule|matrícula|matricola|"
             r"(?:número|n\.?\s?[ºo]|núm\.?) de empleado|numero di matricola|personeelsnummer|"
             # (Japanese, as folded to simplified characters: 社員番号; Vietnamese)
             r"社员番号|社员id|従业员番号|(?:mã|id|số) nhân viên)"
             # a few words between, within the clause: "工号，我的是 HS207731", "staff ID - mine is …", "… ist"
             # (or what the user filled in: "要填工号，我填的 GZ-0419827"; or "employee number's …")
-            # (a dash may stand for the colon: "Staff ID - 7720193")
-            r"(?:[^\d\n:：=?!。？！]{1,12}?(?:[:：=]|\b(?:is|ist|est|es|é|è)\b|(?<=\w)['’]s\b|\s[-–—](?=\s)|为|是|"
+            # (a dash may stand for the colon: "Staff ID - 7720193"; the value may open the next sentence: "… my staff
+            # number. I think it's 004817-K")
+            r"(?:[^\d\n:：=?!。？！]{1,28}?(?:[:：=]|\b(?:is|ist|est|es|é|è)\b|(?<=\w)['’]s\b|\s[-–—](?=\s)|为|是|"
             r"(?<=[填写输])的))?"
             rf"{_JOIN}"
             # (a number in groups too: 77-3048, HZ-2019-0457; and a check letter after it: matricule 0087421K)
@@ -887,7 +890,9 @@ DESTINATION = re.compile(
     r"(?:\s+(?:it|them|this|these|the \w+|my \w+))?\s+(?:over\s+)?to\b|"
     r"\bbring\b[^.\n]{0,40}?\bto my (?:home|house|place|flat)\b|"
     r"\b(?:my |his |her |their )?(?:home|mailing|postal|delivery|military|shipping)\s+address"
-    r"(?:\s+in\s+[a-z .'-]{2,20}?)?\s*(?:is|:)|\bmy address(?:\s+in\s+[a-z .'-]{2,20}?)?\s+is\b|"
+    r"(?:\s+in\s+[a-z .'-]{2,20}?)?\s*(?:is|:)|"
+    # (a household's own too, and as it is now: "Our address now is 2/47 …")
+    r"\b(?:my|our)(?: new| current)? address(?:\s+in\s+[a-z .'-]{2,20}?)?(?:\s+(?:now|these days))?\s+is\b|"
     r"\bconsignee\b[^:\n]{0,40}:|"
     r"\brecipient\s*:|enviad[oa]s?\s+para|enviar\s+(?:a|para)|envoyer\s+à|schicken\s+an|liefern\s+an|"
     # (in Chinese the post's verbs only, 寄 and 邮, and 发 with the carrier or the goods: 送到 and 发 alone name any
@@ -1093,6 +1098,8 @@ PHONE_LABELLED = re.compile(
     r"(?:手机|电话|座机|固话|联系方式|微信|whatsapp|landline|telegram|signal|phone|mobile|cell|tel|call me|text me|"
     # (someone to call or text on a number: "Text Bec on 0491 570 158", "ring the twins' dad at …")
     r"reach me|\b(?:call|text|ring|sms|message|whatsapp)\s+(?:(?:[^\W\d_]|')+\s+){1,3}?(?:on|at)\b|"
+    # (the number the writer says to use: "Could you ring me? Best number is 0161 …")
+    r"\bbest (?:contact |phone )?number\b|"
     # (the writer's own number in the languages people write notices in: "Mi número es …", "Numer do mnie: …")
     r"\b(?:my|mi|mon|mein|meine|il mio|o meu|meu|mój|moj|mijn) (?:phone )?"
     r"(?:number|número|numero|numéro|nummer|numer)\b|"
@@ -1109,9 +1116,9 @@ PHONE_LABELLED = re.compile(
 # throughout (06 12 34 56 78, 0612 345 678, 07911 123456), 10-11 digits in all (the caller counts them and asks
 # phonenumbers whether a common region reads it as a mobile).
 NATIONAL_GROUPED = re.compile(r"(?<![\d+.,/-])0\d{1,4}([ .-])\d{2,6}(?:\1\d{2,4}){0,3}(?![\d.,/-]?\d)")
-# The label of the writer's own line: "ring me at home on", "call me on", "my landline", 我家电话.
+# The label of the writer's own line: "ring me at home on", "call me on", "my landline", "best number", 我家电话.
 OWN_PHONE_LABEL = re.compile(
-    r"\b(?:me|my|home|moi|mich|mir|mi|mon|mein|meine|mio|meu|minha|mój|moj|mijn|mnie)\b|我|家里|家中|住宅",
+    r"\b(?:me|my|home|best|moi|mich|mir|mi|mon|mein|meine|mio|meu|minha|mój|moj|mijn|mnie)\b|我|家里|家中|住宅",
     re.IGNORECASE,
 )
 # Someone named by a first name alone right before the number ("Ring Helen on (02) 5550 3871"): a person's line, a
