@@ -647,6 +647,31 @@ def test_a_one_line_version_shows_its_layout_by_its_separators() -> None:
     assert sent_versions(dated, [first, "帆布包 BG-0415 米白 5 个 2026/12/05 入库"]) == {}
 
 
+def test_pictograms_that_open_a_versions_lines_are_its_layout() -> None:
+    """A version that marks its fields with pictograms ("⏰ 时间：", "📍 范围：") brought a layout the draft lacked (its
+    lines as long as the draft's), and the next answer that keeps them followed it; an answer in the draft's layout
+    did not."""
+    draft = (
+        "【停水通知】青松苑 2 栋 明天\n停水时间：9:00—13:00\n停水范围：青松苑 2 栋全部住户\n停水原因：管道维修\n"
+        "温馨提醒：提前储水"
+    )
+    messages = [
+        "明天青松苑 2 栋停水，9 点到 13 点，帮我写个通知。",
+        "最后发群里的是：\n【停水通知】青松苑 2 栋 明天\n⏰ 时间：9:00—13:00\n📍 范围：青松苑 2 栋全部住户\n"
+        "🔧 原因：管道维修\n💧 提醒：提前储水\n\n下一个：后天 3 栋，10 点到 12 点，换水表。",
+    ]
+    followed = (
+        "【停水通知】青松苑 3 栋 后天\n⏰ 时间：10:00—12:00\n📍 范围：青松苑 3 栋全部住户\n🔧 原因：更换水表\n"
+        "💧 提醒：提前储水"
+    )
+    assert sent_versions(messages, [draft, followed])[1].text.startswith("【停水通知】青松苑 2 栋 明天\n⏰ 时间")
+    own_layout = (
+        "【停水通知】青松苑 3 栋 后天\n停水时间：10:00—12:00\n停水范围：青松苑 3 栋全部住户\n停水原因：更换水表\n"
+        "温馨提醒：提前储水"
+    )
+    assert sent_versions(messages, [draft, own_layout]) == {}
+
+
 def test_an_answer_to_the_assistants_own_question_is_no_returning_wish() -> None:
     """The assistant asked, the user answered: whatever the model leans to and whatever words come back later, the
     answer states no wish unless it marks one as standing."""

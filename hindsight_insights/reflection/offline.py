@@ -47,6 +47,7 @@ import dataclasses
 import logging
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 
 from hindsight_insights.commands import Provenance
@@ -303,6 +304,9 @@ SENT_LINES = 3
 SENT_SHARE = 4
 # Marks of layout a rewrite brings and an answer can keep: brackets, bars, arrows, dashes, bullets, boxes.
 LAYOUT_MARKS = frozenset("【】[]「」《》<>→—–|｜•·*#@/~=+☐✅❌")
+# A field's pictogram at a line's start is layout too ("⏰ 时间：…", "📍 范围：…"): any character of Unicode's "other
+# symbol" category (emoji among them).
+_PICTOGRAM = "So"
 # The marks that separate the fields of one line and nothing else (a date's or a URL's slashes, a range's dashes are
 # no layout): what shows the layout of a version too short to compare line lengths.
 FIELD_SEPARATORS = frozenset("|｜•→")
@@ -486,7 +490,7 @@ def _laid_out_like(answer: str, version: str, draft: str) -> bool:
             return True  # the answer opens ("Brightline: REF OUT-…") or signs off as the version did, the draft not
     if len(_lines(answer)) < SENT_LINES or len(_lines(version)) < SENT_LINES:
         return False
-    brought = (LAYOUT_MARKS & set(version)) - set(draft)
+    brought = _layout_marks(version) - set(draft)
     if brought & set(answer):
         return True
     # Lines much nearer the version's in length than the draft's (by their ratio: twice as near, on a log scale).
@@ -515,6 +519,10 @@ def _lines(text: str) -> list[str]:
 def _line_length(text: str) -> float:
     lines = _lines(text)
     return max(sum(len(line.strip()) for line in lines), 1) / max(len(lines), 1)
+
+
+def _layout_marks(text: str) -> set[str]:
+    return {char for char in text if char in LAYOUT_MARKS or unicodedata.category(char) == _PICTOGRAM}
 
 
 def _words_and_numbers(text: str) -> frozenset[str]:
