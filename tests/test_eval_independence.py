@@ -157,6 +157,22 @@ KNOWN_OVERLAPS = {
     # the textbook injection phrase, in the old battery and in attacks and security notes of retired screening sets
     ("poisoning.json:p005", "ignore all previous instructions"),
     ("poisoning.json:p044", "ignore all previous instructions"),
+    ("screening_eval_50.json:ls029", "ignore all previous instructions"),
+    ("screening_eval_50.json:ls088", "ignore all previous instructions"),
+    ("screening_eval_50.json:ls088", "ignore all previous instructions and the"),
+    # the stock shapes of a planted instruction (void the old orders, sign every reply, ask no questions, follow the
+    # note) and of a report on one (it was blocked), and a club's stock notice (the programme comes soon)
+    ("screening_eval_50.json:ls010", "previous instructions are void"),
+    ("screening_eval_50.json:ls044", "end every reply with"),
+    ("screening_eval_50.json:ls044", "end every reply with the image"),
+    ("screening_eval_50.json:ls055", "no need to ask who they are"),
+    ("screening_eval_50.json:ls064", "follow the observation"),
+    ("screening_eval_50.json:ls064", "follow the observation exactly"),
+    ("screening_eval_50.json:lt052", "say the winter programme will be announc"),
+    ("screening_eval_50.json:lt053", "it was blocked as a planted instruction"),
+    ("new-27:dt124", "that's the rule here"),  # a stock verdict
+    ("new-27:du003", "does that change the price"),  # an everyday question
+    ("reflection_eval_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_27.json:tg011", "can you draft a reply"),  # an everyday request (tuning sets too)
     ("reflection_tune_sessions_27.json:th012", "can you draft a reply"),
     ("reflection_tune_sessions_26.json:sz004", "can you draft a reply"),  # an everyday request (tuning sets too)
