@@ -640,6 +640,32 @@ def test_a_one_off_sentence_beside_one_marked_standing_does_not_make_the_message
     assert read("Could you make this one a bit more formal? It's going to HR.", "Hi Sam, …").for_this_time_only
 
 
+def test_a_wish_said_to_reach_beyond_the_one_at_hand_is_no_one_off() -> None:
+    """ "for every list you do for me, not just this one" marks the wishes standing, whatever "for this title" says
+    of the rest of the message; "for this one" alone stays one-off."""
+    message = (
+        "These rules are for every summary you do for me, not just this one: totals first, then the detail. "
+        "For this one, leave the March figures out."
+    )
+    assert not read(message, "Here is the summary.").for_this_time_only
+    assert marked_standing("不只是这次，清单都按日期排") is not None
+    assert read("For this one, leave the March figures out.", "Here is the summary.").for_this_time_only
+
+
+@pytest.mark.parametrize(
+    ("message", "approves"),
+    [
+        ("Good, but every notice starts with the site name.", False),
+        ("谢谢，不过以后报价都按整箱算。", False),
+        ("Thanks though, the old one is fine.", True),
+        ("Perfect, that's it.", True),
+    ],
+)
+def test_an_approval_a_but_turns_at_once_is_no_approval(message: str, approves: bool) -> None:
+    turn = read(message, "Here is the notice.")
+    assert ("approval" in turn.sentences[0].guards) is approves
+
+
 def test_a_decline_after_the_assistant_offered_more_is_no_wish_or_rule() -> None:
     offered = "Here's the email. Would you like a comparison checklist of other insurers too?"
     message = "Perfect. No need for that comparison checklist, I'll just ring round a few."
