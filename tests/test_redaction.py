@@ -36,7 +36,7 @@ SECRETS: list[tuple[str, str, str]] = [
     ("token", "refresh_token=r7Yk2Pq9Lm4Xw8Zt3Nv6Bc1D", "r7Yk2Pq9Lm4Xw8Zt3Nv6Bc1D"),
     ("id_card", "身份证 11010519491231002X 丢了", "11010519491231002X"),
     ("id_card", "身份证号是110101199003074514，请核对", "110101199003074514"),
-    ("bank_card", "卡号 4111 1111 1111 1111", "4111 1111 1111 1111"),
+    ("bank_card", "卡号 4556 7375 8689 9855", "4556 7375 8689 9855"),
     ("bank_card", "refund to 5500-0000-0000-0004 please", "5500-0000-0000-0004"),
     ("bank_card", "新卡号6222021234567890128，工商银行", "6222021234567890128"),
     ("phone", "手机 +86 138 0013 8000 联系我", "+86 138 0013 8000"),
@@ -224,7 +224,7 @@ def test_labels_stay_and_only_the_secret_goes() -> None:
 
 
 def test_several_findings_in_text_order_with_one_placeholder_language() -> None:
-    text = "手机 13800138000，邮箱 li@corp.example.cn，卡 4111 1111 1111 1111"
+    text = "手机 13800138000，邮箱 li@corp.example.cn，卡 4556 7375 8689 9855"
     result = redact(text)
     assert result.found == ["phone", "email", "bank_card"]
     assert result.text == "手机 [手机号已隐藏]，邮箱 [邮箱已隐藏]，卡 [银行卡号已隐藏]"
@@ -2226,4 +2226,29 @@ def test_a_households_address_a_prefixed_or_lettered_staff_number_and_the_best_n
     ],
 )
 def test_notes_dated_after_a_staff_word_and_a_venues_number_stay(text: str) -> None:
+    assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "工资卡：6228480402564890010，麻烦尽快退款",  # a wrong check digit, after a word for a card that ends in 卡
+        "请退到原卡 6217000010067789123，谢谢",
+        "麻烦转到我农行卡上，6228480402564890010",
+    ],
+)
+def test_a_unionpay_number_after_any_word_for_a_card_goes(text: str) -> None:
+    assert "bank_card" in redact(text).found and not re.search(r"62\d{14}", redact(text).text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Use the test card 4242 4242 4242 4242 with any future date and any CVC.",
+        "沙箱环境用测试卡 4111 1111 1111 1111 下单即可。",
+        "Reset code for the demo account: 000000 (a test tenant).",
+        "工号填 0000 的是测试账号。",
+    ],
+)
+def test_published_test_cards_and_repeated_digit_stand_ins_stay(text: str) -> None:
     assert_unchanged(text)

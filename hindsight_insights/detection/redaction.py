@@ -288,7 +288,43 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
         if not any(s <= span[0] < e for s, e in certificates) and not _placeholder(plain.text[slice(*span)].lower())
     )
     found += at(plain, random_tokens, "api_key")
-    return found
+    return [finding for finding in found if not _stand_in_number(text[finding.start : finding.end], finding.kind)]
+
+
+# The kinds whose value is a number: one that is a stand-in (000000, 8888 8888 8888 8888) or a documented test card
+# is nobody's.
+_NUMBER_KINDS = frozenset({"bank_card", "bank_account", "id_card", "phone", "employee_id", "passport"})
+# The card numbers payment processors publish for testing (Stripe, Adyen, Braintree): every integration guide and
+# sandbox screenshot holds them, and they pay nothing.
+_TEST_CARDS = frozenset(
+    {
+        "4242424242424242",
+        "4000056655665556",
+        "4111111111111111",
+        "4012888888881881",
+        "4000000000000002",
+        "5555555555554444",
+        "5105105105105100",
+        "2223003122003222",
+        "5200828282828210",
+        "378282246310005",
+        "371449635398431",
+        "6011111111111117",
+        "6011000990139424",
+        "3056930009020004",
+        "36227206271667",
+        "3566002020360505",
+        "6200000000000005",
+    }
+)
+
+
+def _stand_in_number(value: str, kind: str) -> bool:
+    """A number-kind finding that is one digit repeated (a form's 000000) or a published test card."""
+    if kind not in _NUMBER_KINDS:
+        return False
+    digits = re.sub(r"\D", "", value)
+    return (len(digits) >= 4 and len(set(digits)) == 1) or digits in _TEST_CARDS
 
 
 def personal_addresses(text: str, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:

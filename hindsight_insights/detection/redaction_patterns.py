@@ -135,6 +135,12 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
     ),
     (
         "bank_card",
+        # a UnionPay number (the network's prefix 62, 16 to 19 digits, whatever its check digit) after any word for a
+        # card that ends in 卡: 工资卡, 这张卡, 原卡, 农行卡上 (a wrong check digit is still someone's card, labelled)
+        re.compile(r"卡(?:号码?|上|里)?\s*(?:[:：]|是|为)?\s*[,，]?\s*(?P<value>62\d{14,17})(?!\d)"),
+    ),
+    (
+        "bank_card",
         # a card's security code after its label (CVV 614, 安全码：382): with the number it pays
         re.compile(
             r"(?<![a-z])(?:cvv2?|cvc2?|csc|card security code|安全码|卡背面后三位)\s*(?:[:：=]|是|为)?\s*"
