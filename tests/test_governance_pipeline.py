@@ -277,7 +277,8 @@ def test_secrets_are_removed_from_the_turn_and_from_what_it_teaches(memory_store
     assert "13812345678" not in stored and "[手机号已隐藏]" in stored
     for placed in said.learned:
         insight = json.dumps(memory_store.get(placed.result.id).model_dump(mode="json"), ensure_ascii=False)
-        assert "13812345678" not in insight and "phone" in placed.redacted
+        # (what it teaches is written from the finding and the turn, both redacted already)
+        assert "13812345678" not in insight and "[手机号已隐藏]" in insight
 
 
 def test_personal_data_in_what_the_detector_names_and_in_an_answers_metadata_is_stored_redacted(
@@ -298,10 +299,31 @@ def test_personal_data_in_what_the_detector_names_and_in_an_answers_metadata_is_
         memory_store.settings,
     )
     said = record_turn(memory_store, draft, memory_store.settings)
-    assert said.correction.topic is not None and address in said.correction.topic  # the detector named it
+    # the detector named it, and what record_turn answers and stores of its finding is redacted
+    assert said.correction.topic is not None and "[e-mail removed]" in said.correction.topic
     stored = json.dumps([t.model_dump(mode="json") for t in memory_store.turns.of_user("u8")], ensure_ascii=False)
     assert address not in stored and "send_mail(to=" in stored and "crm://contacts/" in stored
     assert said.turn.signals.detected is not None and said.turn.signals.detected.type == "process"
+
+
+def test_a_labelled_number_the_detector_quotes_without_its_label_is_stored_redacted(memory_store: MemoryStore) -> None:
+    """A resident ID with a wrong check digit is a secret only by its label (身份证号), which the detector's quote of
+    the corrected value ("是 … 才对") leaves behind: the quote is redacted with the message it comes from, wherever it
+    is kept (the turn's finding, the correction marked on the answer before, the lesson, the tool's answer)."""
+    wrong = "110105199003071238"  # (its check digit is wrong: no checksum finds it, only its label)
+    _, said = conversation(
+        memory_store,
+        "u-id",
+        ("帮我登记一下入住信息。", "已为您登记身份证号 110105199003071234。"),
+        (f"不对，身份证号写错了，是 {wrong} 才对。", "抱歉，已更正。"),
+    )
+    assert said.correction.is_correction and said.correction.corrected is not None
+    assert wrong not in said.correction.corrected and "[身份证号已隐藏]" in said.correction.corrected
+    stored = json.dumps([t.model_dump(mode="json") for t in memory_store.turns.of_user("u-id")], ensure_ascii=False)
+    assert wrong not in stored and "110105199003071234" not in stored
+    for placed in said.learned:
+        insight = json.dumps(memory_store.get(placed.result.id).model_dump(mode="json"), ensure_ascii=False)
+        assert wrong not in insight
 
 
 def test_every_secret_of_the_battery_is_gone_from_the_stored_insights_and_turns(memory_store: MemoryStore) -> None:

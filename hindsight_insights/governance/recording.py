@@ -30,7 +30,7 @@ from hindsight_insights.config import Settings
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import detect, opening_request, own_input_put_right
 from hindsight_insights.detection.learned_corrections import LearnedDetector
-from hindsight_insights.detection.redaction import redact
+from hindsight_insights.detection.redaction import redact_together
 from hindsight_insights.errors import InvalidInput
 from hindsight_insights.fewshot import FewShotExample
 from hindsight_insights.governance.blame import Judged, judge_turn
@@ -96,7 +96,10 @@ def record_turn(
         correction = own_input_put_right(
             correction, draft.user_message, [t.user_message for t in earlier], [t.assistant_message for t in earlier]
         )
-    signals = draft.signals.model_copy(update={"detected": _redacted(correction).stored()})
+    # What the detector quotes is stored redacted like the turn, and read with the turn: a labelled number whose label
+    # stays in the message (身份证号 …, with a wrong check digit) is no secret to the quote alone.
+    correction = _redacted(correction, draft.user_message, previous.assistant_message if previous else None)
+    signals = draft.signals.model_copy(update={"detected": correction.stored()})
     visible = store.visible_ids(draft.injected_insight_ids, draft.user_id, draft.session_id)
     injected = [i for i in draft.injected_insight_ids if i in visible]
     unseen = [i for i in draft.injected_insight_ids if i not in visible]
@@ -108,10 +111,10 @@ def record_turn(
     if correction.is_correction and previous is not None and previous.assistant_message:
         record = CorrectionRecord(
             type=correction.type.value,
-            original=_redacted(correction).original,
-            corrected=_redacted(correction).corrected,
+            original=correction.original,
+            corrected=correction.corrected,
             condition=correction.condition,
-            condition_detail=_redacted(correction).condition_detail,
+            condition_detail=correction.condition_detail,
             by=turn.user_id,
             at=now,
             in_turn=turn.id,
@@ -140,13 +143,18 @@ def record_turn(
     )
 
 
-def _redacted(correction: Correction) -> Correction:
-    """The detector quotes the user's words, in its topic and condition too; they are stored redacted, like the
-    turn."""
+def _redacted(correction: Correction, message: str, previous_answer: str | None) -> Correction:
+    """The detector quotes the user's words (and the answer's), in its topic and condition too; they are stored
+    redacted, like the turn, and read together with the message and the answer they come from
+    (redaction.redact_together): the value a label names in the message goes from the quote too."""
+    quotes = [correction.corrected, correction.original, correction.topic, correction.condition_detail]
+    _, _, corrected, original, topic, condition = redact_together(
+        [message, previous_answer or "", *(quote or "" for quote in quotes)]
+    )
     return dataclasses.replace(
         correction,
-        corrected=redact(correction.corrected).text if correction.corrected else None,
-        original=redact(correction.original).text if correction.original else None,
-        topic=redact(correction.topic).text if correction.topic else correction.topic,
-        condition_detail=redact(correction.condition_detail).text if correction.condition_detail else None,
+        corrected=corrected.text if correction.corrected else None,
+        original=original.text if correction.original else None,
+        topic=topic.text if correction.topic else correction.topic,
+        condition_detail=condition.text if correction.condition_detail else None,
     )
