@@ -148,6 +148,8 @@ def _redacted(correction: Correction, message: str, previous_answer: str | None)
     redacted, like the turn, and read together with the message and the answer they come from
     (redaction.redact_together): the value a label names in the message goes from the quote too."""
     quotes = [correction.corrected, correction.original, correction.topic, correction.condition_detail]
+    if not any(quotes):
+        return correction  # (nothing quoted: the message is not read twice)
     _, _, corrected, original, topic, condition = redact_together(
         [message, previous_answer or "", *(quote or "" for quote in quotes)]
     )
