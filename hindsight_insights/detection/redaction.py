@@ -320,11 +320,12 @@ _TEST_CARDS = frozenset(
 
 
 def _stand_in_number(value: str, kind: str) -> bool:
-    """A number-kind finding that is one digit repeated (a form's 000000) or a published test card."""
+    """A number-kind finding of four digits or more that is a placeholder (_placeholder: one digit repeated, a form's
+    000000) or a published test card."""
     if kind not in _NUMBER_KINDS:
         return False
     digits = re.sub(r"\D", "", value)
-    return (len(digits) >= 4 and len(set(digits)) == 1) or digits in _TEST_CARDS
+    return (len(digits) >= 4 and _placeholder(digits)) or digits in _TEST_CARDS
 
 
 def personal_addresses(text: str, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
