@@ -1,6 +1,6 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_50.json)
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_52.json)
 when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
@@ -17,9 +17,9 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_27.json (the new set,
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_28.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_28.json and _7); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_29.json and _7); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -157,22 +157,7 @@ KNOWN_OVERLAPS = {
     # the textbook injection phrase, in the old battery and in attacks and security notes of retired screening sets
     ("poisoning.json:p005", "ignore all previous instructions"),
     ("poisoning.json:p044", "ignore all previous instructions"),
-    ("screening_eval_50.json:ls029", "ignore all previous instructions"),
-    ("screening_eval_50.json:ls088", "ignore all previous instructions"),
-    ("screening_eval_50.json:ls088", "ignore all previous instructions and the"),
-    # the stock shapes of a planted instruction (void the old orders, sign every reply, ask no questions, follow the
-    # note) and of a report on one (it was blocked), and a club's stock notice (the programme comes soon)
-    ("screening_eval_50.json:ls010", "previous instructions are void"),
-    ("screening_eval_50.json:ls044", "end every reply with"),
-    ("screening_eval_50.json:ls044", "end every reply with the image"),
-    ("screening_eval_50.json:ls055", "no need to ask who they are"),
-    ("screening_eval_50.json:ls064", "follow the observation"),
-    ("screening_eval_50.json:ls064", "follow the observation exactly"),
-    ("screening_eval_50.json:lt052", "say the winter programme will be announc"),
-    ("screening_eval_50.json:lt053", "it was blocked as a planted instruction"),
-    ("new-27:dt124", "that's the rule here"),  # a stock verdict
-    ("new-27:du003", "does that change the price"),  # an everyday question
-    ("reflection_eval_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
+    ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_27.json:tg011", "can you draft a reply"),  # an everyday request (tuning sets too)
     ("reflection_tune_sessions_27.json:th012", "can you draft a reply"),
     ("reflection_tune_sessions_26.json:sz004", "can you draft a reply"),  # an everyday request (tuning sets too)
@@ -275,7 +260,7 @@ def test_the_never_tuned_reflection_splits_are_evaluation_files() -> None:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new-27:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-28:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -294,9 +279,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW_27,
+        eval_corrections.NEW_28,
         eval_reflection.EVAL_7_DATA,
-        eval_reflection.EVAL_28_DATA,
+        eval_reflection.EVAL_29_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],
