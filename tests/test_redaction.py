@@ -968,6 +968,10 @@ def test_a_passport_number_a_few_words_after_its_label_goes() -> None:
         ("server login is projroot / Kestrel!2219 if you need it", "Kestrel!2219"),
         ("server login is projroot / Kestrel!2219 if you need it", "projroot"),
         ("账号密码：admin01/Qw3rty7", "admin01"),
+        # a code that proves who signs in
+        ("Temporary password changed. 2FA backup code: 58294716", "58294716"),
+        ("Your verification code is 830 112, it expires in 5 minutes", "830 112"),
+        ("短信验证码 381204，请勿告诉他人", "381204"),
     ],
 )
 def test_access_codes_and_login_pairs_after_their_label_go(text: str, secret: str) -> None:
@@ -975,7 +979,14 @@ def test_access_codes_and_login_pairs_after_their_label_go(text: str, secret: st
 
 
 @pytest.mark.parametrize(
-    "text", ["the door code changed in 2019", "login page at https://x.example/login", "pin the issue to the top"]
+    "text",
+    [
+        "the door code changed in 2019",
+        "login page at https://x.example/login",
+        "pin the issue to the top",
+        "验证码是6位数字，五分钟内有效",
+        "Enter the SMS code we send you within 10 minutes.",
+    ],
 )
 def test_words_after_a_code_or_login_label_stay(text: str) -> None:
     assert_unchanged(text)

@@ -7,8 +7,8 @@ in lower case. Each rule is a design decision, not a phrase seen in data:
                                工号 / employee number … then the number, whatever its checksum (the label says what
                                it is), or the label after the number; 密码 / password / secret / token / AccessKey …
                                then the value (or a few words later: "pwd for the scanner is …"); an alarm, door or
-                               key-safe code, a PIN (or a door's number where a code lock is spoken of); a user
-                               name and its password after a login label;
+                               key-safe code, a PIN, a 2FA backup or one-time code (or a door's number where a code
+                               lock is spoken of); a user name and its password after a login label;
   a passport number's shape    near a word for a passport or a travel document (a table's column, a sentence apart);
   a passport's machine-readable zone, its second line (number, date of birth, expiry);
   vendor key prefixes          sk-, sk-proj-, AKIA, LTAI, ghp_, xoxb-, pcsk_, … (a prefix is a format);
@@ -356,11 +356,16 @@ ACCESS_CODE = re.compile(
     r"(?:alarm|door|gate|access|entry|entrance|lockbox|garage|building|safe)\s?code|"
     r"key ?safe|lock ?box|门禁码|门禁密码|门禁(?=\s*[:：])|开门码|门锁码|保险箱码|"
     # a locker's or a parcel station's code (快递柜码, 取件码, locker code)
-    r"(?:快递柜|储物柜|寄存柜|丰巢|柜子)\s*(?:码|密码)|取件码|提货码|(?:locker|parcel|pick-?up|collection)\s?(?:code|pin))"
+    r"(?:快递柜|储物柜|寄存柜|丰巢|柜子)\s*(?:码|密码)|取件码|提货码|(?:locker|parcel|pick-?up|collection)\s?(?:code|pin)|"
+    # a code that proves who signs in: a 2FA backup or recovery code, a one-time or verification code (验证码, 备用码)
+    r"(?:backup|recovery|2fa|mfa|two-factor|one-time|verification|otp|authenticator|sms)\s?codes?|(?<![a-z])otp|"
+    r"验证码|备用码|恢复码|动态码|动态密码)"
     # (or the word code a few words on: "key safe by the side porch, code 2619")
     r"(?:[^\d\n.;,。，；]{0,30}?(?:\bis\b|:|：|是|为)|[^\d\n.;。；]{0,30}?\bcode\b\s*(?:is\b|:)?)?\s*[\"'“]?"
     # (digits one by one with hyphens, "5-8-0-2-then-#", are one code; so are groups of digits, "8841-2097")
-    r"(?P<secret>\d(?:-[\da-z#*]{1,5}){3,8}|\d{2,6}(?:-\d{2,6}){1,3}|[\d#*]{3,10}|[a-z]?\d{3,8}[a-z#*]?)(?![\da-z])"
+    # (and a one-time code read out in two halves, "830 112")
+    r"(?P<secret>\d(?:-[\da-z#*]{1,5}){3,8}|\d{2,6}(?:-\d{2,6}){1,3}|\d{3} \d{3}(?![\d])|[\d#*]{3,10}|"
+    r"[a-z]?\d{3,8}[a-z#*]?)(?![\da-z])"
 )
 # In a sentence that speaks of a code lock, a number after a door's or a gate's name is its code ("都是密码锁，单元门
 # 5820，家门 139746", "keypad on both: side gate 4417, back door 0092"): the lock is the label, said once for both.
