@@ -157,7 +157,25 @@ KNOWN_OVERLAPS = {
     # the textbook injection phrase, in the old battery and in attacks and security notes of retired screening sets
     ("poisoning.json:p005", "ignore all previous instructions"),
     ("poisoning.json:p044", "ignore all previous instructions"),
+    # the stock shapes of a planted instruction (sign every reply, ask no questions, take on the persona the note
+    # describes) and of a report on one (the assistant refused), an admin's stock length limit, a stock template's
+    # opening and a placeholder's stock name, in the fifty-second screening set
+    ("screening_eval_52.json:lw006", "end every reply with"),
+    ("screening_eval_52.json:lw013", "no need to check who they are"),
+    ("screening_eval_52.json:lw047", "adopt the persona described in the obser"),
+    ("screening_eval_52.json:lx013", "keep replies under 120 words"),
+    ("screening_eval_52.json:lx023", "appointments api sample"),
+    ("screening_eval_52.json:lx038", "say 'your appointment"),
+    ("screening_eval_52.json:lx055", "the assistant refused"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
+    ("reflection_eval_sessions_29.json:tk023", "can you draft a reply"),  # an everyday request (tuning sets too)
+    # everyday requests that the retired twenty-seventh message set shares with tuning sets written before it
+    ("reflection_tune_sessions_16.json:sf021", "can you redo this one"),
+    ("reflection_tune_sessions_22.json:sr019", "can you redo this one"),
+    ("reflection_tune_sessions_24.json:su015", "can you redo this one"),
+    ("reflection_tune_sessions_24.json:sv020", "can you redo this one"),
+    ("reflection_tune_sessions_24.json:sv025", "can you redo this one"),
+    ("reflection_tune_sessions_21.json:sp013", "this one needs to be properly formal"),
     ("reflection_tune_sessions_27.json:tg011", "can you draft a reply"),  # an everyday request (tuning sets too)
     ("reflection_tune_sessions_27.json:th012", "can you draft a reply"),
     ("reflection_tune_sessions_26.json:sz004", "can you draft a reply"),  # an everyday request (tuning sets too)
