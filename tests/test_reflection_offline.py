@@ -410,7 +410,7 @@ def test_an_acknowledgement_needs_the_detector_to_lean_and_never_retypes_a_findi
 @pytest.mark.parametrize(
     ("reply", "learned_for_the_user"),
     [
-        ("明白了，那情况不一样。自由职业者是自己按季度缴存的，漏缴的那个季度可以到缴存网点补缴。", True),
+        ("明白了，那情况不一样。灵活就业人员是自己缴存的，漏缴的那个季度可以到缴存网点补缴。", True),
         ("漏缴的那个季度可以到缴存网点补缴，带上身份证就行。", False),
     ],
 )
@@ -418,7 +418,9 @@ def test_a_fact_the_answer_owns_up_to_is_learned_for_the_user(
     store: MemoryStore, learned: LearnedDetector, reply: str, learned_for_the_user: bool
 ) -> None:
     """Through the offline reflection: the user's own situation put right beside a question, which the detector
-    alone leaves below its bar, is learned for that user when the answer after it owns the error, and not otherwise."""
+    alone leaves below its bar, is learned for that user when the answer after it owns the error, and not otherwise.
+    (The twenty-ninth model finds "我没单位，自由职业，自己按季度交的。" alone, P(fact) 0.92: this message, P 0.41,
+    stays below its bar.)"""
     record(
         store,
         "ack1",
@@ -426,14 +428,14 @@ def test_a_fact_the_answer_owns_up_to_is_learned_for_the_user(
         "housing fund",
         [
             ("公积金断缴一个月有影响吗？", "如果你是在职职工，公积金是单位每个月从工资里代扣的，断缴要问单位。"),
-            ("我没单位，自由职业，自己按季度交的。漏了一个季度咋补？", reply),
+            ("我是灵活就业，自己交的，漏了一个季度咋补？", reply),
             ("好的谢谢", "不客气！"),
         ],
     )
     report = ReflectionEngine(store, OfflineExtractor(store.settings).with_detector(learned)).reflect_session("ack1")
     saved = [store.get(insight_id) for insight_id in report.saved_ids]
     facts = [
-        i for i in saved if i is not None and i.kind == "fact" and i.scope is Scope.USER and "自由职业" in i.action
+        i for i in saved if i is not None and i.kind == "fact" and i.scope is Scope.USER and "灵活就业" in i.action
     ]
     assert bool(facts) is learned_for_the_user
 
@@ -707,11 +709,8 @@ def test_a_follow_up_question_with_its_reason_after_it_still_only_asks(store: Me
     assert store.get(created).evidence.quote == "换算成人民币大概多少？财务要看。"
 
 
-# A known miss of the twenty-eighth model (C 30, the twenty-sixth set retired): it reads the whole message as a wish
-# and a rule nearly alike (preference 0.51, process 0.49), so the message is typed a preference quoting the rule, and
-# the wish after it is no second lesson (a preference after a preference is in the first one's rule). The models
-# before read it as the rule the rules find. Strict: a model that reads it right fails here.
-@pytest.mark.xfail(strict=True, reason="the twenty-eighth model ties the rule and the wish on the whole message")
+# The twenty-eighth model (C 30, the twenty-sixth set retired) missed this: it read the whole message as a wish and a
+# rule nearly alike (preference 0.51, process 0.49). The twenty-ninth reads it as the rule the rules find again.
 def test_a_wish_beside_a_rule_that_only_the_learned_detector_reads_is_a_second_lesson(
     store: MemoryStore, learned: LearnedDetector
 ) -> None:

@@ -762,7 +762,9 @@ _LETTERS = r"[a-z\u00c0-\u024f'.-]"
 _STREET_KIND_AFTER = (
     r"street|st|road|rd|avenue|ave|lane|ln|drive|dr|boulevard|blvd|way|court|ct|place|pl|terrace|close|crescent|"
     r"parkway|pkwy|highway|hwy|square|sq|row|mews|gardens|grove|hill|parade|esplanade|promenade|circuit|walk|rise|"
-    r"quay|wharf|alley|trail|loop"
+    r"quay|wharf|alley|trail|loop|"
+    # (Australia Post's abbreviations of the kinds above: Cres, Tce, Pde, Cct)
+    r"cres|tce|pde|cct"
 )
 _STREET_KIND_BEFORE = (
     r"rue|avenue|av\.|boulevard|bd|place|chemin|allée|impasse|quai|cours|via|viale|piazza|corso|vicolo|calle|avenida|"
