@@ -236,6 +236,24 @@ def test_a_bare_denial_of_a_fact_takes_the_value_said_after_it() -> None:
     assert with_its_value("it's 25 seats, not 10", "it's 25 seats, not 10. Team plan.") == "it's 25 seats, not 10"
 
 
+def test_a_fact_quoted_by_one_figure_of_a_list_takes_the_whole_statement() -> None:
+    """The rules quote the clause whose number changed ("roughly 45 km to a battery" after "roughly 35 miles"); in a
+    statement that lists figures of one thing, that clause alone says nothing of what it is about. A verdict before a
+    fact, or a fact of two clauses, keeps its quote."""
+    message = (
+        "We haven't got vans. It's three e-cargo bikes, 125 kg payload each including the box, roughly 45 km to a "
+        "battery, and a spare battery per bike at the hub. Go again?"
+    )
+    assert with_its_value("roughly 45 km to a battery", message) == (
+        "It's three e-cargo bikes, 125 kg payload each including the box, roughly 45 km to a battery, and a spare "
+        "battery per bike at the hub"
+    )
+    assert with_its_value("是开不了机", "不对，都说了是开不了机，跟充电没关系") == "是开不了机"
+    assert with_its_value("it's 25 seats, not 10", "it's 25 seats, not 10. Team plan.") == "it's 25 seats, not 10"
+    zh = "我们不是自己配送。平台有3辆电动三轮，每辆载重200公斤，一次充电跑40公里。明天怎么排？"
+    assert with_its_value("一次充电跑40公里", zh) == "平台有3辆电动三轮，每辆载重200公斤，一次充电跑40公里"
+
+
 def test_a_change_without_a_value_takes_the_short_statement_after_it() -> None:
     """ "We moved to Leeds in June, so the Manchester depot is out of the way now." names no new value; the short
     statement after it does ("Bradford is our depot."). A request, a courtesy or a question after it is not taken."""

@@ -254,13 +254,20 @@ def with_its_value(corrected: str, message: str) -> str:
     "We're not on home fibre." is followed by what is right ("It's the Business Fibre 500 with a static IP block of 8
     addresses"), a statement with a number where the denial has none, and the rule needs both; "We moved to Bath last
     spring, so Gatwick's a four-hour trek for us now." by a short statement of what now holds ("Bristol is our
-    airport."): no request, no courtesy, no question."""
-    if NUMBER.search(corrected):
-        return corrected
+    airport."): no request, no courtesy, no question. A quote of one clause of a statement is the statement whole: in
+    "It's three e-cargo bikes, 125 kg payload each …, roughly 45 km to a battery" the clause with the number that
+    changed says nothing of what it is about (_lists_facts)."""
     located = _located(corrected, message)
     if located is None:
         return corrected
     turn, start, end = located
+    holding = next((s for s in turn.sentences if s.span.start <= start and end <= s.span.start + s.stated_end), None)
+    if holding is not None and not holding.question and _lists_facts(holding):
+        whole = turn.message.quote(holding.span.start, holding.span.start + holding.stated_end)
+        if whole and len(whole.strip()) > len(corrected):
+            corrected, start, end = whole.strip(), holding.span.start, holding.span.start + holding.stated_end
+    if NUMBER.search(corrected):
+        return corrected
     following = next((sentence for sentence in turn.sentences if sentence.span.start >= end), None)
     if following is None or following.asks or not (NUMBER.search(following.text) or _short_statement(following)):
         return corrected
@@ -271,6 +278,20 @@ def with_its_value(corrected: str, message: str) -> str:
 
 # The longest statement after a change or a denial that says what now holds (with_its_value), in characters.
 STATEMENT_CHARS = 60
+# The longest statement a fact's quote of one of its clauses grows to (with_its_value), in characters: a sentence, not
+# a paragraph of story around the value.
+FACT_SENTENCE_CHARS = 240
+LIST_CLAUSES = 3
+
+
+def _lists_facts(sentence: Sentence) -> bool:
+    """A statement of three clauses or more, two of them with a figure, a sentence long (FACT_SENTENCE_CHARS): a list
+    of what holds ("three e-cargo bikes, 125 kg payload each, roughly 45 km to a battery"), not a verdict and a fact
+    ("不对，都说了是开不了机，跟充电没关系")."""
+    stated = sentence.stated_end
+    parts = [c for c in clauses(sentence.span) if c.start < sentence.span.start + stated and c.text.strip()]
+    figures = sum(1 for c in parts if NUMBER.search(c.text))
+    return stated <= FACT_SENTENCE_CHARS and len(parts) >= LIST_CLAUSES and figures >= 2
 
 
 def _short_statement(sentence: Sentence) -> bool:
