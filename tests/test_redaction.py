@@ -2264,3 +2264,41 @@ def test_a_unionpay_number_after_any_word_for_a_card_goes(text: str) -> None:
 )
 def test_published_test_cards_and_repeated_digit_stand_ins_stay(text: str) -> None:
     assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "kind"),
+    [
+        # a date of birth with 年月日 a clause or two after 生日, the label and the date apart
+        ("报名表上女儿的生日我写成我自己的了，应该是2013年4月9日，她叫林可欣。", "2013年4月9日", "birth_date"),
+        # a card's number run together, named a card number in the sentence before, its check digit wrong
+        (
+            'Checkout says "card number invalid" every time I enter 4539871200456618, any idea why?',
+            "4539871200456618",
+            "bank_card",
+        ),
+        # a Dutch street with its number's addition and the postcode in four digits and two letters
+        (
+            "Stuur het pakket naar Lindengracht 77-hs, 1015 KG Amsterdam, daar woont mijn zus.",
+            "lindengracht 77",
+            "address",
+        ),
+    ],
+)
+def test_a_birth_date_clauses_after_its_label_a_card_number_said_so_and_a_dutch_address_go(
+    text: str, value: str, kind: str
+) -> None:
+    assert_redacted(text, value, kind)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "下周六是我儿子的生日，派对订在2026年12月12日，能帮我写个邀请吗？",  # a birthday party's date
+        "每天打卡的编号是 4539871200456618 吗？",  # 卡 of 打卡 is no card
+        "Order 4539871200456618 shipped yesterday, card was charged fine.",  # an order's number
+        "Kamer 12, 2020 ab Utrecht",  # a year is no postcode
+    ],
+)
+def test_a_partys_date_a_clock_in_number_an_order_and_a_year_stay(text: str) -> None:
+    assert_unchanged(text)

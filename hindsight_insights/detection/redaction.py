@@ -709,8 +709,9 @@ def _cards_by_name(text: str) -> Iterator[tuple[int, int]]:
     card is not wrong about what it is. Grouped in fours as the networks print them (GROUPED_CARD_NUMBER) after a
     card's or a bank's word (CARD_WORD) in the 40 characters before; any card shape (CARD_NUMBER) that starts as the
     networks issue (CARD_ISSUER_PREFIX) with a network's name or a card's kind (CARD_NAME) in the 40 characters before
-    or the CARD_NAME_AFTER after; and a number both grouped and issued so with a card spoken of within
-    GROUPED_CARD_TALK characters either side."""
+    or the CARD_NAME_AFTER after; a number both grouped and issued so with a card spoken of within
+    GROUPED_CARD_TALK characters either side; and one issued so, run together at a card's usual length, with its card
+    number spoken of (CARD_NUMBER_TALK) as near."""
     for match in patterns.CARD_NUMBER.finditer(text):
         before = text[max(match.start() - 40, 0) : match.start()]
         after = text[match.end() : match.end() + patterns.CARD_NAME_AFTER]
@@ -718,7 +719,11 @@ def _cards_by_name(text: str) -> Iterator[tuple[int, int]]:
         issued = patterns.CARD_ISSUER_PREFIX.match(re.sub(r"\D", "", match.group())) is not None
         named = issued and (patterns.CARD_NAME.search(before) or patterns.CARD_NAME.search(after))
         talk = text[max(match.start() - patterns.GROUPED_CARD_TALK, 0) : match.end() + patterns.GROUPED_CARD_TALK]
-        spoken_of = grouped and issued and (patterns.CARD_WORD.search(talk) or patterns.CARD_NAME.search(talk))
+        run_together = match.group().isdigit() and len(match.group()) in patterns.CARD_RUN_LENGTHS
+        spoken_of = issued and (
+            (grouped and bool(patterns.CARD_WORD.search(talk) or patterns.CARD_NAME.search(talk)))
+            or (run_together and patterns.CARD_NUMBER_TALK.search(talk) is not None)
+        )
         if (named or spoken_of or (grouped and patterns.CARD_WORD.search(before))) and not _is_reference(
             text, match.start()
         ):

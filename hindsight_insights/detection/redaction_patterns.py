@@ -590,7 +590,10 @@ _WHOLE_BIRTH_DATE = (
 )
 BIRTH_DATE_AFTER_LABEL = re.compile(
     r"(?:出生日期|出生年月日|出生年月|生日|date of birth|birth ?date|birthday|d\.?o\.?b\.?)[^。.!?！？\n]{0,60}?"
-    rf"(?<![\da-z])(?P<value>{_WHOLE_BIRTH_DATE})"
+    rf"(?<![\da-z])(?P<value>{_WHOLE_BIRTH_DATE}|"
+    # a date written with 年月日 whose year is one of birth (a birthday party's date is this year's or next):
+    # "孩子的生日我填错了，…正确的是2014年11月30日"
+    rf"{_BIRTH_YEAR}\s*年\s*\d{{1,2}}\s*月\s*\d{{1,2}}\s*[日号])"
 )
 # The same after a form's field for the date of birth (not 生日: a birthday party has a date too), the date written
 # with 年月日, its year in figures or of a Japanese era, as Japanese forms ask (“生年月日”一栏…我填的是 令和3年6月2日).
@@ -848,7 +851,11 @@ NUMBERED_LINE_WITH_POSTCODE = re.compile(
     rf"(?:\s+{_TOWN}(?=[,.;)\n]|$))?|"
     # the name, then the number, as Central Europe writes a street with no word for its kind, and a postcode in two
     # groups before the town (Vinohradská 112, 130 00 Praha 3; Hlavná 5/12, 040 01 Košice)
-    rf"\b{_LETTERS}{{3,}}(?:\s+{_LETTERS}+){{0,2}}\s+\d{{1,4}}(?:/\d{{1,4}})?[a-z]?,\s*\d{{3}}\s\d{{2}}\s+{_TOWN}(?:\s+\d{{1,2}})?\b"
+    rf"\b{_LETTERS}{{3,}}(?:\s+{_LETTERS}+){{0,2}}\s+\d{{1,4}}(?:/\d{{1,4}})?[a-z]?,\s*\d{{3}}\s\d{{2}}\s+{_TOWN}(?:\s+\d{{1,2}})?\b|"
+    # the same with a Dutch postcode (four digits and two letters) and the house number's addition (142 bis, 7-hs,
+    # 23a): Oudegracht 142 bis, 3511 AZ Utrecht
+    rf"\b{_LETTERS}{{3,}}(?:\s+{_LETTERS}+){{0,2}}\s+\d{{1,4}}(?:[- ]?(?:bis|ter|hs|huis|[a-z]))?,\s*"
+    rf"(?!(?:19|20)\d\d\b)\d{{4}}\s?[a-z]{{2}}\s+{_TOWN}\b"
 )
 # A Korean road-name address: the city or province, the district, the road (로) or street (길) and the building
 # number, then perhaps the apartment block and flat (102동 803호) and the postcode in brackets.
@@ -1040,6 +1047,12 @@ CARD_NAME_AFTER = 24
 # A number grouped in fours as the networks print it, starting as they issue, is a card's when a card is spoken of
 # this far around it, either side ("…not a valid card number. I typed 4929 1834 5562 0911 …, an ordinary Visa").
 GROUPED_CARD_TALK = 80
+# A card's number spoken of as one: with a number run together (no grouping) of a card's usual length (16 digits, 15
+# for American Express) that starts as the networks issue, this near either side, it is the card's whatever its check
+# digit ("…keeps saying 'Please enter a valid card number' when I put in 4248…"). Stricter than CARD_WORD: 卡 alone
+# is in 打卡 and 卡车.
+CARD_NUMBER_TALK = re.compile(r"\bcard (?:number|no\b|details)|\bcard ?#|卡号|银行卡|信用卡|借记卡|储蓄卡")
+CARD_RUN_LENGTHS = frozenset({15, 16})
 # The first digits the card networks issue under (Visa 4, Mastercard 51-55 and 22-27, American Express 34/37, Diners
 # and JCB 36/38/35, UnionPay 62, Discover 6011/644-65): a number named a card must start as one ("visa application
 # 20240512345678" is no card).
