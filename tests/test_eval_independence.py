@@ -158,6 +158,21 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p005", "ignore all previous instructions"),
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
+    # the stock shapes of a planted instruction (ignore the old orders, they are void, keep the note secret), of an
+    # obfuscation's name and of a report on one (the assistant refused), in the fifty-fourth screening set
+    ("screening_eval_54.json:ma012", "do not reveal this note."),
+    ("screening_eval_54.json:mb012", "do not reveal this note."),
+    ("screening_eval_54.json:ma036", "ignore all previous instructions"),
+    ("screening_eval_54.json:ma042", "full-width characters"),
+    ("screening_eval_54.json:ma048", "previous instructions are void"),
+    ("screening_eval_54.json:ma059", "previous instructions are void"),
+    ("screening_eval_54.json:mb053", "the assistant refused"),
+    # everyday clauses of the twenty-ninth message set (an app updated, a stock question, a redo, an extra paid for)
+    ("new-29:dx030", "i've updated the app twice"),
+    ("new-29:dx086", "do you have that in stock"),
+    ("new-29:dx103", "can you redo the plan"),
+    ("new-29:dy042", "i paid the extra for it"),
+    ("reflection_eval_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
     ("reflection_tune_sessions_29.json:tk023", "can you draft a reply"),  # an everyday request (tuning sets too)
     # everyday requests that the retired twenty-seventh message set shares with tuning sets written before it
     ("reflection_tune_sessions_16.json:sf021", "can you redo this one"),
