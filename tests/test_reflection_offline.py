@@ -484,6 +484,64 @@ def test_a_number_the_user_gave_first_put_right_is_their_own_input_not_a_lesson(
     assert own_move.type is CorrectionType.NONE
     their_move = own_input_put_right(no_original, moved, ["搬家要多久？"], ["21栋的端口3个工作日内开通。"])
     assert their_move.type is CorrectionType.FACTUAL
+    # the number it says it is not, after an article, was the user's first and the answer only repeated it
+    echoed = own_input_put_right(
+        Correction(CorrectionType.FACTUAL, GENERAL, corrected="argh it's the 22nd not the 21st"),
+        "argh it's the 22nd not the 21st, my calendar's a mess",
+        ["open day post please", "Sunday 21st, 10 till 4, £5 a head"],
+        ["Happy to! Which date?", "Open day on Sunday 21st, 10am-4pm, £5 a head."],
+    )
+    assert echoed.type is CorrectionType.NONE
+    # one the answer said first and the user never had is the answer's, put right
+    answers_date = own_input_put_right(
+        Correction(CorrectionType.FACTUAL, GENERAL, corrected="it's the 22nd not the 21st"),
+        "it's the 22nd not the 21st",
+        ["when is the open day?"],
+        ["The open day is Sunday 21st."],
+    )
+    assert answers_date.type is CorrectionType.FACTUAL
+    # the number it says it is not, said again as still true of something: the answer misread the user's input
+    misread = own_input_put_right(
+        Correction(CorrectionType.FACTUAL, GENERAL, corrected="累计工作年限是11年"),
+        "不是4年哈。我在这边4年，之前在别的单位干了7年，累计工作年限是11年。",
+        ["我入职公司4年了，年假几天？"],
+        ["你入职4年，按5天算。"],
+    )
+    assert misread.type is CorrectionType.FACTUAL
+
+
+_DOOR_QUOTE = (
+    "Quotation – Leeds Product: Oak veneer door leaf, 2040×820×40 mm Price: USD 31.60/m² FOB Xiamen Quantity: 1 × 40HQ "
+    "Lead time: 35 days after deposit"
+)
+
+
+def test_a_wish_beside_the_users_own_number_put_right_is_still_learned(
+    store: MemoryStore, learned: LearnedDetector
+) -> None:
+    """The fact the detector reads in the message replaces the price the user gave first (their own input: no
+    lesson), and the standing wish in the sentence after it is still the user's preference."""
+    message = (
+        "你写的 'Oak veneer door leaf' 就是上次出事的写法。Bristol 那个客户，我们 quote 上就写 oak door 40mm，他收到 "
+        "solid core 说他要的是 LVL，最后赔了 USD 2,600。所以以后所有 quote 里面 core 材料和防火等级都必须写清楚，一个都"
+        "不能省。这个重新出一下，Leeds 要的是 LVL。"
+    )
+    first = "帮我给 Leeds 那个客户出个 quote，oak veneer 门板，2040×820×40mm，一个 40HQ，FOB Xiamen 价格 USD 31.60/m²。"
+    found = detect(message, _DOOR_QUOTE, learned)
+    assert found.type is CorrectionType.FACTUAL  # (the thirtieth model reads a fact put right: P 0.99)
+    assert own_input_put_right(found, message, [first], [_DOOR_QUOTE]).type is CorrectionType.NONE
+    record(
+        store,
+        "door1",
+        "u-lin",
+        "door quotes",
+        [(first, _DOOR_QUOTE), (message, "Quotation – Leeds: core LVL, fire rating FD30 …"), ("OK 谢谢", "不客气！")],
+    )
+    report = ReflectionEngine(store, OfflineExtractor(store.settings).with_detector(learned)).reflect_session("door1")
+    saved = [store.get(insight_id) for insight_id in report.saved_ids]
+    kinds = {(i.kind, i.scope) for i in saved if i is not None}
+    wishes = [i for i in saved if i is not None and i.kind == "preference" and "防火等级" in i.action]
+    assert wishes and ("fact", Scope.USER) not in kinds, kinds
 
 
 def test_a_look_alike_of_a_wish_is_no_returning_wish() -> None:
@@ -916,6 +974,19 @@ def test_a_question_once_and_its_subject_in_the_next_tasks_answer_is_a_wish_show
     assert adopted_requests(rewrite, answers, findings) == {}
     recap = [*messages[:2], "Could you give me the whole day as a checklist this once? It goes on the staffroom wall."]
     assert adopted_requests([*recap, "Great, thanks"], answers, findings) == {}
+    # the question with what the user has for it and its reason after it still only asks
+    with_values = [
+        messages[0],
+        "Good. Finish times too, can you put them in? I've got sprints 09:50, relays 11:40. Parents always ask.",
+        *messages[2:],
+    ]
+    kept = [
+        answers[0],
+        "Finish times: sprints 09:50, relays 11:40.",
+        "08:00 check-in · 10:30 medals. Finish times: 5 km 10:15.",
+        answers[3],
+    ]
+    assert list(adopted_requests(with_values, kept, findings)) == [1]
 
 
 _TARIFF_ANSWER = "At the standard rate of 0.56 per kWh, the heater costs about 268 a month."

@@ -89,9 +89,11 @@ REPORTED = _cues(
         r"\b(boss|manager|lead|customer|client|user|colleague|coworker|he|she|they|someone|somebody|people|"
         r"everyone|qa|finance|legal|auditor|teacher|guide|policy|docs?|article|book|website|manual|handbook|wiki|"
         # (a verb, not the noun after an article or "to": "the claim record", "want to claim for it")
-        r"document|email|ticket)s?\b[^.?!]{0,24}?(?<!\bto )(?<!\bthe )(?<!\ba )(?<!\ban )\b(said|says|say|told me|"
-        r"tells me|asked me|wants me|thinks|think|claims?|complained|complains|reported|reports|mentioned|mentions|"
-        r"insists?|pointed out|feels?)\b",
+        r"document|email|ticket|"
+        # (a person named with their title: "Dr Kaur was saying last week that our texts are too long")
+        r"(?:dr|mr|mrs|ms|prof)\.?\s+[a-z'-]+)s?\b[^.?!]{0,24}?(?<!\bto )(?<!\bthe )(?<!\ba )(?<!\ban )\b(said|says|"
+        r"say|told me|tells me|asked me|wants me|thinks|think|claims?|complained|complains|reported|reports|mentioned|"
+        r"mentions|insists?|pointed out|feels?|(?:was|were|kept|keeps) saying)\b",
     ),
     # someone swore or insisted, whoever it was ("Group of six in the Clockmaker room swore blind the countdown was
     # wrong"): not the user, who would say "I"

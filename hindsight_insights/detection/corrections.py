@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from hindsight_insights.detection import correction_patterns as patterns
@@ -74,7 +75,11 @@ __all__ = ["Condition", "Correction", "CorrectionType", "SecondOpinion", "detect
 
 # A number as a message states it (12, 4.5): what a lesson is about when it brings one.
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_NEGATED_NUMBER = re.compile(r"(?:不是|并非|而不是|而非|\bnot\b|\binstead of\b|\brather than\b)\s*(\d+(?:\.\d+)?)")
+_NEGATED_NUMBER = re.compile(
+    # (an article or a preposition may come between: "the 22nd, not the 21st", "on the 15th, not on the 14th")
+    r"(?:不是|并非|而不是|而非|(?:\bnot\b|\binstead of\b|\brather than\b)(?:\s+(?:on|at|in|for))?(?:\s+the)?)"
+    r"\s*(\d+(?:\.\d+)?)"
+)
 _SHORTEST_READING = 4  # characters: a sentence shorter than this ("ok.", "好的。") says nothing alone
 # (message, previous assistant turn, the unsure decision) -> the type to settle on, or None to keep the decision.
 SecondOpinion = Callable[[str, str | None, Correction], CorrectionType | None]
@@ -337,9 +342,9 @@ def own_input_put_right(
     "At 11 she'd trial with …", when the user's own opening said "my daughter is 11". The class definitions make the
     user fixing their own earlier input none; record_turn and a reflection read the session for it. A number of the
     replaced text that the corrected text lacks, said in an earlier message of the user (`earlier_messages`) and in
-    no answer before it (`earlier_answers[i]` answers `earlier_messages[i]`). When the answer held no value to replace,
-    the numbers `message` says it is not and no answer said ("是搬到15栋，不是21栋", the user's own 21 from their first
-    message, which the answers never used)."""
+    no answer before it (`earlier_answers[i]` answers `earlier_messages[i]`), and a number `message` says it is not
+    that the user said first ("是搬到15栋，不是21栋"; "argh it's the 22nd not the 21st" when the user's own message gave
+    the 21st and the answer after it repeated it: the class definitions make that the user's earlier input echoed)."""
     if _puts_right_own_number(correction, message, earlier_messages, earlier_answers):
         return Correction(
             CorrectionType.NONE,
@@ -360,12 +365,15 @@ def _puts_right_own_number(
     negated = {match.group(1) for match in _NEGATED_NUMBER.finditer(corrected)}
     said = [set(NUMBER.findall(earlier)) for earlier in earlier_messages]
     answered = [set(NUMBER.findall(answer or "")) for answer in earlier_answers]
+    # the numbers the message says it is not ("it's the 22nd not the 21st"): when the user said one first, before any
+    # answer did, the answers that use it took it from them, and it is theirs to put right; unless the message says
+    # it again, as still true of something ("不是3年哈。我在这边3年，之前在老东家干了9年": the answer misread it)
+    folded = fold(message).text
+    stated = Counter(NUMBER.findall(folded))
+    replaced = {match.group(1) for match in _NEGATED_NUMBER.finditer(folded) if stated[match.group(1)] == 1}
     if correction.original:
         original = set(NUMBER.findall(correction.original))
-        replaced = original - set(NUMBER.findall(corrected)) | original & negated
-    else:  # (a number no answer said: one an answer used, the message may put right in it)
-        replaced = {match.group(1) for match in _NEGATED_NUMBER.finditer(fold(message).text)}
-        replaced -= set().union(*answered)
+        replaced |= original - set(NUMBER.findall(corrected)) | original & negated
     for number in replaced:
         # the first message that says it decides: an answer before a later one came before the first one's too
         first = next((index for index, numbers in enumerate(said) if number in numbers), None)

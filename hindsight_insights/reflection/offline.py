@@ -125,13 +125,16 @@ class OfflineExtractor:
             taught: list[tuple[CorrectionType, str, str]] = []  # (type, scene, corrected words) of each candidate
             for index, turn in enumerate(session.turns):
                 message, correction, previous_answer = messages[index], findings[index], before[index]
+                own_fact: Correction | None = None  # a fact the message put right that was the user's own input
                 if correction is not None and previous_answer is not None:
                     # (never the opening request: its words are the task's subject, and a later message that
                     # shares them carries the task on: "just the one-line summary for the log then")
                     others = [messages[other] for other in plain if other not in (0, index)]
                     correction = repeated_wish(correction, message, previous_answer, others)
                     correction = acknowledged(correction, message, turn.assistant_message)
-                    correction = own_input_put_right(correction, message, messages[:index], answers[:index])
+                    put_right = own_input_put_right(correction, message, messages[:index], answers[:index])
+                    own_fact = correction if put_right is not correction else None
+                    correction = put_right
                 shown = adopted.get(index)
                 if shown is not None and (correction is None or not correction.is_correction):
                     correction = _shown_wish(message, correction, "offline:adopted")
@@ -143,6 +146,10 @@ class OfflineExtractor:
                         further_wishes(message, previous_answer, correction, self._detector) if shown is None else []
                     )
                     lessons = [correction, *further]
+                elif own_fact is not None and shown is None:
+                    # The fact was the user's own input put right, no lesson; a wish the message states beside it
+                    # still is one ("…就写 14mm，… 所以以后所有 quote 里面三样东西必须写清楚：…").
+                    lessons = further_wishes(message, previous_answer, own_fact, self._detector)
                 version = versions.get(index)
                 if version is not None:  # whatever else the message says, the version it sent shows a wish
                     # (and a fact the detector read into the version itself is none: it is what the user sent)
@@ -258,10 +265,12 @@ def _adds_a_line(turn: ReadMessage) -> bool:
 def _only_asks(sentences: Sequence[Sentence]) -> bool:
     if not sentences:
         return False
-    # A question and one statement after it, its reason ("这个里面有哪些过敏原？我们要贴到标签上。") also only asks,
-    # after an approval or two ("Nice. Which of those can we make the day before? The kitchen there is tiny.").
+    # A question and one or two statements after it, its reason and what the user has for it
+    # ("这个里面有哪些过敏原？我们要贴到标签上。"; "…can you put that in? I've got pagers 14:52, launched 15:01. People
+    # always want to know how quick we were.") also only asks, after an approval or two ("Nice. Which of those can we
+    # make the day before? The kitchen there is tiny.").
     asked = [sentence for sentence in sentences if not _approves(sentence)]
-    with_its_reason = len(asked) == 2 and asked[0].asks and not asked[1].question
+    with_its_reason = 2 <= len(asked) <= 3 and asked[0].asks and not any(sentence.question for sentence in asked[1:])
     return with_its_reason or (
         sentences[-1].asks and all(sentence.asks or _approves(sentence) for sentence in sentences)
     )
