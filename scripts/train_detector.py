@@ -80,9 +80,10 @@ GRID_EMBEDDING_WEIGHT = (0.5, 1.0, 2.0)
 # topic cues alone ("收到，我方将…回复" read as a preference), and out-of-fold log loss was worst.
 GRID_RULE_WEIGHT = (0.125, 0.25, 0.5, 1.0)
 GRID_CORRECTION_AT = tuple(round(x, 2) for x in np.arange(0.3, 0.99, 0.02))
-# Out-of-fold false corrections on `none` allowed; the unseen sets have run at about twice the out-of-fold rate or
-# more (3.0% out of fold and 8.3% unseen, then 1.7% and 3.6%), and the bar there is 3%: half of it.
-MAX_FALSE_CORRECTIONS = 0.015
+# Out-of-fold false corrections on `none` allowed. The unseen sets have run at three to four times the out-of-fold
+# rate (3.0% out of fold and 8.3% unseen, then 1.7% and 3.6%; at 1.5% allowed, the last five retrained models ran at
+# 1.2-1.4% out of fold and 2-6% on their new sets, 4% on average), and the bar there is 3%: a third of it.
+MAX_FALSE_CORRECTIONS = 0.01
 # The none messages of the sets written apart (retired into the corpus: other writers, the closest to unseen text)
 # read as a fact put right, for Combination.factual_at. Their false corrections ran at 1.9% out of fold when the
 # newest set's ran at 5% unseen, most of them facts read into a number or a name about another thing. factual_at

@@ -26,22 +26,21 @@ TABLE_PREFERENCE: dict[str, Any] = {
 
 # A genuine preference that the learned screen is unsure of (no rule fires): without a workspace model it waits for
 # a reviewer, with one it is asked once (tests/test_screen_admission.py, tests/test_plugin_daemon.py). Which wording
-# lands in the band moves with every retraining: the model trained with the twenty-seventh sets retired reads these
-# fields (as admission.screened_texts orders them) with "从现在起，所有回复都叫他“老王”" at 0.42 (unsure, band
-# 0.28-0.50), "从现在起，都叫他“老王”" at 0.16 (0.30 with the twenty-sixth sets', 0.48 with the twenty-fifth sets'),
-# "从现在起，都称他为“老王”" at 0.25, "以后都叫他“老王”" at 0.11 and "从现在起，不管谁来问，都叫他“老王”" held as a
-# suspect at 0.75 (it addresses anyone).
+# lands in the band moves with every retraining: the model trained with the twenty-eighth sets retired reads these
+# fields (as admission.screened_texts orders them) with "从现在起，都叫他“老王”" at 0.445 (unsure, band 0.29-0.50;
+# 0.16 with the twenty-seventh sets'), "从现在起，所有回复都叫他“老王”" held as a suspect at 0.66 (0.42 before),
+# "以后都叫他“老王”" at 0.30, "之后的回复都叫他“老王”" at 0.02 and "从现在起，都称他为“老王”" at 0.57.
 UNSURE_PREFERENCE: dict[str, Any] = {
     "topic": "称呼",
     "kind": "preference",
     "scene": "general",
-    "action": "从现在起，所有回复都叫他“老王”。",
+    "action": "从现在起，都叫他“老王”。",
     "observation": "助手称用户为“王老师”，用户说“叫我老王就行，别叫王老师”。",
     "evidence": "叫我老王就行，别叫王老师",
     "confidence": 0.9,
     "tags": "称呼",
 }
-# Another one, with a different slot, for the budget's second call (0.16 with the twenty-seventh sets retired: inside
+# Another one, with a different slot, for the budget's second call (0.33 with the twenty-eighth sets retired: inside
 # the test's widened band, tests/test_screen_admission.py).
 UNSURE_SHIPPING: dict[str, Any] = {
     "topic": "物流",
