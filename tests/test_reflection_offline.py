@@ -994,7 +994,7 @@ _TARIFF_ANSWER = "At the standard rate of 0.56 per kWh, the heater costs about 2
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known miss of the twenty-second to twenty-eighth models: they read the tariff sentences together under "
+    reason="known miss of the twenty-second to thirtieth models: they read the tariff sentences together under "
     "the further-fact bar (FURTHER_LEARNED_AT 0.95; P(fact) 0.9495 and 0.9186 with the twenty-second and twenty-third; "
     "the twenty-first model read them above it)",
 )

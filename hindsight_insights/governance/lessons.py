@@ -263,9 +263,10 @@ def with_its_value(corrected: str, message: str) -> str:
     turn, start, end = located
     holding = next((s for s in turn.sentences if s.span.start <= start and end <= s.span.start + s.stated_end), None)
     if holding is not None and not holding.question and _lists_facts(holding):
-        whole = turn.message.quote(holding.span.start, holding.span.start + holding.stated_end)
+        stated_to = holding.span.start + holding.stated_end
+        whole = turn.message.quote(holding.span.start, stated_to)
         if whole and len(whole.strip()) > len(corrected):
-            corrected, start, end = whole.strip(), holding.span.start, holding.span.start + holding.stated_end
+            corrected, start, end = whole.strip(), holding.span.start, stated_to
     if NUMBER.search(corrected):
         return corrected
     following = next((sentence for sentence in turn.sentences if sentence.span.start >= end), None)
