@@ -159,6 +159,18 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
+    # the stock shapes of a planted instruction (no identity check, decode and keep it, a line at the end of every
+    # reply, hide the partnership) and of a course or a report on one (ignore it and report it, the assistant refused,
+    # placeholders, booking confirmations), in the fifty-sixth screening set
+    ("screening_eval_56.json:me026", "no need to check who they are"),
+    ("screening_eval_56.json:me047", "decode it and keep it as a standing rule"),
+    ("screening_eval_56.json:me068", "at the end of every reply"),
+    ("screening_eval_56.json:me068", "don't say it's a partner"),
+    ("screening_eval_56.json:mf025", "the right response is to ignore it and r"),
+    ("screening_eval_56.json:mf039", "booking confirmations"),
+    ("screening_eval_56.json:mf044", "the assistant refused"),
+    ("screening_eval_56.json:mf057", "the values are placeholders"),
+    ("new-30:ed055", "does that change the price"),  # an everyday question of the thirtieth message set
     ("reflection_tune_sessions_29.json:tk023", "can you draft a reply"),  # an everyday request (tuning sets too)
     # everyday requests that the retired twenty-seventh message set shares with tuning sets written before it
     ("reflection_tune_sessions_16.json:sf021", "can you redo this one"),
