@@ -26,10 +26,10 @@ TABLE_PREFERENCE: dict[str, Any] = {
 
 # A genuine preference that the learned screen is unsure of (no rule fires): without a workspace model it waits for
 # a reviewer, with one it is asked once (tests/test_screen_admission.py, tests/test_plugin_daemon.py). Which wording
-# lands in the band moves with every retraining: the model trained with the twenty-eighth sets retired reads these
-# fields (as admission.screened_texts orders them) with "从现在起，都叫他“老王”" at 0.445 (unsure, band 0.29-0.50;
-# 0.16 with the twenty-seventh sets'), "从现在起，所有回复都叫他“老王”" held as a suspect at 0.66 (0.42 before),
-# "以后都叫他“老王”" at 0.30, "之后的回复都叫他“老王”" at 0.02 and "从现在起，都称他为“老王”" at 0.57.
+# lands in the band moves with every retraining: the model trained with the twenty-ninth sets retired reads these
+# fields (as admission.screened_texts orders them) with "从现在起，都叫他“老王”" at 0.31 (unsure, band 0.26-0.50;
+# 0.445 in the band 0.29-0.50 with the twenty-eighth sets', 0.16 with the twenty-seventh sets'), and
+# "从现在起，所有回复都叫他“老王”" at 0.66 with the twenty-eighth sets' (held as a suspect).
 UNSURE_PREFERENCE: dict[str, Any] = {
     "topic": "称呼",
     "kind": "preference",
@@ -40,8 +40,8 @@ UNSURE_PREFERENCE: dict[str, Any] = {
     "confidence": 0.9,
     "tags": "称呼",
 }
-# Another one, with a different slot, for the budget's second call (0.33 with the twenty-eighth sets retired: inside
-# the test's widened band, tests/test_screen_admission.py).
+# Another one, with a different slot, for the budget's second call (0.26 with the twenty-ninth sets retired, 0.33 with
+# the twenty-eighth: inside the test's widened band, tests/test_screen_admission.py).
 UNSURE_SHIPPING: dict[str, Any] = {
     "topic": "物流",
     "kind": "preference",

@@ -871,3 +871,23 @@ def test_never_in_the_perfect_tells_an_experience_and_marks_nothing_standing() -
     assert detect(message, "Till steps: F2 opens the drawer, F7 voids a line.").type is NONE
     assert marked_standing("never use the shortcut keys in these sheets") is not None
     assert marked_standing("a new volunteer who's never used the till") is None
+
+
+@pytest.mark.parametrize(
+    ("message", "previous"),
+    [
+        # 看看反应 is seeing how people react, no 看反了 (read backwards): answers to the assistant's questions
+        (
+            "周六下午两点到五点，最多8个人，茶具我这边准备。这次先别写价格，让他们私信问，看看反应。",
+            "好的！先确认几个信息：\n1. 日期和时间？\n2. 人数上限？\n3. 茶具谁准备？\n4. 价格要写吗？",
+        ),
+        # what is declined for now is no standing wish about the answers' language
+        ("行。你说的英文版先不用了，下周再说。", "可以这样回：Not wrong at all! 椅子上弹完全可以。"),
+    ],
+)
+def test_a_word_that_starts_with_fan_and_what_is_declined_for_now_teach_nothing(message: str, previous: str) -> None:
+    assert detect(message, previous).type is NONE
+
+
+def test_a_wish_declined_for_now_still_stands_when_marked_standing() -> None:
+    assert detect("以后英文版都不用了，直接发中文就行。", "Here is the English version: …").type is PREFERENCE

@@ -2302,3 +2302,59 @@ def test_a_birth_date_clauses_after_its_label_a_card_number_said_so_and_a_dutch_
 )
 def test_a_partys_date_a_clock_in_number_an_order_and_a_year_stay(text: str) -> None:
     assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "kind"),
+    [
+        # a lock's code after its label, spaced out as on the keypad, and a smart lock's 开锁码
+        ("Key safe by the shed door (the landlord's): 4 9 1 6 - please don't share it.", "4 9 1 6", "password"),
+        ("仓库的智能锁已经绑好了，临时开锁码：573914，下周会换。", "573914", "password"),
+        # French's abbreviation for a password
+        ("Compte du routeur : identifiant admin.atelier, mdp : Velours#Bleu42. Merci !", "Velours#Bleu42", "password"),
+        # an employee number after 职工编号, in letter groups and digits
+        ("我是财务部的赵敏，职工编号：GZ-CW-20418，想查一下加班费。", "GZ-CW-20418", "employee_id"),
+        # a UnionPay number of 19 digits, its card number spoken of, its check digit wrong
+        (
+            "绑定的时候卡号输了 6217003810026549871 结果提示银行卡号有误，是不是我抄错了？",
+            "6217003810026549871",
+            "bank_card",
+        ),
+        # Spain's abbreviation for a street, the floor and door, and the town before a question mark
+        ("¿Te lo envío a C/ de Sants 112, 4.º 1.ª, 08014 Barcelona? Dime si cambió.", "c/ de sants 112", "address"),
+        # a family that moved, its Eircode after the town
+        (
+            "We moved in June. New address: 14 Kimmage Road, Terenure, Dublin 6W, D6W K321.",
+            "14 kimmage road",
+            "address",
+        ),
+        # an estate of any name on its road, the block and the room numbered after it, the postcode after a space
+        (
+            "请把礼盒寄到福建省厦门市思明区莲前西路海韵星辰2期8栋1502室 361008，收件人陈晓。",
+            "海韵星辰2期8栋1502室",
+            "address",
+        ),
+    ],
+)
+def test_lock_codes_abbreviated_labels_long_cards_and_addresses_in_more_shapes_go(
+    text: str, value: str, kind: str
+) -> None:
+    assert_redacted(text, value, kind)
+
+
+def test_a_bracket_opened_after_a_password_stays_with_the_text() -> None:
+    assert redact("临时密码：Tq8#vW3z!Ns4（首次登录后请修改）").text == "临时密码：[密码已隐藏]（首次登录后请修改）"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Our bakery has moved! Find us at 14 Mill Lane, Leeds LS1 4AB from Monday.",  # a business's move
+        "公司在厦门市思明区莲前西路海韵星辰2期8栋，欢迎来访。",  # a company's office in an estate
+        "The code of the form is 4 2 1 3 in the manual.",  # spaced digits with no lock named
+        # a team sheet, names and shirt numbers, after "home" (the fixture's, not an address)
+        "Now the B team, home v Marsh Harriers at 14:20: start Dev 6, Hannah 8, Rory 10, Lucy 12, Imran 14.",
+    ],
+)
+def test_a_business_moving_an_office_in_an_estate_spaced_digits_and_a_team_sheet_stay(text: str) -> None:
+    assert_unchanged(text)

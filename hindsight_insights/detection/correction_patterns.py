@@ -154,9 +154,10 @@ TASK_QUESTION = re.compile(
     r"^\W*(?:你)?(?:能不能|能否|可不可以|可以)(?:帮我|帮忙|给我)"
 )
 
-# For now: "anyway just a quick list for now", 先这样. Of the 16 training messages that say so and mark nothing
-# standing, none is a preference (14 none, 2 processes whose rule stands beside it: "… hold the £189 for now").
-FOR_NOW = re.compile(r"\bfor now\b|先这样|暂时先|目前先")
+# For now: "anyway just a quick list for now", 先这样, and what is declined for now (英文版先不用了). Of the 34
+# training messages that say so and mark nothing standing, none is a preference (29 none, 5 processes whose rule stands
+# beside it: "… hold the £189 for now").
+FOR_NOW = re.compile(r"\bfor now\b|先这样|暂时先|目前先|先不用|暂时不用|先不要|暂时不要|\bnot (?:right )?now\b")
 
 # Someone else's request or wish passed on ("They also asked for a late table nearby", 客人还要求…, "my boss wants"):
 # theirs, not a wish about how this user is answered. Of the 24 training messages with such words and no standing mark,
@@ -598,7 +599,8 @@ ANSWER_SHAPE = re.compile(
     r"(结论|答案|命令|代码|要点)(要|请)?(放|写)(在)?(最)?前面"
 )
 PROCESS = _cues(
-    ("order_first_then_zh", r"先(?P<first>[^。;]{1,30}?)[,]?\s*(再|然后|之后|才|后)(?P<then>[^,。;]{1,30})"),
+    # (not 再说, 再议: what is put off, 先不用了，下周再说)
+    ("order_first_then_zh", r"先(?P<first>[^。;]{1,30}?)[,]?\s*(再(?![说议])|然后|之后|才|后)(?P<then>[^,。;]{1,30})"),
     (
         "wait_then_zh",
         r"等(?!我|一下|会儿|等)(?P<first>[^,。;]{2,24}?)(了|完|之后|以后|后)?[,]?\s*再(?!说|看|聊|讲|决定|议)(?P<then>[^,。;]{1,24})",
@@ -675,7 +677,8 @@ INSTEAD_ZH = re.compile(r"(?P<do>[^,。;]{2,24}),\s*(别|不要|不能|不用)(?
 _WRONG_VERBS = r"(搞|弄|记|写|看|算|查|填|听|读|拼|标|选|发|找|想|认|配|设|列|译|用|理解|统计|计算|翻译|报价|说)"
 VERDICT = _cues(
     ("wrong_zh", rf"{_WRONG_VERBS}(得)?错"),
-    ("wrong_zh", r"(看|搞|弄|写|说|算|排)反了?"),
+    # (not the words that start with 反: 看看反应, 说反馈, 算反正)
+    ("wrong_zh", r"(看|搞|弄|写|说|算|排)反(?![应馈映思省对正复而倒弹感悔击差向])了?"),
     ("wrong_zh", r"(?<![出报])错了|错啦|是错的|都错|全错|又错"),
     (
         "wrong_zh",

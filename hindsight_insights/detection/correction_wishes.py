@@ -78,8 +78,8 @@ def preference(turn: ReadMessage) -> Correction | None:
 def _one_off(sentence: Sentence, reason: bool) -> bool:
     """A wish about one thing (this report, 这段话, "make it…"), judged in the clauses that name the aspect: "keep the
     tone professional, these go to clients" is general, whatever the next clause says; or a clause whose subject is
-    the one thing at hand (ONE_OFF_SUBJECT: 这条是…, "this one's for …"); or a sentence that asks for the document
-    the wish is about (patterns.ASKS_FOR_A_DOCUMENT: 帮我写封回复，语气正式点)."""
+    the one thing at hand (ONE_OFF_SUBJECT: 这条是…, "this one's for …"), or asked or declined for now (FOR_NOW); or a
+    sentence that asks for the document the wish is about (patterns.ASKS_FOR_A_DOCUMENT: 帮我写封回复，语气正式点)."""
     parts = clauses(sentence.span)
     if any(patterns.ONE_OFF_SUBJECT.search(c.text) for c in parts):
         return True  # "这条是给宝妈们看的，写可爱一点": the clause before names the one thing it is for
@@ -87,7 +87,12 @@ def _one_off(sentence: Sentence, reason: bool) -> bool:
         return True  # "帮我写封回复给他们，…，语气正式点": the tone is the letter's, asked for with it
     named = [c.text for c in parts if any(aspect[3].search(c.text) for aspect in patterns.ASPECTS)]
     text = " ".join(named) or sentence.text
-    return bool(patterns.ONE_OFF.search(text) or (patterns.ONE_OFF_ITEM.search(text) and not reason))
+    # (or what is asked or declined for now: "a quick list for now", 英文版先不用了)
+    return bool(
+        patterns.ONE_OFF.search(text)
+        or patterns.FOR_NOW.search(text)
+        or (patterns.ONE_OFF_ITEM.search(text) and not reason)
+    )
 
 
 def standing_wish(turn: ReadMessage) -> Correction | None:
@@ -175,6 +180,18 @@ def _address(turn: ReadMessage, sentence: Sentence, name: str, match: re.Match[s
                     )
                 original = quote(previous, at, previous.text.find(candidate) + len(candidate))
                 break
+    if name.startswith("wording"):
+        # Words the user forbids are half a wish about how to write: what to write instead is mostly said in the same
+        # sentence ("每件事都要写清楚是第几小节到第几小节…，不要写'多加练习'这种话"), so the quote is the sentence, the
+        # user's own statement of it.
+        return Correction(
+            CorrectionType.PREFERENCE,
+            PREFERENCE_STANDING,
+            corrected=quote(turn.message, start, start + sentence.stated_end),
+            original=original,
+            topic="措辞" if turn.zh else "wording",
+            signals=(f"preference:{name}",),
+        )
     return Correction(
         CorrectionType.PREFERENCE,
         PREFERENCE_STANDING,

@@ -128,7 +128,7 @@ def detect(
 #                          checklist?": no wish, rule or rejection either (60 training messages, all none)
 #   relays_a_request       "Lovely. They also asked for a late table nearby, anywhere that serves past 10?": someone
 #                          else's request passed on (24 training messages, none a preference)
-#   for_now                "anyway just a quick list for now, i'm about to drive", 先这样 (16 training messages,
+#   for_now                "anyway just a quick list for now, i'm about to drive", 先这样 (34 training messages,
 #                          none a preference)
 #   asks_for_a_task        "Can you explain what this README wants me to do?": a task asked for as a question, no
 #                          standing mark (10 training messages, all none)

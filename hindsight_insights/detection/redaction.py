@@ -340,7 +340,14 @@ def personal_addresses(text: str, spans: Iterable[tuple[int, int]]) -> list[tupl
         and not _business_word(lowered, span)
         and not _a_company_around(lowered, span)
         and (not has_han(text[span[0] : span[1]]) or _a_chinese_home(lowered, span))
+        and not _a_list_of_names_and_numbers(text[span[0] : span[1]])
     ]
+
+
+def _a_list_of_names_and_numbers(span: str) -> bool:
+    """Three or more parts that are each one word and a small number ("Hannah 8, Rory 10, Lucy 12": a team sheet, a
+    score list): an address has two such parts at most (its flat and its district: "Apt 14, …, Dublin 8, D08 …")."""
+    return sum(1 for part in re.split(r"[,;]", span) if patterns.NAME_AND_NUMBER.fullmatch(part.strip())) >= 3
 
 
 def _a_chinese_home(text: str, span: tuple[int, int]) -> bool:

@@ -44,7 +44,7 @@ _LABEL_AFTER = rf"{_BEFORE_LABEL}(?:my|his|her|their|our|{_OWNER_ZH})?\s*"
 # An account in Chinese, in either character for 账.
 _ACCOUNT_ZH = r"(?:账号|账户|帐号|帐户)"
 # 工号 and the other Chinese names of an employee number.
-_EMPLOYEE_NUMBER_ZH = r"工号|员工号|员工编号|职工号|工牌号"
+_EMPLOYEE_NUMBER_ZH = r"工号|(?:员工|职工|雇员)(?:编号|号码|代码|号)|工牌号|工卡号"
 # An employee number: letters (a site's or a company's prefix) and digits, in up to four groups joined by a dash, a
 # slash or an underscore (A20317, E-448120, 77-3048, HZ-2019-0457, 0087421K, a country's and a site's
 # CN-SH-30917, a check letter after a dash: 004817-K), three digits at least.
@@ -308,11 +308,13 @@ NAMES_A_RESIDENT_ID = re.compile(
 # (Elbfähre7#Nord).
 _SECRET_CHAR = r"[\x21-\x7e\u00a1-\u024f]"
 # The value after 密码/password/…: up to the next space, clause punctuation or Chinese character.
-SECRET_END = r"(?=[\"'”]?(?:[\s,。，;；、)）]|[.!?](?:\s|$)|$|[\u4e00-\u9fff]))"
+# (a bracket opened before Chinese ends it too: 密码：Ky7#pW2q（首次登录后修改）, its full-width bracket folded to "(")
+SECRET_END = r"(?=[\"'”]?(?:[\s,。，;；、)）]|[.!?](?:\s|$)|$|[\u4e00-\u9fff]|\((?=[\u4e00-\u9fff])))"
 # The word for a password in the languages of the forms people fill in.
 _PASSWORD_WORD = (
     r"暗码|\b(?:contraseña|contrasena|senha|passwort|kennwort|mot de passe|wachtwoord|hasło|haslo|пароль|kata sandi|"
-    r"şifre|lösenord|salasana|heslo|jelszó|passord|adgangskode)\b|パスワード|비밀번호"
+    # (and French's abbreviation, mdp)
+    r"şifre|lösenord|salasana|heslo|jelszó|passord|adgangskode|mdp)\b|パスワード|비밀번호"
 )
 PASSWORD = re.compile(
     r"(?P<label>(?<![a-z0-9_])[a-z0-9_]{0,40}?(?:password|passwd|pwd)|\bpw\b|\bpass(?=\s*[:=])|pass(?:code|phrase)|密码|口令|"
@@ -353,18 +355,21 @@ PASSWORD_A_FEW_WORDS = re.compile(
 ACCESS_CODE = re.compile(
     # (PIN typed straight after Chinese: 管理员PIN：…, 门禁PIN码)
     r"(?:(?<![a-z0-9])pin(?: code| number|码)?|"
-    r"(?:alarm|door|gate|access|entry|entrance|lockbox|garage|building|safe)\s?code|"
-    r"key ?safe|lock ?box|门禁码|门禁密码|门禁(?=\s*[:：])|开门码|门锁码|保险箱码|"
+    r"(?:alarm|door|gate|access|entry|entrance|lockbox|garage|building|safe|(?:pad|smart |combination )?lock)\s?code|"
+    r"key ?safe|lock ?box|门禁码|门禁密码|门禁(?=\s*[:：])|"
+    r"(?:开门|开锁|门锁|智能锁|密码锁|挂锁|保险箱|保险柜|密码箱)码|"
     # a locker's or a parcel station's code (快递柜码, 取件码, locker code)
     r"(?:快递柜|储物柜|寄存柜|丰巢|柜子)\s*(?:码|密码)|取件码|提货码|(?:locker|parcel|pick-?up|collection)\s?(?:code|pin)|"
     # a code that proves who signs in: a 2FA backup or recovery code, a one-time or verification code (验证码, 备用码)
     r"(?:backup|recovery|2fa|mfa|two-factor|one-time|verification|otp|authenticator|sms)\s?codes?|(?<![a-z])otp|"
     r"验证码|备用码|恢复码|动态码|动态密码)"
     # (or the word code a few words on: "key safe by the side porch, code 2619")
-    r"(?:[^\d\n.;,。，；]{0,30}?(?:\bis\b|:|：|是|为)|[^\d\n.;。；]{0,30}?\bcode\b\s*(?:is\b|:)?)?\s*[\"'“]?"
+    r"(?:[^\d\n.;,。，；]{0,40}?(?:\bis\b|:|：|是|为)|[^\d\n.;。；]{0,40}?\bcode\b\s*(?:is\b|:)?)?\s*[\"'“]?"
     # (digits one by one with hyphens, "5-8-0-2-then-#", are one code; so are groups of digits, "8841-2097")
     # (and a one-time code read out in two halves, "830 112")
-    r"(?P<secret>\d(?:-[\da-z#*]{1,5}){3,8}|\d{2,6}(?:-\d{2,6}){1,3}|\d{3} \d{3}(?![\d])|[\d#*]{3,10}|"
+    # (or spaced out as on the keypad, "7 3 0 5")
+    r"(?P<secret>\d(?:-[\da-z#*]{1,5}){3,8}|\d{2,6}(?:-\d{2,6}){1,3}|\d{3} \d{3}(?![\d])|\d(?: \d){3,7}(?![\d])|"
+    r"[\d#*]{3,10}|"
     r"[a-z]?\d{3,8}[a-z#*]?)(?![\da-z])"
 )
 # In a sentence that speaks of a code lock, a number after a door's or a gate's name is its code ("都是密码锁，单元门
@@ -678,7 +683,8 @@ _CHINESE_UNITS = (
     r"(?<=号)\d{1,3}-\d{1,4}(?![\d-]|\s*[层楼点时号]))?)"
 )
 # A postcode written right after an address goes with it: "…22号后厢房，邮编200021".
-_ZH_POSTCODE_AFTER = r"(?:\s*[,，]?\s*邮编\s*[:：]?\s*\d{6}(?!\d))?"
+_ZH_POSTCODE = r"\s*[,，]?\s*邮编\s*[:：]?\s*\d{6}(?!\d)"
+_ZH_POSTCODE_AFTER = rf"(?:{_ZH_POSTCODE})?"
 CHINESE_ADDRESS = re.compile(
     rf"{_CHINESE_REGION}"
     # (道 names roads in Hong Kong and Tianjin: 弥敦道, 南京道)
@@ -697,7 +703,10 @@ CHINESE_ADDRESS = re.compile(
 CHINESE_ESTATE = re.compile(
     rf"{_CHINESE_REGION}"
     # (邨: a Hong Kong housing estate)
-    rf"{_PLACE}{{1,12}}(?:小区|花园|家园|园|公寓|苑|新村|村|邨|社区|里|庭|府|湾|城|居|邸|庄|坊|墅)"
+    rf"(?:{_PLACE}{{1,12}}(?:小区|花园|家园|园|公寓|苑|新村|村|邨|社区|里|庭|府|湾|城|居|邸|庄|坊|墅)|"
+    # (or an estate of any name on the road it stands on, its block numbered after it: 海甸五西路椰风水岸3期11栋)
+    rf"(?:{_PLACE}|\d){{1,12}}(?:路|街|大道|大街|巷){_PLACE}{{2,10}}?"
+    r"(?=(?:\s*[a-z\d一二三四五六七八九十]{1,4}\s*(?:期|区))?\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座)))"
     r"(?:\s*[a-z\d一二三四五六七八九十]{1,4}\s*(?:期|区))?"
     r"(?P<unit>(?:\s*[a-z\d一二三四五六七八九十]{1,5}\s*(?:栋|幢|号楼|座|单元|组))+"
     r"(?:\s*[a-z\d]{1,5}\s*(?:室|号|房|户)?)?|"
@@ -706,6 +715,8 @@ CHINESE_ESTATE = re.compile(
     # a block named, not numbered, then its floor and flat (翠峰邨朗云楼18楼1807室)
     # (or the flat alone, its floor in its number, as Hong Kong writes it: 丰顺楼2314室)
     rf"{_PLACE}{{1,4}}(?:楼|阁|座)\s*(?:\d{{1,3}}\s*(?:楼|层)\s*)?\d{{1,5}}\s*(?:室|号|房))"
+    # (its postcode after it, with 邮编 or alone after a space: …2003房 570203)
+    rf"(?:{_ZH_POSTCODE}|\s+\d{{6}}(?!\d))?"
 )
 # What may come after a space inside a Chinese address as typed: a Chinese character, a number, or a block's letter
 # (b座).
@@ -771,7 +782,8 @@ _STREET_KIND_AFTER = (
 )
 _STREET_KIND_BEFORE = (
     r"rue|avenue|av\.|boulevard|bd|place|chemin|allée|impasse|quai|cours|via|viale|piazza|corso|vicolo|calle|avenida|"
-    r"carrer|rua|praça|travessa|plaza|paseo|ulica|ul\."
+    # (and Spain's abbreviations: C/ de Verdi 48, Avda. …, Pza. …)
+    r"carrer|rua|praça|travessa|plaza|paseo|ulica|ul\.|c/|avda\.?|pza\.?"
 )
 _STREET_KIND_IN_NAME = (
     # (not "ring" or "gate", which end English words: "during 2024", "investigate 5")
@@ -806,7 +818,7 @@ _POSTCODE = (
 )
 _TOWN = r"[a-z\u00c0-\u024f][a-z\u00c0-\u024f'-]{1,20}"
 # Up to two comma-separated parts after a street line (the town, the region), each ending at punctuation.
-_TOWNS_AFTER = r"(?:,\s*[a-z\u00c0-\u024f][a-z\u00c0-\u024f .'-]{1,30}(?=[,.;)\n]|$)){0,2}"
+_TOWNS_AFTER = r"(?:,\s*[a-z\u00c0-\u024f][a-z\u00c0-\u024f .'-]{1,30}(?=[,.;:)?!\n]|$)){0,2}"
 # An organisation's address stays even with a postcode: a word for a business place right before it ("Our office:
 # 350 5th Avenue, New York, NY 10118", "门店地址：…").
 _BUSINESS_WORDS = (
@@ -824,6 +836,8 @@ BUSINESS_LABEL = re.compile(
 # The same words anywhere in the clause before an address the learned finder found: its span may start past the
 # house number ("Our showroom is at 88 Harbour | Drive, Suite 12, …").
 BUSINESS_WORD = re.compile(rf"(?<![a-z])(?:{_BUSINESS_WORDS})(?![a-z])")
+# One part of a list of names and numbers, one word and a number up to three digits (Hannah 8, Rory 10).
+NAME_AND_NUMBER = re.compile(r"[^\W\d_][\w'’-]*\s+\d{1,3}")
 # Inside a Chinese address the learned finder found, or right after it, a place of work or trade it names
 # (…1399号菜鸟仓3号库, …京东物流园B区, …文三路 1 号仓库): a business's address, not a home's.
 CHINESE_BUSINESS_IN_ADDRESS = re.compile(
@@ -839,7 +853,7 @@ STREET_WITH_POSTCODE = re.compile(
     rf"(?:,\s*{_ADDRESS_PART}{{1,30}}?){{0,2}},\s*(?:[a-z]{{1,2}}-)?(?!(?:19|20)\d\d\b)\d{{4}}(?=\s+{_TOWN})|"
     # four digits after the town, as New Zealand, Australia and South Africa write them (never a year)
     rf"(?:,\s*{_TOWN}(?:\s+{_TOWN})?){{1,3}},?\s+(?!(?:19|20)\d\d\b)\d{{4}}\b)"
-    rf"(?:\s+{_TOWN}(?:\s+{_TOWN})?(?=[,.;)\n]|$))?"
+    rf"(?:\s+{_TOWN}(?:\s+{_TOWN})?(?=[,.;:)?!\n]|$))?"
 )
 # Where a street has no word for its kind (9 Cnoc na Gréine, 4 Bishop's Walk), a postcode that only an address has
 # still makes it one: the house number and the name, up to three parts, then a postcode with letters (UK, Ireland,
@@ -848,7 +862,7 @@ NUMBERED_LINE_WITH_POSTCODE = re.compile(
     rf"\b\d{{1,5}}[a-z]?\s+(?:{_LETTERS}+\s+){{0,3}}{_LETTERS}+(?:,\s*{_ADDRESS_PART}{{2,30}}?){{1,3}},?\s+"
     r"(?:[a-z]{1,2}\d[a-z\d]?\s*\d[a-z]{2}|[a-z]\d[a-z]\s?\d[a-z]\d|"
     r"[ac-fhknprtv-y]\d{2}\s?[ac-fhknprtv-y\d]{4}|[a-z]{2}\s\d{5}(?:-\d{4})?)\b"
-    rf"(?:\s+{_TOWN}(?=[,.;)\n]|$))?|"
+    rf"(?:\s+{_TOWN}(?=[,.;:)?!\n]|$))?|"
     # the name, then the number, as Central Europe writes a street with no word for its kind, and a postcode in two
     # groups before the town (Vinohradská 112, 130 00 Praha 3; Hlavná 5/12, 040 01 Košice)
     rf"\b{_LETTERS}{{3,}}(?:\s+{_LETTERS}+){{0,2}}\s+\d{{1,4}}(?:/\d{{1,4}})?[a-z]?,\s*\d{{3}}\s\d{{2}}\s+{_TOWN}(?:\s+\d{{1,2}})?\b|"
@@ -949,7 +963,7 @@ ORGANISATION_PLACE = re.compile(
 RETURNS = re.compile(r"(?:退货|退回|退换)\W{0,2}\w{0,4}\W{0,3}$")
 # A business announcing where it is now, before the label: "Our clinic moved! new address: …", "我们店搬到…".
 BUSINESS_MOVED = re.compile(
-    r"\bwe(?:'ve| have)? moved\b|\b(?:our|we) \w+ (?:has |have )?moved\b|\bour (?:new )?"
+    r"\b(?:our|we) \w+ (?:has |have )?moved\b|\bour (?:new )?"
     r"(?:address|location|premises)\b|(?:店|公司|诊所|工作室)搬|新店|开业"
 )
 # Whose a destination is. A verb of sending ("ship to", "enviadas para", 寄到) names a person's address only with
@@ -1047,12 +1061,12 @@ CARD_NAME_AFTER = 24
 # A number grouped in fours as the networks print it, starting as they issue, is a card's when a card is spoken of
 # this far around it, either side ("…not a valid card number. I typed 4929 1834 5562 0911 …, an ordinary Visa").
 GROUPED_CARD_TALK = 80
-# A card's number spoken of as one: with a number run together (no grouping) of a card's usual length (16 digits, 15
-# for American Express) that starts as the networks issue, this near either side, it is the card's whatever its check
-# digit ("…keeps saying 'Please enter a valid card number' when I put in 4248…"). Stricter than CARD_WORD: 卡 alone
-# is in 打卡 and 卡车.
+# A card's number spoken of as one: with a number run together (no grouping) of a card's length (16 digits, 15 for
+# American Express, up to 19 for UnionPay and Maestro) that starts as the networks issue, this near either side, it is
+# the card's whatever its check digit ("…keeps saying 'Please enter a valid card number' when I put in 4248…", 卡号输了
+# 6228…). Stricter than CARD_WORD: 卡 alone is in 打卡 and 卡车.
 CARD_NUMBER_TALK = re.compile(r"\bcard (?:number|no\b|details)|\bcard ?#|卡号|银行卡|信用卡|借记卡|储蓄卡")
-CARD_RUN_LENGTHS = frozenset({15, 16})
+CARD_RUN_LENGTHS = frozenset(range(15, 20))
 # The first digits the card networks issue under (Visa 4, Mastercard 51-55 and 22-27, American Express 34/37, Diners
 # and JCB 36/38/35, UnionPay 62, Discover 6011/644-65): a number named a card must start as one ("visa application
 # 20240512345678" is no card).
