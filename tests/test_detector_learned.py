@@ -114,14 +114,22 @@ def test_a_verdict_and_a_bare_new_value_is_a_fact_put_right(
 @pytest.mark.parametrize(
     ("message", "before"),
     [
-        ("That's wrong, it's Terminal 2.", "Your flight leaves from Terminal 1."),
+        pytest.param(
+            "That's wrong, it's Terminal 2.",
+            "Your flight leaves from Terminal 1.",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="known miss of the thirty-first model: P(correction) 0.496, just under the verdict's bar "
+                "(0.5); the thirtieth read it at 0.5 or more",
+            ),
+        ),
         pytest.param(
             "错了，会议改到周四了。",
             "会议在周三。",
             marks=pytest.mark.xfail(
                 strict=True,
-                reason="known miss of the thirtieth model: P(correction) 0.39, under the verdict's bar (0.5); the "
-                "twenty-ninth read it at 0.5 or more",
+                reason="known miss of the thirtieth and thirty-first models: P(correction) 0.39 and 0.37, under the "
+                "verdict's bar (0.5); the twenty-ninth read it at 0.5 or more",
             ),
         ),
     ],
@@ -170,7 +178,7 @@ def test_a_doubt_without_a_value_is_no_fact_and_unsure_inside_the_band(learned: 
         assert found.type is CorrectionType.NONE
         assert found.unsure == (learned.combination.unsure_low <= correction)
     # A value stated instead is a fact put right when the model is sure of it, and unsure inside the band otherwise
-    # (the thirtieth model: P(correction) 0.92, under correction_at 0.94; the twenty-ninth found it at 0.88).
+    # (the thirty-first model: P(correction) 0.95, at correction_at 0.94; the thirtieth read it at 0.92, under it).
     stated = detect("报销上限早就调到八百了", "根据规定，差旅报销的上限是五百元。", learned)
     stated_at = 1 - stated.probabilities["none"]
     if stated_at >= learned.combination.correction_at:
@@ -540,15 +548,11 @@ def test_the_users_own_input_put_right_is_no_fact_the_model_alone_finds() -> Non
             CorrectionType.PREFERENCE,
         ),
         # a correction in it stands: the rules find it themselves
-        pytest.param(
+        # (the thirtieth model read it at P(correction) 0.93, under correction_at 0.94; the thirty-first at 0.95)
+        (
             "Now the same for March. And the rate is 4.5%, not 4%.",
             "February's interest at 4% comes to $120.",
             CorrectionType.FACTUAL,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="known miss of the thirtieth model: P(correction) 0.93, under correction_at 0.94 (unsure: a "
-                "workspace model is asked); 0.88 before",
-            ),
         ),
     ],
 )
