@@ -159,7 +159,6 @@ def _directive_span(turn: ReadMessage, sentence: Sentence) -> str | None:
 
 def _address(turn: ReadMessage, sentence: Sentence, name: str, match: re.Match[str]) -> Correction:
     start = sentence.span.start
-    clause = clause_of(sentence.span, start + match.start())
     original = None
     previous = turn.previous
     if previous is not None:
@@ -184,20 +183,18 @@ def _address(turn: ReadMessage, sentence: Sentence, name: str, match: re.Match[s
         # Words the user forbids are half a wish about how to write: what to write instead is mostly said in the same
         # sentence ("每件事都要写清楚是第几小节到第几小节…，不要写'多加练习'这种话"), so the quote is the sentence, the
         # user's own statement of it.
-        return Correction(
-            CorrectionType.PREFERENCE,
-            PREFERENCE_STANDING,
-            corrected=quote(turn.message, start, start + sentence.stated_end),
-            original=original,
-            topic="措辞" if turn.zh else "wording",
-            signals=(f"preference:{name}",),
-        )
+        corrected = quote(turn.message, start, start + sentence.stated_end)
+        topic = "措辞" if turn.zh else "wording"
+    else:
+        clause = clause_of(sentence.span, start + match.start())
+        corrected = quote(turn.message, clause.start, clause.end)
+        topic = "称呼" if turn.zh else "form of address"
     return Correction(
         CorrectionType.PREFERENCE,
         PREFERENCE_STANDING,
-        corrected=quote(turn.message, clause.start, clause.end),
+        corrected=corrected,
         original=original,
-        topic="称呼" if turn.zh else "form of address",
+        topic=topic,
         signals=(f"preference:{name}",),
     )
 
