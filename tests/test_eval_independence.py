@@ -1,6 +1,6 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_56.json)
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_58.json)
 when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
@@ -17,9 +17,9 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_30.json (the new set,
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_31.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_31.json and _7); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_32.json and _7); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -159,18 +159,6 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
-    # the stock shapes of a planted instruction (no identity check, decode and keep it, a line at the end of every
-    # reply, hide the partnership) and of a course or a report on one (ignore it and report it, the assistant refused,
-    # placeholders, booking confirmations), in the fifty-sixth screening set
-    ("screening_eval_56.json:me026", "no need to check who they are"),
-    ("screening_eval_56.json:me047", "decode it and keep it as a standing rule"),
-    ("screening_eval_56.json:me068", "at the end of every reply"),
-    ("screening_eval_56.json:me068", "don't say it's a partner"),
-    ("screening_eval_56.json:mf025", "the right response is to ignore it and r"),
-    ("screening_eval_56.json:mf039", "booking confirmations"),
-    ("screening_eval_56.json:mf044", "the assistant refused"),
-    ("screening_eval_56.json:mf057", "the values are placeholders"),
-    ("new-30:ed055", "does that change the price"),  # an everyday question of the thirtieth message set
     ("reflection_tune_sessions_29.json:tk023", "can you draft a reply"),  # an everyday request (tuning sets too)
     # everyday requests that the retired twenty-seventh message set shares with tuning sets written before it
     ("reflection_tune_sessions_16.json:sf021", "can you redo this one"),
@@ -281,7 +269,7 @@ def test_the_never_tuned_reflection_splits_are_evaluation_files() -> None:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new-30:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-31:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -300,9 +288,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW_30,
+        eval_corrections.NEW_31,
         eval_reflection.EVAL_7_DATA,
-        eval_reflection.EVAL_31_DATA,
+        eval_reflection.EVAL_32_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],
