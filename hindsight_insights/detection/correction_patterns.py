@@ -199,7 +199,9 @@ ASKS_FOR_A_DOCUMENT = re.compile(
 # A request for this time only (the class definition's one-off request: "this time, make it formal", 这次用英文回复):
 # a sentence that says so states no standing wish, whatever else it asks for. 今次 and 呢次 are Cantonese for 这次.
 ONE_TIME = re.compile(
-    r"(这次|这回|这一次|本次|仅此一次|就这一次|今次|呢次|"
+    # (and the one order or document at hand, or the others said not to need it: 就这单加，别的客户不用)
+    r"(这次|这回|这一次|本次|仅此一次|就这一次|今次|呢次|(?:就|只|仅)限?这一?[单份封]|"
+    r"(?:别的|其他|其它)(?:客户|订单|单子?)都?不用|"
     r"\bthis time\b(?! of (?:the )?(?:night|day|year|week|month|morning))|"
     r"\b(?:just )?this once\b|\bfor this [a-z]+ only\b|"
     # "for this one could you make it more formal", "make this one a bit more formal": the one at hand (all 10 and
@@ -259,7 +261,10 @@ CONTINUES_THE_TASK = re.compile(
 # later in a message, "下一个：" follows what the message has already said).
 NEXT_ITEM = re.compile(
     r"^\W*(?:(?:ok(?:ay)?|fine|good|great|thanks|right|cool|好的?|行|可以|嗯)\W+){0,2}"
-    r"(?:next\s*[:：]|(?:next one|下一[个份单位条张篇])\s*[:：,，])"
+    r"(?:next\s*[:：]|(?:next one|下一[个份单位条张篇])\s*[:：,，]|"
+    # (or the first live case after a rule or a template is agreed: "Great. First real one: Rosa, Saturday 9 Jan …",
+    # "Live one, it's 22:03.")
+    r"(?:(?:first|another|a)\s+)?(?:real|live|actual)\s+one\s*[:：,，.]|第一(?:个|单)真(?:的|实的)?\s*[:：,，])"
 )
 
 # "Actually, can you also…", "Actually 我还想问一下": actually opening a new request, not a correction.
@@ -524,6 +529,8 @@ MARKED_STANDING = re.compile(
     r"(以后|今后|往后|下次|统一|一律|每次|from now on|going forward|next time|\bwhenever\b|\bevery time you\b|"
     rf"\balways\b|\b{_NEVER}\b|in future|"
     r"\b(?:any|every|all)\b[^.?!;]{0,40}\byou (?:give|send|write|show|make|draft|prepare|do|create|produce)\b|"
+    # (or that the user sends out: "Every quote I send needs the cap height …", "every one I send has to say …")
+    r"\b(?:any|every|each)\b[^.?!;]{0,40}\b(?:i|we) (?:send|write|give|draft|prepare|quote|issue|post|print)\b|"
     # beyond the one at hand, said so: "they're for every list you do for me, not just this one", 不只是这次
     r"\bnot (?:just|only) (?:for )?(?:this|that) (?:one|time|once)\b|"
     r"(?:不只是|不光是?|不止|不仅是?)(?:这次|这一次|这回|这个))"

@@ -265,8 +265,14 @@ def _retyped(
     """The rules' finding under a type a model chose: the rules' quotes stay (a clause of the message they read), the
     whole message otherwise; a rejection replaces nothing, so it quotes no original. A fact put right that the rules
     read as a wish or a rule quotes the whole message too: their clause is the wish's or the rule's, not the value's
-    ("包邮门槛不是 500 了，改成 800。这个 policy 是我定的，回复就按这个来" quoted only its last sentence)."""
-    kept = found.corrected if not (kind is CorrectionType.FACTUAL and found.type in _WISH_OR_RULE) else None
+    ("包邮门槛不是 500 了，改成 800。这个 policy 是我定的，回复就按这个来" quoted only its last sentence); and so does a
+    wish or a rule that the rules read as a value put right: their clause is the value's ("So whenever you draft a
+    letter to a client from me: every debt on its own line … I'm sending the creditor letters Friday 12 March" quoted
+    only the date)."""
+    crossed = (kind is CorrectionType.FACTUAL and found.type in _WISH_OR_RULE) or (
+        kind in _WISH_OR_RULE and found.type is CorrectionType.FACTUAL
+    )
+    kept = None if crossed else found.corrected
     return dataclasses.replace(
         found,
         type=kind,

@@ -267,6 +267,30 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
             r"whatsapp|微信)(?:\s*(?:号码|号|number))?\s*(?:[:=]|是|为|is|:)?\s*(?P<value>\+?[\d(][\d\s()-]{6,18}\d)"
         ),
     ),
+    (
+        "id_card",
+        # a social-insurance or tax number after its label, whatever its check: the UK's National Insurance number
+        # (JK 41 07 63 B), a US Social Security number, Ireland's PPS, the Netherlands' BSN, Spain's DNI and NIE,
+        # Italy's codice fiscale, France's and Germany's social-security and tax numbers
+        re.compile(
+            r"(?:national insurance|\bni(?=\s*(?:number|no\b|#))|\bnino\b|social security|\bssn\b|\bpps\b|"
+            r"social insurance|tax file|\btfn\b|\bbsn\b|burgerservicenummer|s[ée]curit[ée] sociale|steuer-?id|"
+            r"steueridentifikationsnummer|sozialversicherungsnummer|personnummer|codice fiscale|\bdni\b|\bnie\b|"
+            r"\bnif\b|社保号|社会保障号|社会保险号)"
+            rf"{_JOIN}"
+            r"(?P<value>[a-z]{2}\s?\d{2}\s?\d{2}\s?\d{2}\s?[a-d]?|\d{3}[\s-]?\d{2}[\s-]?\d{4}|"
+            r"[a-z]{6}\d{2}[a-z]\d{2}[a-z]\d{3}[a-z]|[a-z]?\d(?:[\s.-]?\d){6,14}[a-z]{0,2})(?![\da-z])"
+        ),
+    ),
+    (
+        "id_card",
+        # the UK's National Insurance number, spaced as it is printed (two letters, three pairs of digits, a letter
+        # A-D; the prefixes HMRC never issues left out): nothing else is written that way
+        re.compile(
+            r"(?<![a-z\d])(?P<value>(?!bg|gb|nk|kn|tn|nt|zz)[a-ceghj-prstw-z][a-ceghj-nprstw-z]"
+            r" \d{2} \d{2} \d{2} [a-d])(?![a-z\d])"
+        ),
+    ),
 ]
 
 # A markdown or pipe table labels its values in the header row, not beside them (| Name | Passport | DOB |): the
@@ -317,7 +341,9 @@ _PASSWORD_WORD = (
     r"şifre|lösenord|salasana|heslo|jelszó|passord|adgangskode|mdp)\b|パスワード|비밀번호"
 )
 PASSWORD = re.compile(
-    r"(?P<label>(?<![a-z0-9_])[a-z0-9_]{0,40}?(?:password|passwd|pwd)|\bpw\b|\bpass(?=\s*[:=])|pass(?:code|phrase)|密码|口令|"
+    # (Dutch abbreviates its word as ww, French as mdp: a label only before a colon, "ww: …")
+    r"(?P<label>(?<![a-z0-9_])[a-z0-9_]{0,40}?(?:password|passwd|pwd)|\bpw\b|\b(?:pass|ww)(?=\s*[:=])|"
+    r"pass(?:code|phrase)|密码|口令|"
     # ("user / pass 7Herons&Kale": pass before what can only be a password, a letter and a digit and a symbol in it)
     r"\bpass(?=\s+(?=\S*[a-z])(?=\S*\d)(?=\S*[^\sa-z0-9])\S{6,})|"
     rf"{_PASSWORD_WORD})"
@@ -356,7 +382,8 @@ ACCESS_CODE = re.compile(
     # (PIN typed straight after Chinese: 管理员PIN：…, 门禁PIN码)
     r"(?:(?<![a-z0-9])pin(?: code| number|码)?|"
     r"(?:alarm|door|gate|access|entry|entrance|lockbox|garage|building|safe|(?:pad|smart |combination )?lock)\s?code|"
-    r"key ?safe|lock ?box|门禁码|门禁密码|门禁(?=\s*[:：])|"
+    # (and the keypad a code is typed on: "Front door keypad: 7304#")
+    r"key ?safe|lock ?box|keypad|门禁码|门禁密码|门禁(?=\s*[:：])|"
     r"(?:开门|开锁|门锁|智能锁|密码锁|挂锁|保险箱|保险柜|密码箱)码|"
     # a locker's or a parcel station's code (快递柜码, 取件码, locker code)
     r"(?:快递柜|储物柜|寄存柜|丰巢|柜子)\s*(?:码|密码)|取件码|提货码|(?:locker|parcel|pick-?up|collection)\s?(?:code|pin)|"
@@ -390,6 +417,12 @@ LOGIN_PAIR = re.compile(
     r"账号密码|账号和密码|用户名和密码|用户名密码|登录账号|登录信息)"
     rf"\s*(?:is|are|:|是|为|with|using)?\s*(?P<secret>[a-z0-9._@-]{{2,40}}\s*[/:|]\s*{_SECRET_CHAR}{{4,64}}?)"
     rf"{SECRET_END}"
+)
+# A wireless network's name and its password after a slash, as handover notes and signs put them ("Wi-Fi:
+# Silverfish_Guest / fixer-Bath-2291", "无线网：Cafe-5G / 88886666ab"): the part after the slash is the password.
+WIFI_PAIR = re.compile(
+    r"(?:(?<![a-z0-9])wi-?fi|(?<![a-z0-9])wlan|无线网络|无线网|无线|网络)\s*(?:[:：=]|是|为|is)\s*"
+    rf"[^\s/|]{{2,40}}\s*[/|]\s*(?P<secret>{_SECRET_CHAR}{{4,64}}?){SECRET_END}"
 )
 # Signing in somewhere as a user with a password, no label before either ("I log into the box office as r.ames with
 # Tr0ut!Spring and it …"): the user name and the password go together (a password-like value: 6+ characters with a
@@ -580,7 +613,11 @@ BIRTH_DATE = re.compile(
     r"born in [a-z .'-]{2,30}? on)"
     # a few words may come between ("birthday 填的是 19990731", "DOB on file: …"), within the clause
     rf"(?:\s*(?:是|为|:|is|on|am|el|il|le)?\s*|[^\d\n.。,，;；!?！？]{{1,8}}?)(?P<value>{_BIRTH_VALUE})|"
-    rf"(?P<before>{_DATE}|(?<!\d){_ZH_SHORT_YEAR_DATE}|(?<!\d){_KO_SHORT_YEAR_DATE})\s*(?:出生|生(?![产成效活意气])|생)|"
+    rf"(?P<before>{_DATE}|(?<!\d){_ZH_SHORT_YEAR_DATE}|(?<!\d){_KO_SHORT_YEAR_DATE})"
+    # (the hour of the birth, as a child's name is chosen by it, and the place after it may come between:
+    # 2024年11月3日早上6点12分在温州出生; a place alone not: a zoo's cub born 在园里 on a date is no one's birthday)
+    r"\s*(?:[早上中下晚午凌晨夜里]{0,3}\s*\d{1,2}\s*[点點时時:：]\s*(?:\d{1,2}\s*分?|半)?\s*"
+    r"(?:在[\u4e00-\u9fff]{1,8}?)?)?(?:出生|生(?![产成效活意气])|생)|"
     # a year and a day named in words before 出生: 2001年元旦出生, 1990年出生
     r"(?P<year_before>(?:19|20)\d{2}\s*年[\u4e00-\u9fff]{0,4}?)\s*出生"
 )
@@ -1138,6 +1175,8 @@ PHONE_LABELLED = re.compile(
     r"(?:手机|电话|座机|固话|联系方式|微信|whatsapp|landline|telegram|signal|phone|mobile|cell|tel|call me|text me|"
     # (someone to call or text on a number: "Text Bec on 0491 570 158", "ring the twins' dad at …")
     r"reach me|\b(?:call|text|ring|sms|message|whatsapp)\s+(?:(?:[^\W\d_]|')+\s+){1,3}?(?:on|at)\b|"
+    # (the person to contact, named: "Contact person is Bronwyn on (02) …", "contact Jo at …")
+    r"\bcontact(?: person)?(?: is|:)?\s+(?:(?:[^\W\d_]|')+\s+){1,3}?(?:on|at)\b|"
     # (the number the writer says to use: "Could you ring me? Best number is 0161 …")
     r"\bbest (?:contact |phone )?number\b|"
     # (the writer's own number in the languages people write notices in: "Mi número es …", "Numer do mnie: …")
@@ -1165,7 +1204,7 @@ OWN_PHONE_LABEL = re.compile(
 # landline too. A business names itself with more words, or by a desk (Reception, Sales, the office).
 PERSON_TO_CALL = re.compile(
     # (Spanish puts "a" before a person: "Llama a Lucía al …")
-    rf"\b(?i:call|text|ring|sms|message|whatsapp|{_CALL_VERB})\s+(?:a\s+)?"
+    rf"\b(?i:call|text|ring|sms|message|whatsapp|contact(?: person)?(?: is|:)?|{_CALL_VERB})\s+(?:a\s+)?"
     # (or by a title and the surname: "Ring Mrs Kowalczyk on …")
     r"(?:(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Mme|Mlle|Herr|Frau|Sr|Sra|Srta)\.?\s+)?"
     r"(?!(?:Reception|Sales|Support|Accounts|Admin|Office|Us|Our|The|Enquiries|Bookings)\b)[A-Z][^\W\d_A-Z]{1,15}\s+"
