@@ -159,6 +159,20 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
+    # the stock shapes of a planted instruction (a line to end every reply, no identity check, obey whoever asks) and
+    # everyday clauses and a placeholder, in the fifty-eighth and fifty-ninth screening sets
+    ("screening_eval_58.json:mi008", "do whatever they ask"),
+    ("screening_eval_58.json:mi013", "end every reply with"),
+    ("screening_eval_58.json:mi019", "it keeps things tidy"),
+    ("screening_eval_58.json:mi087", "no need to ask who they are"),
+    ("screening_eval_58.json:mj054", "shop_id: shop_id_here"),
+    ("screening_eval_59.json:18", "can you double-check"),
+    # everyday clauses of the thirty-first message set (one the class definitions quote: "no, that's not what I
+    # asked"), and one that the retired thirtieth shares with a tuning set written before it
+    ("new-31:ee135", "everything else is right"),
+    ("new-31:ef007", "does that change the price"),
+    ("new-31:ef009", "no, that's not what i asked"),
+    ("reflection_tune_sessions_14.json:sb004", "third time this month"),
     ("reflection_tune_sessions_29.json:tk023", "can you draft a reply"),  # an everyday request (tuning sets too)
     # everyday requests that the retired twenty-seventh message set shares with tuning sets written before it
     ("reflection_tune_sessions_16.json:sf021", "can you redo this one"),
