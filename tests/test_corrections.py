@@ -652,6 +652,32 @@ def test_a_wish_said_to_reach_beyond_the_one_at_hand_is_no_one_off() -> None:
     assert read("For this one, leave the March figures out.", "Here is the summary.").for_this_time_only
 
 
+def test_the_one_order_at_hand_or_the_others_said_not_to_need_it_is_a_one_off() -> None:
+    """就这单加，别的客户不用: the line is for this order only (the 7 training messages that say so are all none); a
+    wish that the user's own output marks standing ("Every quote I send needs …") is no one-off beside "just for this
+    job"."""
+    previous = "确认单草稿：灯具 LED par × 12，请核对以上内容。"
+    assert read("你在最后加一句，出货前会把地址都预设好。就这单加，别的客户不用。", previous).for_this_time_only
+    assert read("这份排成竖表，我要交财务，仅这一份。", previous).for_this_time_only
+    message = (
+        "Every quote I send needs the cap height of the main lettering in millimetres. "
+        "And just for this job, mention the scaffold that's already up."
+    )
+    assert marked_standing("every quote i send needs the cap height in millimetres") is not None
+    assert marked_standing("every one we issue has to say which enlarger") is not None
+    assert not read(message, "Subject: Quote — hand-painted fascia").for_this_time_only
+
+
+def test_the_first_live_case_after_a_template_opens_the_next_item() -> None:
+    """ "Great. First real one: Rosa, Saturday 9 Jan" gives the case the agreed template is for: no value it puts
+    right."""
+    previous = "Subject: booking confirmed\nDate & session: [date]\nChemistry: mixed [date] (fresh every Tuesday)"
+    assert not detect("Great. First real one: Rosa Achterberg, Saturday 9 Jan, afternoon.", previous).is_correction
+    assert "factual" in ruled_out("Great. First real one: Rosa Achterberg, Saturday 9 Jan, afternoon.", previous)
+    assert "factual" in ruled_out("Live one, it's 22:03. A man has just run up from the car park.", previous)
+    assert "factual" not in ruled_out("The real one is on Saturday 9 Jan, not Tuesday.", previous)
+
+
 @pytest.mark.parametrize(
     ("message", "approves"),
     [

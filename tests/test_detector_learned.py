@@ -651,6 +651,19 @@ def test_a_fact_the_rules_read_as_a_rule_quotes_the_whole_message() -> None:
     assert found.type is CorrectionType.FACTUAL and found.corrected == message
 
 
+def test_a_wish_the_rules_read_as_a_value_put_right_quotes_the_whole_message() -> None:
+    """The rules read the dates of the redo request as a value put right; the model reads the wish before them: the
+    date's clause is no quote of the wish, the whole message is."""
+    message = (
+        "So whenever you draft a client letter for me: each debt on its own line with the creditor and the amount. "
+        "I'm writing to the lenders on Monday 8 April."
+    )
+    rules = Correction(CorrectionType.FACTUAL, IMPLICIT, corrected="I'm writing to the lenders on Monday 8 April")
+    probabilities = {"factual": 0.005, "preference": 0.99, "process": 0.0, "negative": 0.0, "none": 0.005}
+    found = combine(rules, message, probabilities, Combination(frozenset(), 0.9, 0.8, 0.95, 0.95))
+    assert found.type is CorrectionType.PREFERENCE and found.corrected == message
+
+
 def test_a_clause_marked_standing_is_read_alone(learned: LearnedDetector) -> None:
     """A standing wish in the last clause of a long sentence of reasons is read alone too: whole, the reasons outweigh
     it."""

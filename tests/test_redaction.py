@@ -129,9 +129,36 @@ SECRETS: list[tuple[str, str, str]] = [
         "Could you post it to my flat rather than the shop? 14 Kloof Street, Gardens, Cape Town, 8001.",
         "14 Kloof Street",
     ),
+    # social-insurance, tax, licence, health-card and student numbers: after their labels, whatever their check
+    ("id_card", "Income £1,340 a month. My NI number is JK 41 07 63 B. Thanks, Alanna", "JK 41 07 63 B"),
+    ("id_card", "The new hire's national insurance no. QQ123456C is on the P45.", "QQ123456C"),
+    ("id_card", "Her SSN 219-09-9999 was on the rental form.", "219-09-9999"),
+    ("id_card", "NHS number 943 476 5919, born in Leeds, allergic to penicillin.", "943 476 5919"),
+    ("id_card", "my driver's licence number is D1234567 if the hire desk asks", "D1234567"),
+    ("id_card", "驾驶证号：110105199003071234，扣了6分还能年审吗？", "110105199003071234"),
+    ("id_card", "学号 20231145，姓名林晓，帮我写请假条", "20231145"),
+    # the UK's National Insurance number alone, spaced as it is printed
+    ("id_card", "for the payroll form: AB 12 34 56 C, starting Monday", "AB 12 34 56 C"),
+    # Dutch abbreviates wachtwoord as ww, a label before a colon
+    ("password", 'Gegevens: account "de-kelderband", ww: Kelderbas_88!donder. Zet er ook bij', "Kelderbas_88!donder"),
+    # a keypad's code, and a Wi-Fi network's password after its name and a slash
+    ("password", "Front door keypad: 7304# (change it if anyone leaves)", "7304"),
+    ("password", "Wi-Fi: Silverfish_Guest / fixer-Bath-2291\nSlotbook admin", "fixer-Bath-2291"),
+    ("password", "无线网：Cafe-5G / 88886666ab，客人问就给", "88886666ab"),
+    # a person to contact, named before the number: their own line, a landline too
+    ("phone", "Contact person is Bronwyn on (02) 5550 4173, evenings only.", "5550 4173"),
+    # the hour and the place of the birth between the date and 出生
+    ("birth_date", "姓郑，男孩，2024年11月3日早上6点12分在温州出生的，想取名", "2024年11月3日"),
 ]
 
 BENIGN: list[str] = [
+    # a public helpline after a health service's name; a business's line to contact; a zoo's cub born on a date; a
+    # Wi-Fi switch; contributions named, no number
+    "Call NHS 111 if the fever gets worse overnight.",
+    "Contact our office on (02) 5550 4173 for bookings.",
+    "小熊猫“团子”是2025年6月2日在园里出生的，现在体重2.4公斤。",
+    "wifi: on / off, bluetooth: off",
+    "national insurance contributions of 2,400 a year",
     "订单号 2024112300012 还没发货",
     "order #4111111111111111 was shipped",
     "快递单号 YT2412345678901，金额 ¥1,299.00",

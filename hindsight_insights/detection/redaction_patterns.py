@@ -271,15 +271,19 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
         "id_card",
         # a social-insurance or tax number after its label, whatever its check: the UK's National Insurance number
         # (JK 41 07 63 B), a US Social Security number, Ireland's PPS, the Netherlands' BSN, Spain's DNI and NIE,
-        # Italy's codice fiscale, France's and Germany's social-security and tax numbers
+        # Italy's codice fiscale, France's and Germany's social-security and tax numbers; and a driver's licence,
+        # a health card (社保卡, NHS, Medicare) and a student's number
         re.compile(
             r"(?:national insurance|\bni(?=\s*(?:number|no\b|#))|\bnino\b|social security|\bssn\b|\bpps\b|"
             r"social insurance|tax file|\btfn\b|\bbsn\b|burgerservicenummer|s[ée]curit[ée] sociale|steuer-?id|"
             r"steueridentifikationsnummer|sozialversicherungsnummer|personnummer|codice fiscale|\bdni\b|\bnie\b|"
-            r"\bnif\b|社保号|社会保障号|社会保险号)"
+            r"\bnif\b|社保号|社会保障号|社会保险号|"
+            # a driver's licence, a health card and a student's number, which name one person as well
+            r"driv(?:er'?s?|ing) licen[cs]e|驾驶证|驾照|nhs (?:number|no\b)|medicare (?:number|card|no\b)|"
+            r"health (?:card|insurance) (?:number|no\b)|社保卡|医保卡|社会保障卡|学号|student (?:number|id))"
             rf"{_JOIN}"
             r"(?P<value>[a-z]{2}\s?\d{2}\s?\d{2}\s?\d{2}\s?[a-d]?|\d{3}[\s-]?\d{2}[\s-]?\d{4}|"
-            r"[a-z]{6}\d{2}[a-z]\d{2}[a-z]\d{3}[a-z]|[a-z]?\d(?:[\s.-]?\d){6,14}[a-z]{0,2})(?![\da-z])"
+            r"[a-z]{6}\d{2}[a-z]\d{2}[a-z]\d{3}[a-z]|[a-z]{0,3}\d(?:[\s.-]?\d){5,17}[a-z]{0,2})(?![\da-z])"
         ),
     ),
     (
