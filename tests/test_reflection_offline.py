@@ -528,8 +528,12 @@ def test_a_wish_beside_the_users_own_number_put_right_is_still_learned(
     )
     first = "帮我给 Leeds 那个客户出个 quote，oak veneer 门板，2040×820×40mm，一个 40HQ，FOB Xiamen 价格 USD 31.60/m²。"
     found = detect(message, _DOOR_QUOTE, learned)
-    assert found.type is CorrectionType.FACTUAL  # (the thirtieth model reads a fact put right: P 0.99)
-    assert own_input_put_right(found, message, [first], [_DOOR_QUOTE]).type is CorrectionType.NONE
+    # The thirtieth and thirty-first models read a fact put right (P 0.99), the user's own input: no lesson. The
+    # thirty-second reads the wish (P 0.97) where the rules read the value, and so quotes the whole message.
+    if found.type is CorrectionType.FACTUAL:
+        assert own_input_put_right(found, message, [first], [_DOOR_QUOTE]).type is CorrectionType.NONE
+    else:
+        assert found.type is CorrectionType.PREFERENCE and found.corrected == message
     record(
         store,
         "door1",
