@@ -668,6 +668,24 @@ def test_the_one_order_at_hand_or_the_others_said_not_to_need_it_is_a_one_off() 
     assert not read(message, "Subject: Quote — hand-painted fascia").for_this_time_only
 
 
+def test_an_answer_to_what_the_assistant_only_asked_changes_no_fact_of_its() -> None:
+    """ "Rank's moved this year to the Corn Exchange side" answers "Where's the rank?": the assistant stated nothing of
+    the rank that the answer could change. The same words after a statement about it are a fact put right."""
+    asked = "Sure, a few things I'll need:\n1. Market dates?\n2. Where's the rank?"
+    answer = "Market runs 26 Nov to 23 Dec. Rank's moved this year to the Corn Exchange side, not the cathedral side."
+    assert not detect(answer, asked).is_correction
+    stated = "The rank is on the cathedral side, as every year."
+    assert detect(answer, stated).type is FACTUAL
+
+
+def test_a_message_that_lets_it_go_rejects_nothing_the_model_alone_finds() -> None:
+    """ "那可能是别的原因，算了，谢谢": the user drops the matter (131 of the 132 training messages that do are
+    none)."""
+    previous = "可以检查一下 compose 文件里 worker 的重启策略是不是自动重启。"
+    assert "negative" in ruled_out("是自动重启，那可能是别的原因，算了，谢谢", previous)
+    assert "negative" not in ruled_out("是自动重启，那可能是别的原因，谢谢", previous)
+
+
 def test_the_first_live_case_after_a_template_opens_the_next_item() -> None:
     """ "Great. First real one: Rosa, Saturday 9 Jan" gives the case the agreed template is for: no value it puts
     right."""

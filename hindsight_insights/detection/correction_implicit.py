@@ -125,7 +125,9 @@ def _changed_fact(turn: ReadMessage, sentence: Sentence) -> Correction | None:
     update = patterns.UPDATE.search(text)
     if not update:
         return None
-    previous_words = turn.previous_anchors
+    # (the assistant's statements only: what it merely asked about, "Where's the rank?", it said nothing of that the
+    # answer could change)
+    previous_words = turn.previous_stated_anchors
     for clause in clauses(sentence.span):
         if clause.start >= sentence.span.start + sentence.stated_end or not patterns.STATEMENT.search(clause.text):
             continue

@@ -206,6 +206,14 @@ class ReadMessage:
         return anchors(self.previous.text) if self.previous else frozenset()
 
     @cached_property
+    def previous_stated_anchors(self) -> frozenset[str]:
+        """The content words of the assistant's turn outside its questions (sentences ending with a question mark)."""
+        if self.previous is None:
+            return frozenset()
+        stated = (span.text for span in sentences(self.previous.text))
+        return anchors(" ".join(piece for piece in stated if not piece.rstrip().endswith(("?", "？"))))
+
+    @cached_property
     def previous_quantities(self) -> list[Quantity]:
         return quantities(self.previous.text, clause_spans(self.previous)) if self.previous else []
 
@@ -214,7 +222,7 @@ class ReadMessage:
         once for all of them: its anchors and quantities are shared, not computed again per sentence."""
         turn = ReadMessage(fold(text), self.previous, [])
         turn.sentences = [analyse(span) for span in sentences(turn.message.text)]
-        for name in ("previous_anchors", "previous_quantities"):
+        for name in ("previous_anchors", "previous_stated_anchors", "previous_quantities"):
             turn.__dict__[name] = getattr(self, name)
         return turn
 
