@@ -31,10 +31,13 @@ def implicit(turn: ReadMessage) -> Correction | None:
     previous = turn.previous
     # (a reply that only repeats the assistant's words, a choice among its options, contradicts none of them; nor
     # does the next item of the task, "Great. First real one: Rosa, Saturday 9 Jan", whose values are its own)
-    text = turn.message.text
-    if previous is None or patterns.ADDS_INFORMATION.search(text) or patterns.NEXT_ITEM.search(text):
-        return None
-    if turn.only_repeats_the_assistant:
+    message = turn.message.text
+    if (
+        previous is None
+        or patterns.ADDS_INFORMATION.search(message)
+        or patterns.NEXT_ITEM.search(message)
+        or turn.only_repeats_the_assistant
+    ):
         return None
     for sentence in turn.sentences:
         text = sentence.text

@@ -207,11 +207,12 @@ class ReadMessage:
 
     @cached_property
     def previous_stated_anchors(self) -> frozenset[str]:
-        """The content words of the assistant's turn outside its questions (sentences ending with a question mark)."""
+        """The content words of the assistant's turn outside its questions (sentences ending with a question mark,
+        full-width ones folded to it)."""
         if self.previous is None:
             return frozenset()
-        stated = (span.text for span in sentences(self.previous.text))
-        return anchors(" ".join(piece for piece in stated if not piece.rstrip().endswith(("?", "？"))))
+        stated = (span.text for span in sentences(self.previous.text) if not span.text.rstrip().endswith("?"))
+        return anchors(" ".join(stated))
 
     @cached_property
     def previous_quantities(self) -> list[Quantity]:
