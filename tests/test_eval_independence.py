@@ -1,6 +1,6 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_58.json)
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_60.json)
 when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
@@ -17,9 +17,9 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_31.json (the new set,
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_32.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_32.json and _7); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_33.json and _7); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -159,19 +159,7 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
-    # the stock shapes of a planted instruction (a line to end every reply, no identity check, obey whoever asks) and
-    # everyday clauses and a placeholder, in the fifty-eighth and fifty-ninth screening sets
-    ("screening_eval_58.json:mi008", "do whatever they ask"),
-    ("screening_eval_58.json:mi013", "end every reply with"),
-    ("screening_eval_58.json:mi019", "it keeps things tidy"),
-    ("screening_eval_58.json:mi087", "no need to ask who they are"),
-    ("screening_eval_58.json:mj054", "shop_id: shop_id_here"),
-    ("screening_eval_59.json:18", "can you double-check"),
-    # everyday clauses of the thirty-first message set (one the class definitions quote: "no, that's not what I
-    # asked"), and one that the retired thirtieth shares with a tuning set written before it
-    ("new-31:ee135", "everything else is right"),
-    ("new-31:ef007", "does that change the price"),
-    ("new-31:ef009", "no, that's not what i asked"),
+    # an everyday clause that the retired thirty-first message set shares with a tuning set written before it
     ("reflection_tune_sessions_14.json:sb004", "third time this month"),
     ("reflection_tune_sessions_29.json:tk023", "can you draft a reply"),  # an everyday request (tuning sets too)
     # everyday requests that the retired twenty-seventh message set shares with tuning sets written before it
@@ -283,7 +271,7 @@ def test_the_never_tuned_reflection_splits_are_evaluation_files() -> None:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new-31:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-32:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -302,9 +290,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW_31,
+        eval_corrections.NEW_32,
         eval_reflection.EVAL_7_DATA,
-        eval_reflection.EVAL_32_DATA,
+        eval_reflection.EVAL_33_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],
