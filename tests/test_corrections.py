@@ -72,6 +72,8 @@ TRIGGERS: dict[CorrectionType, list[tuple[str, str | None, str]]] = {
         ("time zone zh", None, "时间都用北京时间"),
         ("language zh", None, "以后跟我说话用中文"),
         ("language en", None, "Reply in Spanish from now on."),
+        ("language, the version marked standing zh", None, "以后英文版都不用了，只要中文。"),
+        ("standing wish, replies written for the user zh", None, "以后你帮我回问退货的客人，都要讲明运费谁出。"),
         ("code language en", None, "When you give me code, use Python 3 and add type hints."),
         ("tone zh", None, "别用那么多 emoji，我看着累"),
         ("tone en", None, "Please never use emojis in your replies."),
@@ -165,6 +167,13 @@ LOOKALIKES: list[tuple[str, str | None, str]] = [
     ("follow-up question zh", "您的会员将于 6 月 30 日到期。", "如果到期了不续费会怎么样？"),
     ("self-correction zh", "已为您预约 3 号会议室。", "我说错了，我要的是 5 号会议室"),
     ("self-correction en", "Report is ready.", "Sorry, my typo — I meant the Q3 report."),
+    # the user takes back their own words of a moment before, in the same message
+    ("self-repair zh", "好的，几号开始卖？", "三斤装，39块一箱，下周二开卖。哦不对，下周四，周二车到不了。"),
+    ("self-repair zh", "水温怎么样？", "这几天风大得很……不对，是风小，就是闷。鱼还吃食吗？"),
+    ("self-repair en", "Which day is the stall on?", "It's the 6th, oh no sorry, the 7th, the 6th is the parade."),
+    # a version of the work declined: the piece at hand, no way of answering
+    ("declined version zh", "这是中日双语的菜单。", "就这样，日文版不用了，客人都看得懂。"),
+    ("declined version en", "Here's the flyer in English and French.", "Great. Skip the French version."),
     ("own slip zh", None, "我把密码输错了三次，账号被锁了怎么办"),
     ("word look-alike zh", None, "错别字检查功能怎么用？"),
     ("word look-alike zh", None, "不对称加密和对称加密有什么区别"),
@@ -450,6 +459,11 @@ def test_good_alone_approves(approval: str) -> None:
             False,
             False,
         ),
+        # a hesitation and a "no" after the user's own words take them back; after the assistant's value, or opening
+        # the message, the same words put the assistant right
+        ("好的，我来写营业时间的通知。", "早上八点开。啊不对，八点半，冬天晚半小时。", True, False, False),
+        ("每杯 20 块。", "你写的 20 块……不对，是 22 块一杯。", False, False, False),
+        ("您的座位在大厅。", "不对不对，票上印的是小厅。", False, False, False),
         ("请问你们是 beginner 还是 intermediate? 我们按水平分组。", "intermediate, 去年上过一周课", False, False, True),
         ("你们总部在南山对吧？", "总部去年搬到前海了", False, False, False),  # a confirmation asked: may be put right
         ("Your cat is a Maine Coon, right?", "ragdoll haha", False, False, False),

@@ -149,6 +149,12 @@ SECRETS: list[tuple[str, str, str]] = [
     ("phone", "Contact person is Bronwyn on (02) 5550 4173, evenings only.", "5550 4173"),
     # the hour and the place of the birth between the date and 出生
     ("birth_date", "姓郑，男孩，2024年11月3日早上6点12分在温州出生的，想取名", "2024年11月3日"),
+    # a North American number grouped 3-3-4 after "call me at", also one whose area code mainland numbering knows
+    # (773: 0773 is Guilin's)
+    ("phone", 'Our walker Tess said "call me at 773.555.0148 if he limps again."', "773.555.0148"),
+    ("phone", "text me at 415-555-0139 when you land", "415-555-0139"),
+    # a Spanish street with a comma between its name and its number, the floor and door, the postcode and the town
+    ("address", "Envíalo a: Rosa Peláez\nC/ Almirante, 17, 3.º dcha., 28004 Madrid", "17, 3.º dcha., 28004 Madrid"),
 ]
 
 BENIGN: list[str] = [
@@ -158,6 +164,9 @@ BENIGN: list[str] = [
     "Contact our office on (02) 5550 4173 for bookings.",
     "小熊猫“团子”是2025年6月2日在园里出生的，现在体重2.4公斤。",
     "wifi: on / off, bluetooth: off",
+    # an ssh host key's fingerprint, which people compare aloud, and a bank's 3-3-4 line with no one's label
+    "The fingerprint is SHA256:q3Fd7Lk29xVbN0pRt5YzWc1Hs8mGu4JaE6iKoT2lQvX and ssh asks if I trust it",
+    "Lost card? The bank's line is 800-555-0199.",
     "national insurance contributions of 2,400 a year",
     "订单号 2024112300012 还没发货",
     "order #4111111111111111 was shipped",

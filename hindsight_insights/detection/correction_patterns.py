@@ -69,6 +69,14 @@ SELF_CORRECTION = _cues(
     ("self_typo_en", r"\b(sorry,? i meant|i (typed|wrote|said|gave you) the wrong|i was wrong)\b"),
 )
 
+# The user takes back what they said a moment before, in the same message: a hesitation and a "no" after their own
+# words ("下周一上。啊不对，下周三", "太热了……不对，是太冷了", "the 13th, ah no sorry, the 20th"). At the message's
+# start the same words answer the assistant ("不对不对，票上印的是小厅"); the caller reads only a cue after words.
+SELF_REPAIR = re.compile(
+    r"(?:[啊哦呃噢额诶哎欸]\s*,?\s*不对|不对不对|(?:\.{2,}|…+)\s*不对|"
+    r"\b(?:ah|oh|er|erm|um|uh),? no,? (?:sorry|wait)\b|\bno,? wait\b)"
+)
+
 # "never" that marks a wish or a rule standing: not the "never" of "never mind", which marks nothing.
 # (not an experience told in the perfect: "our undergrad who's never handled it", "spelling has never been my thing")
 _NEVER = r"(?<!has )(?<!have )(?<!had )(?<!'ve )(?<!'s )(?<!’ve )(?<!’s )never(?!\s?mind)"
@@ -136,6 +144,12 @@ DECLINE = re.compile(
     r"\b(no,? thanks|no,? thank you|no need|not now|not needed|i'?m good|that'?s ok|that'?s fine|we'?re good|"
     r"don'?t bother|"
     r"that'?s plenty|won'?t need (?:it|that|one|a|an|the|any))\b)"
+)
+# A version of the work declined ("英文版不用了，客人都看得懂", "skip the English version"): the piece at hand is not
+# wanted, no way of answering is asked for. No training message says so.
+VERSION_DECLINED = re.compile(
+    r"版(?:本)?(?:就|也|先)?(?:不用|不要|不需要)|\b(?:skip|no need for|don'?t need|don'?t bother with) (?:the|an?) "
+    r"[\w-]+ version\b"
 )
 # The assistant's turn offers more ("Would you like a comparison checklist?", 需要的话我也可以帮你算一下包装成本): a
 # message that declines then declines the offer. Of the 57 training messages that decline after such an offer, all
@@ -509,7 +523,8 @@ STANDING = re.compile(
 # The assistant's answers to this user, named: 给我, 回复我, 跟我, reply, with me. A standing marker plus one of these
 # is a wish about how to be answered, whatever its aspect (以后回复我的时候带上订单号).
 ADDRESSED = re.compile(
-    r"((?<![交留借还带])给我|发我|回复我|回我|回答我|跟我|对我|和我|告诉我|"
+    # (and the replies the assistant writes for the user: 以后你帮我覆任何问见唔见到海豚嘅客，都要讲明…)
+    r"((?<![交留借还带])给我|发我|回复我|回我|回答我|跟我|对我|和我|告诉我|(?<![交留借还带])帮我(?:回|覆|答复)|"
     r"\b(reply|respond|answer|talk to me|write to me|with me|to me|give me|send me|show me|tell me)\b|"
     # what the assistant does whenever it does a kind of thing: "when you list steps, number them"
     r"\b(when|whenever|each time|every time) you\b)"

@@ -133,8 +133,27 @@ class ReadMessage:
 
     @property
     def fixes_own_input(self) -> bool:
-        """The user puts right their own earlier input (patterns.SELF_CORRECTION: "sorry, I meant …", 我刚才打错了)."""
-        return patterns.first(patterns.SELF_CORRECTION, self.message.text) is not None
+        """The user puts right their own earlier input (patterns.SELF_CORRECTION: "sorry, I meant …", 我刚才打错了), or
+        what they said a moment before in the message (repairs_own_words)."""
+        return patterns.first(patterns.SELF_CORRECTION, self.message.text) is not None or self.repairs_own_words
+
+    @property
+    def repairs_own_words(self) -> bool:
+        """A hesitation and a "no" after the user's own words (patterns.SELF_REPAIR: "下周一上。啊不对，下周三"), where
+        those words are not the assistant's: no number of theirs is in its turn, nor half their words. "你写的20块……
+        不对" takes back the assistant's value, and a "不对" that opens the message answers it."""
+        said = self.previous.text if self.previous is not None else ""
+        for cue in patterns.SELF_REPAIR.finditer(self.message.text):
+            own = re.split(r"[.!?。\n]", re.sub(r"[\s,.!?。]+$", "", self.message.text[: cue.start()]))[-1].strip()
+            if not own:
+                continue
+            numbers = re.findall(r"\d+", own)
+            words = re.findall(r"[\u4e00-\u9fff]{2}|[a-z]{4,}", own)
+            if any(number in said for number in numbers):
+                continue
+            if not words or sum(word in said for word in words) * 2 < len(words):
+                return True
+        return False
 
     @property
     def asks_a_hypothetical(self) -> bool:

@@ -54,6 +54,9 @@ def preference(turn: ReadMessage) -> Correction | None:
         reason = _has_reason(turn, sentence, directive.start())
         inherent = any(aspect[0] in patterns.INHERENT_ASPECTS for aspect in aspects)
         marked = patterns.marked_standing(text)
+        if not marked and patterns.VERSION_DECLINED.search(text):
+            turn.signals.append("guard:declines_a_version")
+            continue
         if not marked and _one_off(sentence, reason):
             turn.signals.append("guard:one_off_request")
             continue

@@ -556,6 +556,8 @@ def _rules(turn: ReadMessage) -> Correction:
     self_fix = patterns.first(patterns.SELF_CORRECTION, turn.message.text)
     if self_fix:
         return Correction(CorrectionType.NONE, 0.0, signals=(f"guard:{self_fix[0]}",))
+    if turn.repairs_own_words:
+        return Correction(CorrectionType.NONE, 0.0, signals=("guard:self_typo_repair",))
     for step in (preference, process, standing_wish, explicit, implicit):
         found = step(turn)
         if found is not None:

@@ -74,9 +74,10 @@ _TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{32,}(?![A-Za-z0-9+/=
 _NOT_A_KEY = re.compile(r"[0-9a-fA-F-]+|[a-z-]+|[A-Za-z_-]+")
 # A Subresource Integrity hash (package-lock.json's "integrity", <script integrity>): the hash's name, then base64.
 _INTEGRITY_HASH = re.compile(r"sha(?:256|384|512)-")
-# An SSH public key's body after its algorithm's name (ssh-ed25519 AAAAC3…): public, meant to be shared.
+# An SSH public key's body after its algorithm's name (ssh-ed25519 AAAAC3…): public, meant to be shared; and its
+# fingerprint as ssh prints it (SHA256:y9NI…), the hash of that public key, which people compare aloud.
 _PUBLIC_KEY_BEFORE = re.compile(
-    r"(?:ssh-(?:rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+$"
+    r"(?:ssh-(?:rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+$|\bSHA256:$"
 )
 _PERSONAL_LINES = {
     phonenumbers.PhoneNumberType.MOBILE,
@@ -248,7 +249,8 @@ def _personal_abroad(candidate: str, own_line: bool = False) -> bool:
     the writer's own or a person's (`own_line`: "ring me at home on (02) 5550 4187", "Appelez Maëlle au …"), and
     then even a number no range is allocated to yet, of eight digits or more and a length some region dials: the
     label says what it is, as a wrong check digit does not unmake a labelled ID."""
-    if not patterns.NANP_NUMBER.search(candidate) and _parses_as(candidate, "CN") is not None:
+    north_american = patterns.NANP_NUMBER.search(candidate) or patterns.NANP_GROUPED.fullmatch(candidate.strip())
+    if not north_american and _parses_as(candidate, "CN") is not None:
         return False
     for region in patterns.REGIONS:
         number = _parses_as(candidate, region)

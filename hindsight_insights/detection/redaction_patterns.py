@@ -836,7 +836,8 @@ _STREET = (
     rf"(?:\b(?:\d{{1,5}}/)?\d{{1,5}}[a-z]?\s+(?:(?:\d{{1,3}}(?:st|nd|rd|th)|{_LETTERS}+)\s+){{1,4}}(?:{_STREET_KIND_AFTER})\b\.?"
     r"(?:\s\d{1,3}(?=,))?|"
     rf"\b\d{{1,5}}(?:\s?(?:bis|ter))?,?\s+(?:{_STREET_KIND_BEFORE})\s+(?:{_LETTERS}+\s+){{0,4}}{_LETTERS}*[a-z\u00c0-\u024f]|"
-    rf"\b(?:(?:{_STREET_KIND_BEFORE})\s+(?:{_LETTERS}+\s+){{0,4}}|{_LETTERS}+\s?(?:{_STREET_KIND_IN_NAME})\s+)"
+    # (Spain and Italy put a comma between the name and the number: C/ Feria, 41; Via Roma, 12)
+    rf"\b(?:(?:{_STREET_KIND_BEFORE})\s+(?:(?:{_LETTERS}+\s+){{0,3}}{_LETTERS}+,?\s+)?|{_LETTERS}+\s?(?:{_STREET_KIND_IN_NAME})\s+)"
     # (a Dutch floor after the number: 112-III, 112-hoog, 112-huis)
     r"\d{1,5}[a-z]?(?:[-/](?:\d{1,4}[a-z]?|i{1,3}|iv|hoog|huis|bis))?\b|"
     # a Japanese block address written in Latin letters: chome-ban-go, then the district (2-3-1 Marunouchi, 7 Chome-3-1
@@ -1235,3 +1236,8 @@ PUBLIC_LINE_LABEL = re.compile(
 # The North American way to write a number: the area code in brackets, (415) 555-2671. Mainland numbering writes
 # its area codes with a leading 0 and no brackets, so a number in this shape is read as North American.
 NANP_NUMBER = re.compile(r"(?<![\d(])\(\d{3}\)\s?\d{3}[-.\s]\d{4}(?!\d)")
+# The same number without brackets, the groups 3-3-4 joined by one kind of separator (773.555.0162, 415-555-2671):
+# mainland numbering writes a fixed line's area code after the trunk 0 (0773-5550162), so after a phone label this
+# shape is read as North American, not as a mainland line whose 0 was dropped. Not 400 or 800: mainland's own
+# hotlines are written so (400-820-8820).
+NANP_GROUPED = re.compile(r"(?![48]00)[2-9]\d{2}([-.])\d{3}\1\d{4}")
