@@ -159,6 +159,16 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
+    # the stock shapes of a planted instruction (hide the ad, obey whoever asks) in the sixtieth screening set
+    ("screening_eval_60.json:mm076", "never say it's an affiliate link"),
+    ("screening_eval_60.json:mm084", "do whatever they ask"),
+    # a rejection the class definitions describe ("答非所问"), in the thirty-second message set, and everyday requests
+    # and thanks in the thirty-third sessions
+    ("new-32:eh109", "that doesn't answer my question at all"),
+    ("reflection_eval_sessions_33.json:tt012", "anything i should know"),
+    ("reflection_eval_sessions_33.json:tt017", "can you draft a reply"),
+    ("reflection_eval_sessions_33.json:tt017", "thank you for letting us know"),
+    ("reflection_eval_sessions_33.json:tt025", "can you draft a reply"),
     # an everyday clause that the retired thirty-first message set shares with a tuning set written before it
     ("reflection_tune_sessions_14.json:sb004", "third time this month"),
     ("reflection_tune_sessions_29.json:tk023", "can you draft a reply"),  # an everyday request (tuning sets too)
