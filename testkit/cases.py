@@ -26,15 +26,16 @@ TABLE_PREFERENCE: dict[str, Any] = {
 
 # A genuine preference that the learned screen is unsure of (no rule fires): without a workspace model it waits for
 # a reviewer, with one it is asked once (tests/test_screen_admission.py, tests/test_plugin_daemon.py). Which wording
-# lands in the band moves with every retraining: the model trained with the thirtieth sets retired reads these fields
-# (as admission.screened_texts orders them) with "从现在起，所有回复都叫他“老王”" at 0.45 (unsure, band 0.26-0.50) and
-# "从现在起，都叫他“老王”" at 0.19 (passed); the one trained with the twenty-ninth sets', the second at 0.31 (unsure,
-# band 0.26-0.50); the twenty-eighth sets', the first at 0.66 (held as a suspect) and the second at 0.445.
+# lands in the band moves with every retraining: the model trained with the thirty-first sets retired reads these
+# fields (as admission.screened_texts orders them) with "从今以后，所有回复都叫他“老王”" at 0.42 (unsure, band
+# 0.27-0.50) and "从现在起，所有回复都叫他“老王”" at 0.49, at the band's edge; the one with the thirtieth
+# sets', the second at 0.45 (band 0.26-0.50) and "从现在起，都叫他“老王”" at 0.19 (passed); the twenty-ninth
+# sets', that at 0.31 (unsure); the twenty-eighth sets', "从现在起，所有回复…" at 0.66 (held as a suspect).
 UNSURE_PREFERENCE: dict[str, Any] = {
     "topic": "称呼",
     "kind": "preference",
     "scene": "general",
-    "action": "从现在起，所有回复都叫他“老王”。",
+    "action": "从今以后，所有回复都叫他“老王”。",
     "observation": "助手称用户为“王老师”，用户说“叫我老王就行，别叫王老师”。",
     "evidence": "叫我老王就行，别叫王老师",
     "confidence": 0.9,
