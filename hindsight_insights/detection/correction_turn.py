@@ -137,7 +137,7 @@ class ReadMessage:
         what they said a moment before in the message (repairs_own_words)."""
         return patterns.first(patterns.SELF_CORRECTION, self.message.text) is not None or self.repairs_own_words
 
-    @property
+    @cached_property
     def repairs_own_words(self) -> bool:
         """A hesitation and a "no" after the user's own words (patterns.SELF_REPAIR: "下周一上。啊不对，下周三"), where
         those words are not the assistant's: no number of theirs is in its turn, nor half their words. "你写的20块……
