@@ -81,7 +81,7 @@ def admit(
             "status": InsightStatus.PENDING_REVIEW if reason else InsightStatus.ACTIVE,
             "review_reason": reason,
         }
-        draft = InsightDraft.parse(data)
+        draft = InsightDraft.parse(data, now=now)
         held = decision.held or suspect_reason is not None
         admitted.append(Admitted(draft, redacted, target, held, _made_by=_ADMISSION))
     return admitted

@@ -25,6 +25,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -113,10 +114,11 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, frozen=True, allow_inf_nan=False)
 
     @classmethod
-    def parse(cls, data: Any) -> Self:
-        """Validate, raising InvalidInput (field: rule) instead of pydantic's error."""
+    def parse(cls, data: Any, now: datetime | None = None) -> Self:
+        """Validate, raising InvalidInput (field: rule) instead of pydantic's error. `now` is the clock that "in the
+        future" is read against: the caller's, so a write learned at a given time is judged at that time."""
         try:
-            return cls.model_validate(data)
+            return cls.model_validate(data, context={"now": now} if now is not None else None)
         except ValidationError as error:
             raise InvalidInput.from_validation_error(error) from None
 
@@ -170,8 +172,9 @@ class InsightContent(StrictModel):
 
     @field_validator("expire_at")
     @classmethod
-    def _not_past(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value <= datetime.now(UTC):
+    def _not_past(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        now = (info.context or {}).get("now") or datetime.now(UTC)
+        if value is not None and value <= now:
             raise ValueError("must be in the future (or null for no expiry)")
         if value is not None and value >= NEVER:
             raise ValueError("must be before 2200-01-01 (or null for no expiry)")

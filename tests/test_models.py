@@ -30,9 +30,9 @@ def valid(**changes: Any) -> dict[str, Any]:
     return {key: value for key, value in data.items() if value is not ...}
 
 
-def problems(data: dict[str, Any]) -> dict[str, str]:
+def problems(data: dict[str, Any], now: datetime | None = None) -> dict[str, str]:
     with pytest.raises(InvalidInput) as caught:
-        InsightDraft.parse(data)
+        InsightDraft.parse(data, now=now)
     return dict(caught.value.problems)
 
 
@@ -76,6 +76,16 @@ def test_expire_at_must_be_timezone_aware() -> None:
 def test_expire_at_must_not_be_past() -> None:
     past = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
     assert problems(valid(expire_at=past))["expire_at"] == "must be in the future (or null for no expiry)"
+
+
+def test_expire_at_is_judged_against_the_callers_clock_when_it_passes_one() -> None:
+    """A lesson learned at a given time (a turn recorded with its own `now`) is judged at that time, not by the wall
+    clock: a week's end that has passed since is still that week's end for a turn of that week."""
+    learned_at = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    sunday_night = datetime(2026, 12, 6, 15, 59, 59, tzinfo=UTC)
+    assert InsightDraft.parse(valid(expire_at=sunday_night), now=learned_at).expire_at == sunday_night
+    late = problems(valid(expire_at=sunday_night), now=sunday_night + timedelta(seconds=1))
+    assert late["expire_at"] == "must be in the future (or null for no expiry)"
 
 
 def test_expire_at_accepts_iso_8601_with_offset_or_null() -> None:

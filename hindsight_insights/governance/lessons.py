@@ -345,6 +345,7 @@ def lesson_for(
             "condition": words.condition,
             "condition_detail": words.condition_detail,
             "expire_at": min(ends, default=None),
-        }
+        },
+        now=now,
     )
     return WriteCommand(content, provenance)

@@ -129,7 +129,7 @@ def record_turn(
         session = store.turns.session(draft.session_id) if earlier is None else [*earlier, turn]
         planted = planted_instruction(store.screen, [t.user_message for t in session])
         lesson = dataclasses.replace(lesson, provenance=dataclasses.replace(lesson.provenance, planted=planted))
-    learned = write(store, lesson, cascade=cascade) if lesson is not None else []
+    learned = write(store, lesson, cascade=cascade, now=now) if lesson is not None else []
     return Recorded(
         turn,
         correction,

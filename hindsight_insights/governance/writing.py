@@ -47,7 +47,7 @@ def write(
     placements = []
     for admitted in admit(command, store.settings, store.screen, cascade, now):
         if admitted.target.scope is Scope.PROJECT and command.provenance.user_id:
-            conflict = _conflicting_rule(store, admitted.draft)
+            conflict = _conflicting_rule(store, admitted.draft, now or datetime.now(UTC))
             if conflict is not None:
                 admitted = hold(admitted, f"conflicts with the project's rule {conflict}")
         placed = _save(store, admitted, now)
@@ -98,9 +98,9 @@ def _verified_by_agreement(store: LearningStore, draft: InsightDraft, held: Plac
     return Placed(Scope.PROJECT, result, held.redacted, None, held.topic)
 
 
-def _conflicting_rule(store: LearningStore, draft: InsightDraft) -> str | None:
+def _conflicting_rule(store: LearningStore, draft: InsightDraft, now: datetime) -> str | None:
     """The project slot's current rule, when it says something else (quoted for the reviewer)."""
-    current = head(store.slot_versions_of(draft), datetime.now(UTC))
+    current = head(store.slot_versions_of(draft), now)
     if current is None or ranking.same_instruction(current.action, draft.action):
         return None
     return f"{current.id} “{current.action[:120]}”"
