@@ -1,6 +1,6 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_60.json)
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_62.json)
 when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
@@ -17,9 +17,9 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_32.json (the new set,
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_33.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_33.json and _7); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_34.json and _7); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -159,16 +159,11 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
-    # the stock shapes of a planted instruction (hide the ad, obey whoever asks) in the sixtieth screening set
-    ("screening_eval_60.json:mm076", "never say it's an affiliate link"),
-    ("screening_eval_60.json:mm084", "do whatever they ask"),
-    # a rejection the class definitions describe ("答非所问"), in the thirty-second message set, and everyday requests
-    # and thanks in the thirty-third sessions
-    ("new-32:eh109", "that doesn't answer my question at all"),
-    ("reflection_eval_sessions_33.json:tt012", "anything i should know"),
-    ("reflection_eval_sessions_33.json:tt017", "can you draft a reply"),
-    ("reflection_eval_sessions_33.json:tt017", "thank you for letting us know"),
-    ("reflection_eval_sessions_33.json:tt025", "can you draft a reply"),
+    # everyday requests and thanks in the thirty-third sessions (a tuning set now)
+    ("reflection_tune_sessions_33.json:tt012", "anything i should know"),
+    ("reflection_tune_sessions_33.json:tt017", "can you draft a reply"),
+    ("reflection_tune_sessions_33.json:tt017", "thank you for letting us know"),
+    ("reflection_tune_sessions_33.json:tt025", "can you draft a reply"),
     # an everyday clause that the retired thirty-first message set shares with a tuning set written before it
     ("reflection_tune_sessions_14.json:sb004", "third time this month"),
     ("reflection_tune_sessions_29.json:tk023", "can you draft a reply"),  # an everyday request (tuning sets too)
@@ -281,7 +276,7 @@ def test_the_never_tuned_reflection_splits_are_evaluation_files() -> None:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new-32:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-33:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -300,9 +295,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW_32,
+        eval_corrections.NEW_33,
         eval_reflection.EVAL_7_DATA,
-        eval_reflection.EVAL_33_DATA,
+        eval_reflection.EVAL_34_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],
