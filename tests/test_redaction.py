@@ -155,6 +155,14 @@ SECRETS: list[tuple[str, str, str]] = [
     ("phone", "text me at 415-555-0139 when you land", "415-555-0139"),
     # a Spanish street with a comma between its name and its number, the floor and door, the postcode and the town
     ("address", "Envíalo a: Rosa Peláez\nC/ Almirante, 17, 3.º dcha., 28004 Madrid", "17, 3.º dcha., 28004 Madrid"),
+    # the writer's own number with their name between "ring me" and "on"; a staff number after "c'est"
+    ("phone", "Any questions, ring me, Moira (flat 2), on (08) 7010 4471 after six.", "7010 4471"),
+    ("employee_id", "Ils veulent mon matricule : c'est 0093315T, je suis à l'atelier.", "0093315T"),
+    # an address on a label's lines: the street, the town, the postcode; a Danish floor, then the postcode below
+    ("address", "Send to:\nDr Euan Baird\n14 Warrender Park Terrace\nEdinburgh\nEH9 1EF", "14 Warrender Park Terrace"),
+    ("address", "Min nye adresse:\nIda Lund\nRantzausgade 41, 3. th.\n2200 København N", "Rantzausgade 41, 3. th."),
+    # a Norwegian street as a word of its own after a name in the genitive, with the flat's H-number
+    ("address", "Adressen er Olav Kyrres gate 17A, H0201, 5014 Bergen.", "gate 17A, H0201, 5014 Bergen"),
 ]
 
 BENIGN: list[str] = [
@@ -167,6 +175,10 @@ BENIGN: list[str] = [
     # an ssh host key's fingerprint, which people compare aloud, and a bank's 3-3-4 line with no one's label
     "The fingerprint is SHA256:q3Fd7Lk29xVbN0pRt5YzWc1Hs8mGu4JaE6iKoT2lQvX and ssh asks if I trust it",
     "Lost card? The bank's line is 800-555-0199.",
+    # apt's id of a public key it lacks, and MySQL saying whether a password was sent; an airport's gate
+    "W: GPG error: … NO_PUBKEY 3B4FE6ACC0B21F32 — how do I add the key?",
+    "ERROR 1045 (28000): Access denied for user 'app'@'localhost' (using password: YES)",
+    "Boarding closes at gate 12, 2000 passengers on the manifest",
     "national insurance contributions of 2,400 a year",
     "订单号 2024112300012 还没发货",
     "order #4111111111111111 was shipped",

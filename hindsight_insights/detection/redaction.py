@@ -195,13 +195,17 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
             continue  # "existingSecret: mqtt-broker-creds": the name of where a secret is kept, words and hyphens
         if re.match(r"\s*[(\[]", f[match.end("secret") :]):
             continue  # api_key = os.getenv("OPENAI_API_KEY"): code that reads the key from elsewhere, a call
+        if patterns.PUBLIC_KEY_LABEL.search(match["label"]):
+            continue  # apt's "NO_PUBKEY 7EA0A9C3F273FCD8", "public_key: …": a public key or its id, shared on purpose
         if _looks_secret(match["secret"]) or _labelled_secret(match["secret"], match["sep"]):
             kind = "token" if "token" in match["label"] or match["label"] == "令牌" else "api_key"
             found += at(folded, [match.span("secret")], kind)
     passwords = (
         m.span("secret")
         for m in patterns.PASSWORD.finditer(f)
-        if _looks_like_password(m["secret"], m["sep"], chinese_label="密码" in m["label"])
+        if _looks_like_password(
+            _inside_brackets(f, m.start(), m["secret"]), m["sep"], chinese_label="密码" in m["label"]
+        )
     )
     found += at(folded, passwords, "password")
     near_label = (m.span("secret") for m in patterns.PASSWORD_FOR.finditer(f) if _looks_like_password(m["secret"], " "))
@@ -699,6 +703,13 @@ def _looks_like_password(value: str, separator: str, chinese_label: bool = False
     if separator.strip() or (chinese_label and re.search(r"\d", value)):
         return len(value) >= 4
     return bool(re.search(r"[\d\W_]", value)) and len(value) >= 6
+
+
+def _inside_brackets(text: str, label_at: int, value: str) -> str:
+    """The value without the bracket that closes the one the label sits in: MySQL's "(using password: YES)" says
+    whether a password was sent, and "YES" is no password."""
+    opened = text.rfind("(", 0, label_at) > text.rfind(")", 0, label_at)
+    return value.split(")")[0] if opened and ")" in value and "(" not in value else value
 
 
 def _unlike_a_word(value: str) -> bool:

@@ -35,6 +35,8 @@ from hindsight_insights.detection.text import RAW_SENTENCE_END
 # The value may sit in quotes or brackets: 身份证号「…」, card no. (…), "…".
 _JOIN = (
     r"(?:[\s,-]*(?:号码|号|码|number|no\.?|num|#|id|nr\.?|n°|nº|n\.|numéro|número|numero|nummer))?\s*(?:[:=]|是|为|is|:)?\s*"
+    # (a "that is" after the colon, as one says it: "matricule : c'est 0047392K", "staff no.: it's 20417")
+    r"(?:(?:c['’]est|it['’]s|that['’]s|es|ist)\s+)?"
     r"[\"'“‘「『(\[【<]?\s*"
 )
 # Between a number and the label after it: "(", "is my", "是我的", "为他的".
@@ -474,6 +476,8 @@ KEY_LABEL = re.compile(
     r"(?:[^\S\n]*[(（][^()（）\n]{1,40}[)）])?"
     rf"(?P<sep>{KEY_SEPARATOR})(?P<secret>[a-z0-9+/=_.~-]{{8,}})"
 )
+# A label that names a public key, or its id (apt's NO_PUBKEY): what follows was made to be shared.
+PUBLIC_KEY_LABEL = re.compile(r"pub(?:lic)?[_ -]?key")
 # The type that opens an SSH public key line (ssh-ed25519 AAAA…): what follows is public, meant to be shared.
 PUBLIC_KEY_TYPE = re.compile(r"ssh-(?:rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp\d+")
 BEARER = re.compile(r"\bbearer\s+(?P<secret>[a-z0-9._~+/=-]{16,})")
@@ -837,7 +841,10 @@ _STREET = (
     r"(?:\s\d{1,3}(?=,))?|"
     rf"\b\d{{1,5}}(?:\s?(?:bis|ter))?,?\s+(?:{_STREET_KIND_BEFORE})\s+(?:{_LETTERS}+\s+){{0,4}}{_LETTERS}*[a-z\u00c0-\u024f]|"
     # (Spain and Italy put a comma between the name and the number: C/ Feria, 41; Via Roma, 12)
-    rf"\b(?:(?:{_STREET_KIND_BEFORE})\s+(?:(?:{_LETTERS}+\s+){{0,3}}{_LETTERS}+,?\s+)?|{_LETTERS}+\s?(?:{_STREET_KIND_IN_NAME})\s+)"
+    # (Norway and Sweden write a person's street as a word of its own after the name in the genitive: Thorvald Meyers
+    # gate 58B, Olav Kyrres gate 12; never "the gate 12" of an airport)
+    rf"\b(?:(?:{_STREET_KIND_BEFORE})\s+(?:(?:{_LETTERS}+\s+){{0,3}}{_LETTERS}+,?\s+)?|{_LETTERS}+\s?(?:{_STREET_KIND_IN_NAME})\s+|"
+    rf"{_LETTERS}+s\s(?:gate|gata|vei|veg)\s+)"
     # (a Dutch floor after the number: 112-III, 112-hoog, 112-huis)
     r"\d{1,5}[a-z]?(?:[-/](?:\d{1,4}[a-z]?|i{1,3}|iv|hoog|huis|bis))?\b|"
     # a Japanese block address written in Latin letters: chome-ban-go, then the district (2-3-1 Marunouchi, 7 Chome-3-1
@@ -845,7 +852,8 @@ _STREET = (
     rf"\b\d{{1,2}}(?:-|\s*chome-)\d{{1,3}}-\d{{1,3}},?\s+{_LETTERS}+)"
 )
 _UNIT = (
-    r"(?:,?\s*#\s*\d{1,3}-\d{1,5}[a-z]?|,?\s*(?:apt|apartment|flat|unit|suite|ste|app|appt|apto|piso|wohnung|top|#)\.?\s*[a-z\d-]{1,6}|"
+    # (Norway's flat number, H and four digits: "Thorvald Meyers gate 58B, H0304")
+    r"(?:,?\s*#\s*\d{1,3}-\d{1,5}[a-z]?|,\s*h\d{4}\b|,?\s*(?:apt|apartment|flat|unit|suite|ste|app|appt|apto|piso|wohnung|top|#)\.?\s*[a-z\d-]{1,6}|"
     # a box or a flat in the languages that write it after the house number (Belgian bus 2, Polish m. 12, lok. 3,
     # Swedish lgh 1102)
     r"\s+(?:bus|bte|boîte|m\.|lok\.|stiege|stg\.|lgh)\s*\d{1,4}[a-z]?)"
@@ -889,10 +897,13 @@ CHINESE_BUSINESS_IN_ADDRESS = re.compile(
 # A part between the street and the postcode: a floor or door (3. OG links, 4º izq.), a district, a town, a region
 # in brackets (Montréal (Québec)).
 _ADDRESS_PART = r"[a-z\u00c0-\u024f\d .'º°()/-]"
+# Between the parts of an address, a comma or a line break: a label's lines ("27 Marchmont Crescent", "Edinburgh",
+# "EH9 1HN").
+_PART_BREAK = r"(?:,\s*|[^\S\n]*\n\s*)"
 STREET_WITH_POSTCODE = re.compile(
-    rf"{_STREET}{_UNIT}?(?:(?:,\s*{_ADDRESS_PART}{{1,30}}){{0,3}},?\s*(?:[a-z]{{1,2}}-)?{_POSTCODE}|"
+    rf"{_STREET}{_UNIT}?(?:(?:{_PART_BREAK}{_ADDRESS_PART}{{1,30}}){{0,3}},?\s*(?:[a-z]{{1,2}}-)?{_POSTCODE}|"
     # (a floor or a door may come first: "Jagtvej 119, 3. tv., 2200 København N")
-    rf"(?:,\s*{_ADDRESS_PART}{{1,30}}?){{0,2}},\s*(?:[a-z]{{1,2}}-)?(?!(?:19|20)\d\d\b)\d{{4}}(?=\s+{_TOWN})|"
+    rf"(?:,\s*{_ADDRESS_PART}{{1,30}}?){{0,2}}{_PART_BREAK}(?:[a-z]{{1,2}}-)?(?!(?:19|20)\d\d\b)\d{{4}}(?=\s+{_TOWN})|"
     # four digits after the town, as New Zealand, Australia and South Africa write them (never a year)
     rf"(?:,\s*{_TOWN}(?:\s+{_TOWN})?){{1,3}},?\s+(?!(?:19|20)\d\d\b)\d{{4}}\b)"
     rf"(?:\s+{_TOWN}(?:\s+{_TOWN})?(?=[,.;:)?!\n]|$))?"
@@ -1180,6 +1191,8 @@ PHONE_LABELLED = re.compile(
     r"(?:手机|电话|座机|固话|联系方式|微信|whatsapp|landline|telegram|signal|phone|mobile|cell|tel|call me|text me|"
     # (someone to call or text on a number: "Text Bec on 0491 570 158", "ring the twins' dad at …")
     r"reach me|\b(?:call|text|ring|sms|message|whatsapp)\s+(?:(?:[^\W\d_]|')+\s+){1,3}?(?:on|at)\b|"
+    # (the writer names themselves between: "ring me, Bernadette (unit 3), on …")
+    r"\b(?:call|text|ring|phone)\s+me,\s+[^,\n]{1,30},\s+(?:on|at)\b|"
     # (the person to contact, named: "Contact person is Bronwyn on (02) …", "contact Jo at …")
     r"\bcontact(?: person)?(?: is|:)?\s+(?:(?:[^\W\d_]|')+\s+){1,3}?(?:on|at)\b|"
     # (the number the writer says to use: "Could you ring me? Best number is 0161 …")
