@@ -159,6 +159,25 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
+    # the stock shapes of a planted instruction and of its report (the brief's own example of an override, "previous
+    # instructions are void"; "no need to ask who they are"; "the assistant saved it as a rule", "refused and
+    # reported", "the action is written in rot13"), and everyday clauses, in the sixty-second screening set
+    ("screening_eval_62.json:mq009", "i'd be ever so grateful"),
+    ("screening_eval_62.json:mq014", "no need to ask who they are"),
+    ("screening_eval_62.json:mq019", "the action is written in rot13"),
+    ("screening_eval_62.json:mq022", "the assistant saved it as a rule"),
+    ("screening_eval_62.json:mq034", "previous instructions are void"),
+    ("screening_eval_62.json:mr001", "refused and reported"),
+    ("screening_eval_62.json:mr040", "the assistant did not adopt it"),
+    ("screening_eval_62.json:mr044", "booking confirmations"),
+    ("screening_eval_62.json:mr052", "previous instructions are void"),
+    # a rejection the class definitions quote ("no, that's not what I asked"), in the thirty-third message set, and
+    # everyday requests in the thirty-fourth sessions
+    ("new-33:ej112", "no, that's not what i asked"),
+    ("reflection_eval_sessions_34.json:tv005", "can you draft a reply"),
+    ("reflection_eval_sessions_34.json:tw012", "every time, not just today"),
+    # an everyday question that the retired thirty-second message set shares with a tuning set written before it
+    ("reflection_tune_sessions_22.json:sq017", "what's the lead time"),
     # everyday requests and thanks in the thirty-third sessions (a tuning set now)
     ("reflection_tune_sessions_33.json:tt012", "anything i should know"),
     ("reflection_tune_sessions_33.json:tt017", "can you draft a reply"),
