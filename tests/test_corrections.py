@@ -73,6 +73,7 @@ TRIGGERS: dict[CorrectionType, list[tuple[str, str | None, str]]] = {
         ("language zh", None, "以后跟我说话用中文"),
         ("language en", None, "Reply in Spanish from now on."),
         ("language, the version marked standing zh", None, "以后英文版都不用了，只要中文。"),
+        ("language, the English version marked standing mixed", None, "以后 English version 都不用了，只发中文。"),
         ("standing wish, replies written for the user zh", None, "以后你帮我回问退货的客人，都要讲明运费谁出。"),
         ("code language en", None, "When you give me code, use Python 3 and add type hints."),
         ("tone zh", None, "别用那么多 emoji，我看着累"),
@@ -174,6 +175,10 @@ LOOKALIKES: list[tuple[str, str | None, str]] = [
     # a version of the work declined: the piece at hand, no way of answering
     ("declined version zh", "这是中日双语的菜单。", "就这样，日文版不用了，客人都看得懂。"),
     ("declined version en", "Here's the flyer in English and French.", "Great. Skip the French version."),
+    ("declined version mixed", "要不要再出一个 English version？", "English version 不用了，我们的客人都看中文。"),
+    ("self-repair en", "What are the opening hours?", "Tue to Sat 8-4. Wait, sorry, not Tuesday, we open Wednesday."),
+    # a request for the piece at hand only
+    ("one-off en", "Here's the flyer.", "can you add that we take card now? just on this flyer, the reader is new."),
     ("own slip zh", None, "我把密码输错了三次，账号被锁了怎么办"),
     ("word look-alike zh", None, "错别字检查功能怎么用？"),
     ("word look-alike zh", None, "不对称加密和对称加密有什么区别"),
@@ -463,6 +468,7 @@ def test_good_alone_approves(approval: str) -> None:
         # the message, the same words put the assistant right
         ("好的，我来写营业时间的通知。", "早上八点开。啊不对，八点半，冬天晚半小时。", True, False, False),
         ("每杯 20 块。", "你写的 20 块……不对，是 22 块一杯。", False, False, False),
+        ("We open Tuesday to Saturday.", "Tuesday to Saturday, wait, sorry: Wednesday.", False, False, False),
         ("您的座位在大厅。", "不对不对，票上印的是小厅。", False, False, False),
         ("请问你们是 beginner 还是 intermediate? 我们按水平分组。", "intermediate, 去年上过一周课", False, False, True),
         ("你们总部在南山对吧？", "总部去年搬到前海了", False, False, False),  # a confirmation asked: may be put right

@@ -158,6 +158,8 @@ SECRETS: list[tuple[str, str, str]] = [
     # the writer's own number with their name between "ring me" and "on"; a staff number after "c'est"
     ("phone", "Any questions, ring me, Moira (flat 2), on (08) 7010 4471 after six.", "7010 4471"),
     ("employee_id", "Ils veulent mon matricule : c'est 0093315T, je suis à l'atelier.", "0093315T"),
+    # a lock named before a colon: the value is its combination
+    ("password", "Handover: the boat shed padlock: 7-2-0-4-1, the key is with Tom.", "7-2-0-4-1"),
     # an address on a label's lines: the street, the town, the postcode; a Danish floor, then the postcode below
     ("address", "Send to:\nDr Euan Baird\n14 Warrender Park Terrace\nEdinburgh\nEH9 1EF", "14 Warrender Park Terrace"),
     ("address", "Min nye adresse:\nIda Lund\nRantzausgade 41, 3. th.\n2200 København N", "Rantzausgade 41, 3. th."),

@@ -74,7 +74,9 @@ SELF_CORRECTION = _cues(
 # start the same words answer the assistant ("不对不对，票上印的是小厅"); the caller reads only a cue after words.
 SELF_REPAIR = re.compile(
     r"(?:[啊哦呃噢额诶哎欸]\s*,?\s*不对|不对不对|(?:\.{2,}|…+)\s*不对|"
-    r"\b(?:ah|oh|er|erm|um|uh),? no,? (?:sorry|wait)\b|\bno,? wait\b)"
+    r"\b(?:ah|oh|er|erm|um|uh),? no,? (?:sorry|wait)\b|\bno,? wait\b|"
+    # (or a wait and an apology: "on Wednesdays. oh wait, sorry, not Wednesday, the market is Thursday")
+    r"\bwait,? sorry\b)"
 )
 
 # "never" that marks a wish or a rule standing: not the "never" of "never mind", which marks nothing.
@@ -148,7 +150,9 @@ DECLINE = re.compile(
 # A version of the work declined ("英文版不用了，客人都看得懂", "skip the English version"): the piece at hand is not
 # wanted, no way of answering is asked for. No training message says so.
 VERSION_DECLINED = re.compile(
-    r"版(?:本)?(?:就|也|先)?(?:不用|不要|不需要)|\b(?:skip|no need for|don'?t need|don'?t bother with) (?:the|an?) "
+    # (the version named in English among Chinese: "English version 不用了")
+    r"(?:版(?:本)?|\bversion\s*)(?:就|也|先)?(?:不用|不要|不需要)|"
+    r"\b(?:skip|no need for|don'?t need|don'?t bother with) (?:the|an?) "
     r"[\w-]+ version\b"
 )
 # The assistant's turn offers more ("Would you like a comparison checklist?", 需要的话我也可以帮你算一下包装成本): a
@@ -220,7 +224,7 @@ ONE_TIME = re.compile(
     r"\b(?:just )?this once\b|\bfor this [a-z]+ only\b|"
     # "for this one could you make it more formal", "make this one a bit more formal": the one at hand (all 10 and
     # all 7 such training messages are none)
-    r"\b(just|only) for this [a-z]+\b|\bfor this one\b|"
+    r"\b(just|only) (?:for|on|in) this [a-z]+\b|\bfor this one\b|"
     r"\b(?:make|do|write|keep|put|send|word|draft|translate|format|have) (?:this|that) one\b|"
     # the one at hand as the subject of what it must be: "This one needs to be properly formal, it's going to …"
     r"^\W*this one (?:needs|has|must|should|ought)\b|"

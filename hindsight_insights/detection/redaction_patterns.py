@@ -390,6 +390,8 @@ ACCESS_CODE = re.compile(
     r"(?:alarm|door|gate|access|entry|entrance|lockbox|garage|building|safe|(?:pad|smart |combination )?lock)\s?code|"
     # (and the keypad a code is typed on: "Front door keypad: 7304#")
     r"key ?safe|lock ?box|keypad|门禁码|门禁密码|门禁(?=\s*[:：])|"
+    # (a lock named before a colon is its combination: "Ropeway shed padlock: 4-1-9-0-6", "bike lock combo 2291")
+    r"(?:pad|bike |cable |combination )?lock(?=\s*[:：])|(?:pad|bike |cable )?lock\s?(?:combo|combination)|"
     r"(?:开门|开锁|门锁|智能锁|密码锁|挂锁|保险箱|保险柜|密码箱)码|"
     # a locker's or a parcel station's code (快递柜码, 取件码, locker code)
     r"(?:快递柜|储物柜|寄存柜|丰巢|柜子)\s*(?:码|密码)|取件码|提货码|(?:locker|parcel|pick-?up|collection)\s?(?:code|pin)|"
