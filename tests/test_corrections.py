@@ -469,6 +469,9 @@ def test_good_alone_approves(approval: str) -> None:
         ("好的，我来写营业时间的通知。", "早上八点开。啊不对，八点半，冬天晚半小时。", True, False, False),
         ("每杯 20 块。", "你写的 20 块……不对，是 22 块一杯。", False, False, False),
         ("We open Tuesday to Saturday.", "Tuesday to Saturday, wait, sorry: Wednesday.", False, False, False),
+        # what the user says instead is a standing wish: no input of theirs put right, the wish stands
+        ("这是周报。", "发给团队吧。啊不对，以后都先写合计。", False, False, False),
+        ("Here is the report.", "Send it. Wait, sorry, from now on put the totals first.", False, False, False),
         ("您的座位在大厅。", "不对不对，票上印的是小厅。", False, False, False),
         ("请问你们是 beginner 还是 intermediate? 我们按水平分组。", "intermediate, 去年上过一周课", False, False, True),
         ("你们总部在南山对吧？", "总部去年搬到前海了", False, False, False),  # a confirmation asked: may be put right

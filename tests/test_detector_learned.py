@@ -733,6 +733,21 @@ def test_a_wish_retyped_as_a_rule_quotes_the_rule() -> None:
 @pytest.mark.parametrize(
     ("message", "before"),
     [
+        ("发给团队吧。啊不对，以后都先写合计。", "这是周报。"),
+        ("Send it to the team. Wait, sorry, from now on always put the totals first.", "Here is the weekly report."),
+    ],
+)
+def test_a_standing_wish_after_the_user_takes_their_words_back_stands(
+    learned: LearnedDetector, message: str, before: str
+) -> None:
+    """A hesitation and a "no" after the user's own words take them back (their own input, no lesson), unless what
+    they say instead is marked standing: then it is a wish like any other."""
+    assert detect(message, before, learned).type is CorrectionType.PREFERENCE
+
+
+@pytest.mark.parametrize(
+    ("message", "before"),
+    [
         # read whole, the story before it reads as a fact put right, which the request for a document rules out; the
         # wish, marked standing, stands alone
         (
