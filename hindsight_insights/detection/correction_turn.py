@@ -140,12 +140,13 @@ class ReadMessage:
     @cached_property
     def repairs_own_words(self) -> bool:
         """A hesitation and a "no" after the user's own words (patterns.SELF_REPAIR: "下周一上。啊不对，下周三"), where
-        those words are not the assistant's: no number of theirs is in its turn, nor half their words, and what follows
-        is marked standing nowhere. "你写的20块……不对" takes back the assistant's value, and a "不对" that opens the
-        message answers it."""
+        those words are not the assistant's: no number of theirs is in its turn, nor half their words, and what the
+        user says instead, in the sentence of the "no", is not marked standing. "你写的20块……不对" takes back the
+        assistant's value, and a "不对" that opens the message answers it."""
         said = self.previous.text if self.previous is not None else ""
         for cue in patterns.SELF_REPAIR.finditer(self.message.text):
-            if patterns.marked_standing(self.message.text[cue.end() :]):
+            instead = re.split(r"[.!?。！？\n]", self.message.text[cue.end() :])[0]
+            if patterns.marked_standing(instead):
                 continue  # what the user says instead is a standing wish ("啊不对，以后都先写合计"): it stands
             own = re.split(r"[.!?。\n]", re.sub(r"[\s,.!?。]+$", "", self.message.text[: cue.start()]))[-1].strip()
             if not own:
