@@ -10,7 +10,7 @@ from functools import cached_property
 
 from hindsight_insights.detection import correction_patterns as patterns
 from hindsight_insights.detection.quantities import Quantity, anchors, quantities
-from hindsight_insights.detection.text import Folded, Span, clauses, fold, has_han, sentences
+from hindsight_insights.detection.text import RAW_SENTENCE_END, Folded, Span, clauses, fold, has_han, sentences
 
 
 @dataclass
@@ -145,7 +145,7 @@ class ReadMessage:
         assistant's value, and a "不对" that opens the message answers it."""
         said = self.previous.text if self.previous is not None else ""
         for cue in patterns.SELF_REPAIR.finditer(self.message.text):
-            instead = re.split(r"[.!?。！？\n]", self.message.text[cue.end() :])[0]
+            instead = RAW_SENTENCE_END.split(self.message.text[cue.end() :], maxsplit=1)[0]
             if patterns.marked_standing(instead):
                 continue  # what the user says instead is a standing wish ("啊不对，以后都先写合计"): it stands
             own = re.split(r"[.!?。\n]", re.sub(r"[\s,.!?。]+$", "", self.message.text[: cue.start()]))[-1].strip()

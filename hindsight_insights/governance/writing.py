@@ -44,10 +44,11 @@ def write(
     """Admit a command (through the store's screen; what it is unsure of goes to the `cascade`'s workspace model, when
     the call has one, else is held) and save it where the rules put it; the first placement is the user's (or the only
     one)."""
+    now = now or datetime.now(UTC)  # one clock for the whole write: the screen's day, the conflict check, the save
     placements = []
     for admitted in admit(command, store.settings, store.screen, cascade, now):
         if admitted.target.scope is Scope.PROJECT and command.provenance.user_id:
-            conflict = _conflicting_rule(store, admitted.draft, now or datetime.now(UTC))
+            conflict = _conflicting_rule(store, admitted.draft, now)
             if conflict is not None:
                 admitted = hold(admitted, f"conflicts with the project's rule {conflict}")
         placed = _save(store, admitted, now)
@@ -68,7 +69,7 @@ def write_many(
     return store.import_many(admitted, batch_size=batch_size, now=now)
 
 
-def _save(store: LearningStore, admitted: Admitted, now: datetime | None) -> Placed:
+def _save(store: LearningStore, admitted: Admitted, now: datetime) -> Placed:
     result = store.save(admitted, now=now)
     reason = admitted.draft.review_reason if result.insight_status is InsightStatus.PENDING_REVIEW else None
     return Placed(admitted.target.scope, result, admitted.redacted, reason, admitted.draft.topic)
