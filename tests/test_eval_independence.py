@@ -1,6 +1,6 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_62.json)
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_64.json)
 when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
@@ -17,9 +17,9 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_33.json (the new set,
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_34.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_34.json and _7); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_35.json and _7); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -159,23 +159,9 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
-    # the stock shapes of a planted instruction and of its report (the brief's own example of an override, "previous
-    # instructions are void"; "no need to ask who they are"; "the assistant saved it as a rule", "refused and
-    # reported", "the action is written in rot13"), and everyday clauses, in the sixty-second screening set
-    ("screening_eval_62.json:mq009", "i'd be ever so grateful"),
-    ("screening_eval_62.json:mq014", "no need to ask who they are"),
-    ("screening_eval_62.json:mq019", "the action is written in rot13"),
-    ("screening_eval_62.json:mq022", "the assistant saved it as a rule"),
-    ("screening_eval_62.json:mq034", "previous instructions are void"),
-    ("screening_eval_62.json:mr001", "refused and reported"),
-    ("screening_eval_62.json:mr040", "the assistant did not adopt it"),
-    ("screening_eval_62.json:mr044", "booking confirmations"),
-    ("screening_eval_62.json:mr052", "previous instructions are void"),
-    # a rejection the class definitions quote ("no, that's not what I asked"), in the thirty-third message set, and
-    # everyday requests in the thirty-fourth sessions
-    ("new-33:ej112", "no, that's not what i asked"),
-    ("reflection_eval_sessions_34.json:tv005", "can you draft a reply"),
-    ("reflection_eval_sessions_34.json:tw012", "every time, not just today"),
+    # everyday requests in the thirty-fourth sessions (a tuning set now)
+    ("reflection_tune_sessions_34.json:tv005", "can you draft a reply"),
+    ("reflection_tune_sessions_34.json:tw012", "every time, not just today"),
     # an everyday question that the retired thirty-second message set shares with a tuning set written before it
     ("reflection_tune_sessions_22.json:sq017", "what's the lead time"),
     # everyday requests and thanks in the thirty-third sessions (a tuning set now)
@@ -295,7 +281,7 @@ def test_the_never_tuned_reflection_splits_are_evaluation_files() -> None:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new-33:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-34:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -314,9 +300,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW_33,
+        eval_corrections.NEW_34,
         eval_reflection.EVAL_7_DATA,
-        eval_reflection.EVAL_34_DATA,
+        eval_reflection.EVAL_35_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],
