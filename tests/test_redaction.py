@@ -165,6 +165,12 @@ SECRETS: list[tuple[str, str, str]] = [
     ("address", "Min nye adresse:\nIda Lund\nRantzausgade 41, 3. th.\n2200 København N", "Rantzausgade 41, 3. th."),
     # a Norwegian street as a word of its own after a name in the genitive, with the flat's H-number
     ("address", "Adressen er Olav Kyrres gate 17A, H0201, 5014 Bergen.", "gate 17A, H0201, 5014 Bergen"),
+    # Portugal's word for a password; a person's address on a reserved domain; a 3-3-4 number on a contact sheet
+    ("password", "Para o portátil da loja, palavra-passe: Sardinha_Ria42, não a partilhes.", "Sardinha_Ria42"),
+    ("email", "Send the rota to Keir at keir.lamont@allotments.test before Monday.", "keir.lamont@allotments.test"),
+    ("phone", "Fridge list for the sitter:\nDad (Tomasz) - 617-555-0182\nVet - see card", "617-555-0182"),
+    # a user name and its password after the portal they sign in to
+    ("password", "- supplier portal: ops@millbrook.example / Fen!Barrow88 (don't share)", "Fen!Barrow88"),
 ]
 
 BENIGN: list[str] = [
@@ -181,6 +187,12 @@ BENIGN: list[str] = [
     "W: GPG error: … NO_PUBKEY 3B4FE6ACC0B21F32 — how do I add the key?",
     "ERROR 1045 (28000): Access denied for user 'app'@'localhost' (using password: YES)",
     "Boarding closes at gate 12, 2000 passengers on the manifest",
+    # what a sentence says about a password after "is"; a landmark where a group meets, with its public address
+    "In the nightly job $SMTP_PASSWORD is empty, though it's set in the project settings. Why?",
+    "Your account password was changed on 3 March; if this wasn't you, reset it.",
+    "The walking group meets outside the Royal Albert Hall, Kensington Gore, London SW7 2AP, at 10.",
+    # a portal's two sections after a slash: no password
+    "Which portal: sales / marketing? Both have a reports tab.",
     "national insurance contributions of 2,400 a year",
     "订单号 2024112300012 还没发货",
     "order #4111111111111111 was shipped",

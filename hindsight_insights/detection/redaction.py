@@ -9,9 +9,11 @@ Chinese character, so a stored quote stays readable in its own language):
                 (sk-, sk-proj-, AKIA, LTAI, ghp_, xoxb-, pcsk_, app-), a key-like value after a key label
                 (api_key=…, AccessKey …, secret: …), and long random tokens with no spaces
   password      the value after 密码/口令/password/pwd (or a few words on, when it cannot be a word: 密码我设的 …,
-                "the same password everywhere: …"), a Chinese passphrase after 口令/暗号 and a colon, the password
-                of scheme://user:password@host (an empty user, a bracketed IPv6 host, "@", ":" or "/" unencoded in
-                it), and Password=…;/Pwd=…;/&password=… in ADO.NET, ODBC, JDBC and libpq strings
+                "the same password everywhere: …"; not what a sentence says of it after "is": empty, wrong, changed),
+                a user name and password after a portal or an account and a colon, a Chinese passphrase after
+                口令/暗号 and a colon, the password of scheme://user:password@host (an empty user, a bracketed IPv6
+                host, "@", ":" or "/" unencoded in it), and Password=…;/Pwd=…;/&password=… in ADO.NET, ODBC, JDBC and
+                libpq strings
   token         JWTs, Bearer tokens, token=…
   id_card       a number after 身份证/证件号码/ID card/ID number whatever its checksum (also in quotes or brackets),
                 or before it (… 是我身份证号);
@@ -38,11 +40,11 @@ Chinese character, so a stored quote stays readable in its own language):
                 a fixed line too (not a toll-free, shared-cost or premium line); a national format
                 read as the region the text names or dials (UK mobile 07911 …, 香港手机 9123 4567), or after a phone
                 label (WhatsApp: 0412 …), or grouped as a common region writes its mobiles (06 12 34 56 78,
-                090-1234-5678), or in the North American shape (415) 555-2671; any number after "my
+                090-1234-5678), or in the North American shape, (415) 555-2671 or 415-555-2671; any number after "my
                 phone"/我的电话 or before "that's my mobile"/是我的手机
   email         e-mail addresses, Chinese domains too, and written against scrapers or URL-encoded ((at), [dot], 艾特,
                 " @ ", %40, "x at y dot z"); not a stand-in's or a role's mailbox (user@, your.name@,
-                support@) on the documentation domains example.com/.org/.net
+                support@) on the documentation domains example.com/.org/.net or the reserved .test/.invalid
   birth_date    a full date next to a birth label (出生, 生日, born, b., date of birth, DOB; born in Cork on …; a few
                 words between: birthday 填的是 …), as forms print it (05-Mar-1990, 96年10月3号, 一九八七年六月十二日,
                 1990년 3월 12일, 12.IV.1979, the month a word of any language before a year of birth);
@@ -61,7 +63,7 @@ Chinese character, so a stored quote stays readable in its own language):
                 a home visit's or a parcel's label (上门地址, 寄到我舅舅家) a Chinese address as written; and,
                 last, what the learned address finder (address_spans.py) reads as an address in a postal system's
                 shape no rule knows (Rua …, 418, apto 72, CEP …; … Sk. No:17 Daire:6, 34710 …); never one said to
-                be an organisation's
+                be an organisation's, nor a public place's where a group meets (the Colosseum, Piazza del Colosseo …)
 
 In a pipe table the header names the kind of each column (| Name | Passport | DOB |): a cell with a digit under such
 a header goes as that kind; so in a delimited one (name,dob,passport,mobile pasted from a spreadsheet).
@@ -206,6 +208,7 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
         if _looks_like_password(
             _inside_brackets(f, m.start(), m["secret"]), m["sep"], chinese_label="密码" in m["label"]
         )
+        and not _a_passwords_state(m["secret"], m["sep"])
     )
     found += at(folded, passwords, "password")
     near_label = (m.span("secret") for m in patterns.PASSWORD_FOR.finditer(f) if _looks_like_password(m["secret"], " "))
@@ -214,6 +217,8 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
     found += at(folded, a_few_words, "password")
     found += at(folded, (m.span("secret") for m in patterns.CHINESE_PASSPHRASE.finditer(f)), "password")
     found += at(folded, (m.span("secret") for m in patterns.LOGIN_PAIR.finditer(f)), "password")
+    accounts = (m.span("secret") for m in patterns.ACCOUNT_PAIR.finditer(f) if _unlike_a_word(m["password"]))
+    found += at(folded, accounts, "password")
     wifi = (m.span("secret") for m in patterns.WIFI_PAIR.finditer(f) if _looks_like_password(m["secret"], " "))
     found += at(folded, wifi, "password")
     found += at(folded, (m.span("secret") for m in patterns.LOGIN_NAME.finditer(f)), "login")
@@ -577,9 +582,13 @@ def _a_company_around(text: str, span: tuple[int, int]) -> bool:
 
 
 def _a_business_place(text: str, at: int, reach: int) -> bool:
-    """A word for a business place in the `reach` characters before `at` (BUSINESS_LABEL), or a business announcing
-    its move in the 40 before (BUSINESS_MOVED)."""
-    return _said_before(patterns.BUSINESS_MOVED, text, at, 40) or _said_before(patterns.BUSINESS_LABEL, text, at, reach)
+    """A word for a business place in the `reach` characters before `at` (BUSINESS_LABEL), a business announcing
+    its move in the 40 before (BUSINESS_MOVED), or a public place named as where a group meets (MEETING_PLACE)."""
+    return (
+        _said_before(patterns.BUSINESS_MOVED, text, at, 40)
+        or _said_before(patterns.BUSINESS_LABEL, text, at, reach)
+        or _said_before(patterns.MEETING_PLACE, text, at, 80)
+    )
 
 
 def _named_homes(text: str) -> Iterator[tuple[int, int]]:
@@ -703,6 +712,13 @@ def _looks_like_password(value: str, separator: str, chinese_label: bool = False
     if separator.strip() or (chinese_label and re.search(r"\d", value)):
         return len(value) >= 4
     return bool(re.search(r"[\d\W_]", value)) and len(value) >= 6
+
+
+def _a_passwords_state(value: str, separator: str) -> bool:
+    """What a sentence says about a password after "is" or "was" (PASSWORD_STATE: empty, wrong, changed), not the
+    password: "$SMTP_PASSWORD is empty in the nightly job"."""
+    verb = re.search(r"\b(?:is|was)\b", separator) is not None
+    return verb and patterns.PASSWORD_STATE.fullmatch(value.rstrip(".,;:!?")) is not None
 
 
 def _inside_brackets(text: str, label_at: int, value: str) -> str:

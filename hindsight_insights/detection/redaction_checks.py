@@ -155,7 +155,9 @@ def personal_phones(text: str) -> list[Span]:
             line = phonenumbers.number_type(match.number)
             if line in _PERSONAL_LINES or (region == "CN" and _personal_landline(text, match, line, regions)):
                 found.append((match.start, match.end))
-    for nanp in (*patterns.NANP_NUMBER.finditer(text), *patterns.NANP_WITH_ONE.finditer(text)):
+    # (and 3-3-4 with one kind of separator, 312-555-0147 on a contact sheet: no other numbering writes a phone so)
+    nanp_grouped = patterns.NANP_GROUPED_ALONE.finditer(text)
+    for nanp in (*patterns.NANP_NUMBER.finditer(text), *patterns.NANP_WITH_ONE.finditer(text), *nanp_grouped):
         number = _parses_as(nanp.group(), "US")
         if number is not None and phonenumbers.number_type(number) in _PERSONAL_LINES:
             found.append(nanp.span())

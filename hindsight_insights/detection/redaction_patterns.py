@@ -344,7 +344,9 @@ SECRET_END = r"(?=[\"'”]?(?:[\s,。，;；、)）]|[.!?](?:\s|$)|$|[\u4e00-\u9
 _PASSWORD_WORD = (
     r"暗码|\b(?:contraseña|contrasena|senha|passwort|kennwort|mot de passe|wachtwoord|hasło|haslo|пароль|kata sandi|"
     # (and French's abbreviation, mdp)
-    r"şifre|lösenord|salasana|heslo|jelszó|passord|adgangskode|mdp)\b|パスワード|비밀번호"
+    # (Portugal's palavra-passe, Vietnamese mật khẩu, Malay kata laluan)
+    r"şifre|lösenord|salasana|heslo|jelszó|passord|adgangskode|mdp|palavra[- ]passe|mật khẩu|kata laluan)\b|"
+    r"パスワード|비밀번호"
 )
 PASSWORD = re.compile(
     # (Dutch abbreviates its word as ww, French as mdp: a label only before a colon, "ww: …")
@@ -358,6 +360,14 @@ PASSWORD = re.compile(
     # (or nothing at all after a Chinese label, when a digit follows: 密码4719#)
     r"(?<=密码|口令)(?=\d))"
     rf"(?P<secret>{_SECRET_CHAR}{{4,64}}?){SECRET_END}"
+)
+# What a sentence says about a password after "is" rather than the password itself ("$REGISTRY_PASSWORD is empty in
+# merge request pipelines", "the password was wrong", "password is case-sensitive").
+PASSWORD_STATE = re.compile(
+    r"(?:empty|blank|missing|unset|set|wrong|incorrect|invalid|expired|required|correct|right|fine|ok|okay|null|none|"
+    r"undefined|masked|protected|hidden|encrypted|hashed|stored|saved|changed|reset|weak|strong|short|long|too|not|"
+    r"still|case-sensitive|the|a|an|being|also|only|same|different|optional|mandatory|visible|shown|printed|"
+    r"needed|ignored|rejected|accepted|locked|disabled|enabled)"
 )
 # A passphrase in Chinese after 口令 or 暗号 and a colon or 是 (口令：芝麻开门123, 暗号是天王盖地虎): the words are the
 # secret, to the clause's end; not a question about it (口令是什么).
@@ -424,6 +434,14 @@ LOGIN_PAIR = re.compile(
     r"(?:(?<![a-z0-9])log ?in|(?<![a-z0-9])sign ?in|credentials?|"
     r"账号密码|账号和密码|用户名和密码|用户名密码|登录账号|登录信息)"
     rf"\s*(?:is|are|:|是|为|with|using)?\s*(?P<secret>[a-z0-9._@-]{{2,40}}\s*[/:|]\s*{_SECRET_CHAR}{{4,64}}?)"
+    rf"{SECRET_END}"
+)
+# The same pair after what one signs in to, a portal or an account ("council permit portal: office@grange.example /
+# Tarmac!Skip2026", "后台账号：ops_li / Hq#2291a"): the caller takes it only when the part after the slash cannot be a
+# word, so "portal: sales / marketing" stays.
+ACCOUNT_PAIR = re.compile(
+    r"(?:(?<![a-z0-9])(?:portal|account|acct|dashboard|admin panel|back ?office|console)|后台|账号|账户|帐号)"
+    rf"\s*(?:[:：=]|是|为|\bis\b)\s*(?P<secret>[a-z0-9._@-]{{2,60}}\s*[/|]\s*(?P<password>{_SECRET_CHAR}{{6,64}}?))"
     rf"{SECRET_END}"
 )
 # A wireless network's name and its password after a slash, as handover notes and signs put them ("Wi-Fi:
@@ -1017,6 +1035,15 @@ ORGANISATION_PLACE = re.compile(
 # Returns go to a warehouse: "退货请寄到…" names no one's home (within a few characters before the label).
 RETURNS = re.compile(r"(?:退货|退回|退换)\W{0,2}\w{0,4}\W{0,3}$")
 # A business announcing where it is now, before the label: "Our clinic moved! new address: …", "我们店搬到…".
+# A meeting point named before its address: the public place where a group meets ("we meet at the Colosseum, Piazza
+# del Colosseo, 1, …", "outside the Empire State Building, 20 W 34th St., …"), which is nobody's home. Not a house or a
+# family's ("at the Hendersons', 12 Oak St").
+MEETING_PLACE = re.compile(
+    r"\b(?:meet|meets|meeting|gather|gathers|assemble|assembles)\b[^.?!\n]{0,24}?\b(?:at|outside|in front of|by|near|"
+    r"opposite)\s+the\s+(?![a-z' -]*(?:house|home|flat|apartment|cottage|'s?)\s*[,，]?\s*$)[a-z' -]{2,40}"
+    # (the place's square or park may come between: "the Eiffel Tower, Champ de Mars, 5 Av. …")
+    r"(?:[,，]\s*[a-z' -]{2,30}){0,2}[,，]\s*$"
+)
 BUSINESS_MOVED = re.compile(
     r"\b(?:our|we) \w+ (?:has |have )?moved\b|\bour (?:new )?"
     r"(?:address|location|premises)\b|(?:店|公司|诊所|工作室)搬|新店|开业"
@@ -1086,8 +1113,10 @@ _STAND_IN_MAILBOX = (
     r"demo|sample|example|admin|info|support|help|contact|hello|hi|no-?reply|mail|email|sales|team|office|billing|"
     r"service|webmaster|postmaster|abuse|security|privacy|jobs|careers|hr|press|marketing|orders?"
 )
+# The same for the reserved top-level domains (.test, .invalid, .localhost, .example): "moira.tennant@readers.test" is
+# still Moira's address as far as the text goes.
 EMAIL_PLACEHOLDER = re.compile(
-    rf"^(?:{_STAND_IN_MAILBOX})@(?:[a-z0-9-]+\.)*example\.(?:com|org|net)$|\.(?:test|invalid|localhost)$"
+    rf"^(?:{_STAND_IN_MAILBOX})@(?:[a-z0-9-]+\.)*(?:example\.(?:com|org|net)|[a-z0-9-]+\.(?:test|invalid|localhost|example))$"
 )
 
 # -------------------------------------------------------------------------------- numbers without a label
@@ -1256,3 +1285,5 @@ NANP_NUMBER = re.compile(r"(?<![\d(])\(\d{3}\)\s?\d{3}[-.\s]\d{4}(?!\d)")
 # shape is read as North American, not as a mainland line whose 0 was dropped. Not 400 or 800: mainland's own
 # hotlines are written so (400-820-8820).
 NANP_GROUPED = re.compile(r"(?![48]00)[2-9]\d{2}([-.])\d{3}\1\d{4}")
+# The same shape standing alone in prose, not inside a longer code or number (INV-312-555-0147, 2024-312-555-0147).
+NANP_GROUPED_ALONE = re.compile(rf"(?<![\w.+/-]){NANP_GROUPED.pattern}(?![\w/-]|\.\d)")
