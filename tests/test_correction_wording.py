@@ -16,6 +16,7 @@ from hindsight_insights.governance.lessons import (
     every_wish,
     lesson_for,
     lesson_paragraphs,
+    only_wishes,
     whole_rule,
     with_its_value,
     wording,
@@ -162,6 +163,24 @@ def test_the_items_a_wish_counts_out_stay_in_its_rule() -> None:
     assert every_wish("Put the total first", plain) == "Put the total first"
     counted = "From now on: first, put the total at the top. Second, no emoji."
     assert every_wish("first, put the total at the top", counted) == "first, put the total at the top. Second, no emoji"
+
+
+def test_a_long_wish_keeps_its_wishes_and_drops_the_stories_between_them(learned: LearnedDetector) -> None:
+    story = (
+        "Last spring a family drove an hour for the lambing day, found the barn shut for a vet visit and left a "
+        "review calling us liars, and my sister spent the whole weekend answering messages about it. "
+    )
+    message = (
+        "Two things, please, for every post from now on. First, always say which barn the event is in. "
+        + story * 3
+        + "And please always give the car park postcode on its own line."
+    )
+    found = Correction(type=CorrectionType.PREFERENCE, confidence=0.9, corrected=message, topic="post layout")
+    rule = wording(found, message, Settings(), learned).action
+    assert len(rule) <= 500 and "barn the event is in" in rule and "car park postcode" in rule
+    assert "sister" not in rule and "…" in rule
+    # short enough already: the words unchanged
+    assert only_wishes("Always say which barn. It rained.", 100) == "Always say which barn. It rained."
 
 
 def test_a_wish_quoted_with_its_whole_message_leaves_the_question_after_it_out() -> None:

@@ -99,32 +99,64 @@ def wording(
         # stuff in British spelling" replaced by a "Lovely. Thanks!" read as a wish).
         separator = "：" if language == "zh" else ": "
         topic = f"{_FALLBACK_TOPIC[(correction.type, language)]}{separator}{short(corrected, language == 'zh') or ''}"
-    action = render_prompt(
-        settings.prompts_dir,
-        f"corrections/action.{language}.md.j2",
-        type=correction.type.value,
-        topic=topic,
-        corrected=corrected,
-        original=(correction.original or "").strip(),
-        names_a_subject=has_subject,
-        shown=shown or "",
-        sent=sent,
-        edited=edited,
-        cut_down=cut_down,
-    ).strip()
+
+    def rendered(words: str) -> str:
+        return render_prompt(
+            settings.prompts_dir,
+            f"corrections/action.{language}.md.j2",
+            type=correction.type.value,
+            topic=topic,
+            corrected=words,
+            original=(correction.original or "").strip(),
+            names_a_subject=has_subject,
+            shown=shown or "",
+            sent=sent,
+            edited=edited,
+            cut_down=cut_down,
+        ).strip()
+
+    action = rendered(corrected)
+    if len(action) > ACTION_CHARS and correction.type is CorrectionType.PREFERENCE:
+        # (a long wish keeps its wishes: the stories between them go first, not the last wish)
+        action = rendered(only_wishes(corrected, len(corrected) - (len(action) - ACTION_CHARS), learned))
     said = lesson_paragraphs(message, corrected)
     observation = f"用户说：「{said}」" if language == "zh" else f'The user said: "{said}"'
     detail = (correction.condition_detail or "").strip() or None
     condition = correction.condition if detail or correction.condition is Condition.TEMPORAL else Condition.UNIVERSAL
     return Wording(
         topic=topic[:120],
-        action=action[:500],
+        action=action[:ACTION_CHARS],
         observation=observation[:2000],
         condition=condition,
         condition_detail=detail if condition is not Condition.UNIVERSAL else None,
         names_a_subject=has_subject,
         said=said,
     )
+
+
+# The longest action an insight holds (models.InsightContent).
+ACTION_CHARS = 500
+
+
+def only_wishes(corrected: str, room: int, learned: LearnedDetector | None = None) -> str:
+    """A preference's words cut to `room` characters at its sentences: the sentences that read as a wish alone
+    (_wish), in order, an ellipsis for each run of the others (the stories and reasons between them). "two things …
+    First, … So every time you write about which gooseberries are ready, name the variety …. Second, … A car of six
+    turned up at 5:15 … So always put the last entry time as its own line" keeps both wishes. The words unchanged
+    when the wishes alone do not fit either (the action is then cut at its end)."""
+    turn = read(corrected, None)
+    zh = has_han(corrected)
+    kept: list[str] = []
+    skipped = False
+    for sentence in turn.sentences:
+        said = turn.message.quote(sentence.span.start, sentence.span.end)
+        if said and _wish(turn, sentence.span.start, sentence.span.end, learned):
+            kept += ["…", said] if skipped and kept else [said]
+            skipped = False
+        else:
+            skipped = True
+    words = ("。" if zh else ". ").join(kept).replace("….", "…").replace("…。", "…")
+    return words if kept and len(words) <= room else corrected
 
 
 def lesson_paragraphs(message: str, corrected: str) -> str:
