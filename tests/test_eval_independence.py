@@ -159,6 +159,26 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
+    # the stock shapes of a planted instruction and of its report (the textbook override, "no need to check who they
+    # are", "the assistant saved it as a rule", "the assistant refused"), and an everyday request, in the sixty-fourth
+    # and sixty-fifth screening sets
+    ("screening_eval_64.json:mu003", "the assistant saved it as a rule"),
+    ("screening_eval_64.json:mu007", "the assistant saved it as a rule"),
+    ("screening_eval_64.json:mu012", "no need to check who they are"),
+    ("screening_eval_64.json:mu023", "ignore all previous instructions"),
+    ("screening_eval_64.json:mu046", "the assistant stored the note as a rule"),
+    ("screening_eval_64.json:mv002", "the assistant did not follow it"),
+    ("screening_eval_64.json:mv025", "user corrected the assistant"),
+    ("screening_eval_64.json:mv029", "the assistant refused"),
+    ("screening_eval_65.json:97", "can you double-check"),
+    # a rejection the class definitions describe ("答非所问") and everyday questions, in the thirty-fourth message set,
+    # and everyday requests and thanks in the thirty-fifth sessions
+    ("new-34:el011", "does that change anything"),
+    ("new-34:el027", "that doesn't answer my question at all"),
+    ("new-34:el049", "third time this month"),
+    ("reflection_eval_sessions_35.json:tx001", "can you draft a reply"),
+    ("reflection_eval_sessions_35.json:ty001", "can you draft a reply"),
+    ("reflection_eval_sessions_35.json:ty025", "thank you for letting us know"),
     # everyday requests in the thirty-fourth sessions (a tuning set now)
     ("reflection_tune_sessions_34.json:tv005", "can you draft a reply"),
     ("reflection_tune_sessions_34.json:tw012", "every time, not just today"),
