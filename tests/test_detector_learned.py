@@ -122,8 +122,8 @@ def test_a_verdict_and_a_bare_new_value_is_a_fact_put_right(
             "会议在周三。",
             marks=pytest.mark.xfail(
                 strict=True,
-                reason="known miss of the thirtieth to thirty-fourth models: P(correction) 0.39, 0.37, 0.36, 0.41, "
-                "0.46, under the verdict's bar (0.5); the twenty-ninth read it at 0.5 or more",
+                reason="known miss of the thirtieth to thirty-fifth models: P(correction) 0.39, 0.37, 0.36, 0.41, "
+                "0.46, 0.38, under the verdict's bar (0.5); the twenty-ninth read it at 0.5 or more",
             ),
         ),
     ],
@@ -542,16 +542,12 @@ def test_the_users_own_input_put_right_is_no_fact_the_model_alone_finds() -> Non
             CorrectionType.PREFERENCE,
         ),
         # a correction in it stands: the rules find it themselves
-        # (the thirtieth model read it at P(correction) 0.93, under correction_at 0.94; the thirty-first at 0.95)
-        pytest.param(
+        # (the thirtieth model read it at P(correction) 0.93, under correction_at 0.94; the thirty-first at 0.95; the
+        # thirty-fourth at 0.953, under its 0.96; the thirty-fifth at 0.953, over its 0.94)
+        (
             "Now the same for March. And the rate is 4.5%, not 4%.",
             "February's interest at 4% comes to $120.",
             CorrectionType.FACTUAL,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="known miss of the thirty-fourth model: P(correction) 0.953, under its correction_at 0.96 "
-                "(unsure: a workspace model is asked when there is one)",
-            ),
         ),
     ],
 )
@@ -755,16 +751,12 @@ def test_a_standing_wish_after_the_user_takes_their_words_back_stands(
             "以后你帮我写报价，一律写成'基础价X元起'，单独一行写'开结另计，到店评估后先告知'。这条重新改一下。",
             "您好，您家金毛洗澡加修剪一共260元。",
         ),
-        # an approval that opens a standing wish holds nothing back
-        pytest.param(
+        # an approval that opens a standing wish holds nothing back (the thirty-fourth model read it at P(correction)
+        # 0.958, under its correction_at 0.96)
+        (
             "Good, but for every newsletter from now on, sign it off 'Harbour Pool Team' with the office line, never a "
             "coach's own name. Can you redo this one?",
             "Thanks for reading! See you at the pool. Best, Jamie",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="known miss of the thirty-fourth model: P(correction) 0.958, under its correction_at 0.96 "
-                "(unsure: a workspace model is asked when there is one)",
-            ),
         ),
     ],
 )
