@@ -35,6 +35,8 @@ from hindsight_insights.keys import GENERAL_SCENE, scene_key
 from hindsight_insights.reranking import RerankReport
 
 MAX_TAGS = 10
+# The longest behaviour rule an insight holds (governance.lessons shortens a long wish to fit).
+ACTION_CHARS = 500
 # Weaviate keeps dates as int64 nanoseconds (to 2262); the store writes this for "never", so expiries stop before it.
 NEVER = datetime(2200, 1, 1, tzinfo=UTC)
 
@@ -146,7 +148,7 @@ class InsightContent(StrictModel):
     kind: InsightKind
     scene: Annotated[str, Field(min_length=1, max_length=60), Line] = GENERAL_SCENE
     observation: Annotated[str, Field(max_length=2000), Paragraph] = ""
-    action: Annotated[str, Field(min_length=1, max_length=500), Paragraph]
+    action: Annotated[str, Field(min_length=1, max_length=ACTION_CHARS), Paragraph]
     evidence: Quote
     tags: Annotated[list[Annotated[str, Field(min_length=1, max_length=40), Line]], Field(max_length=MAX_TAGS)] = []
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 0.7

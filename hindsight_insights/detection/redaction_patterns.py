@@ -1034,7 +1034,6 @@ ORGANISATION_PLACE = re.compile(
 )
 # Returns go to a warehouse: "退货请寄到…" names no one's home (within a few characters before the label).
 RETURNS = re.compile(r"(?:退货|退回|退换)\W{0,2}\w{0,4}\W{0,3}$")
-# A business announcing where it is now, before the label: "Our clinic moved! new address: …", "我们店搬到…".
 # A meeting point named before its address: the public place where a group meets ("we meet at the Colosseum, Piazza
 # del Colosseo, 1, …", "outside the Empire State Building, 20 W 34th St., …"), which is nobody's home. Not a house or a
 # family's ("at the Hendersons', 12 Oak St").
@@ -1044,6 +1043,7 @@ MEETING_PLACE = re.compile(
     # (the place's square or park may come between: "the Eiffel Tower, Champ de Mars, 5 Av. …")
     r"(?:[,，]\s*[a-z' -]{2,30}){0,2}[,，]\s*$"
 )
+# A business announcing where it is now, before the label: "Our clinic moved! new address: …", "我们店搬到…".
 BUSINESS_MOVED = re.compile(
     r"\b(?:our|we) \w+ (?:has |have )?moved\b|\bour (?:new )?"
     r"(?:address|location|premises)\b|(?:店|公司|诊所|工作室)搬|新店|开业"

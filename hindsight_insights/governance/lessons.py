@@ -26,7 +26,7 @@ from hindsight_insights.detection.learned_corrections import LearnedDetector
 from hindsight_insights.detection.periods import period_end
 from hindsight_insights.detection.text import clauses, fold, has_han, paragraphs
 from hindsight_insights.keys import names_a_subject
-from hindsight_insights.models import Condition, InsightContent, InsightKind, Scope, Turn
+from hindsight_insights.models import ACTION_CHARS, Condition, InsightContent, InsightKind, Scope, Turn
 from hindsight_insights.prompts import render_prompt
 from hindsight_insights.scope import decide_scope
 
@@ -132,10 +132,6 @@ def wording(
         names_a_subject=has_subject,
         said=said,
     )
-
-
-# The longest action an insight holds (models.InsightContent).
-ACTION_CHARS = 500
 
 
 def only_wishes(corrected: str, room: int, learned: LearnedDetector | None = None) -> str:
