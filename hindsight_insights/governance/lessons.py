@@ -147,11 +147,11 @@ def only_wishes(corrected: str, room: int, learned: LearnedDetector | None = Non
     for sentence in turn.sentences:
         said = turn.message.quote(sentence.span.start, sentence.span.end)
         if said and _wish(turn, sentence.span.start, sentence.span.end, learned):
-            kept += ["…", said] if skipped and kept else [said]
+            kept.append(("…" if zh else "… ") + said if skipped and kept else said)
             skipped = False
         else:
             skipped = True
-    words = ("。" if zh else ". ").join(kept).replace("….", "…").replace("…。", "…")
+    words = ("。" if zh else ". ").join(kept)
     return words if kept and len(words) <= room else corrected
 
 
