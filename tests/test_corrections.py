@@ -402,6 +402,7 @@ def test_a_value_inside_the_range_the_assistant_gave_agrees_with_it(message: str
         # a wish for the one at hand: no standing preference
         ("Can you draft the notice? Just for this issue, three sentences max, we're short on space.", False),
         ("这份报价单这次用繁体吧，客户在台湾。", False),
+        ("Just this week add 'free recipe card with every 3' under the prices.", False),
         # a one-off now, and a standing rule said beside it
         ("这次先这样。以后改价格之前先让运营总监审批。", True),
         ("Fine for this one, but from now on always send me the totals in a table.", True),
@@ -476,6 +477,12 @@ def test_good_alone_approves(approval: str) -> None:
         ("请问你们是 beginner 还是 intermediate? 我们按水平分组。", "intermediate, 去年上过一周课", False, False, True),
         ("你们总部在南山对吧？", "总部去年搬到前海了", False, False, False),  # a confirmation asked: may be put right
         ("Your cat is a Maine Coon, right?", "ragdoll haha", False, False, False),
+        # what the user read, noted or weighed wrong themselves, with words between (in Cantonese too)
+        ("28号重开。", "啊不对，reopen 是 29 号，我刚看 calendar 看漏了", True, False, False),
+        ("$14一個。", "哦唔係$14，係$16，我頭先睇錯咗舊價錢牌。", True, False, False),
+        ("Bags of about 2 kg.", "Sorry, bags are 3 kg not 2, I weighed one on the wrong scale.", True, False, False),
+        # the assistant's slip, named by the user: no input of theirs
+        ("28号重开。", "我看你写错了，是 29 号重开。", False, False, False),
     ],
 )
 def test_look_alikes_an_own_input_fixed_a_hypothetical_asked_and_an_answer_to_a_question(
@@ -507,6 +514,8 @@ def test_the_types_a_look_alike_rules_out_are_what_training_decides_by() -> None
     # a document asked for: its values are the document's, and no wish stands unless it is marked
     assert ruled_out("Draft her a reply saying we'll reply in 10 days.", "Done.") == {"factual", "preference"}
     assert ruled_out("帮我拟个回复，只确认第1、2条，第3条说已转法务", "好的。") == {"factual", "preference"}
+    # with where the document goes or what it is for before it
+    assert ruled_out("帮我写一条小红书 post，介绍我们新出的蛋白粉，要轻松一点。", None) >= {"preference"}
     assert "preference" not in ruled_out("From now on always draft me a reply with the order number first.", "Done.")
     # the rules' own finding stands, so nothing is ruled out
     assert ruled_out("No, the fee is $45, not $40.", "The fee is $40.") == frozenset()
@@ -731,6 +740,22 @@ def test_the_first_live_case_after_a_template_opens_the_next_item() -> None:
 def test_an_approval_a_but_turns_at_once_is_no_approval(message: str, approves: bool) -> None:
     turn = read(message, "Here is the notice.")
     assert ("approval" in turn.sentences[0].guards) is approves
+
+
+def test_an_answer_to_an_offer_that_closes_the_turn_is_no_wish_unless_marked_standing() -> None:
+    """Which of an offer to take is about this piece of work ("No, leave the Spanish" after "Want me to do the Spanish
+    side too?"); its "no" declines the offer and puts nothing right. A wish marked standing still stands."""
+    offered = "THIS WEEK\nCroquetas ........ 7.50\n\nWant me to do the Spanish side of the board too?"
+    message = "No, leave the Spanish, Javi writes that side by hand. Yeah the layout's good, go with that."
+    assert read(message, offered).answers_an_offer
+    assert ruled_out(message, offered) >= {"preference"}
+    assert not detect(message, offered).is_correction
+    assert not read("From now on leave the Spanish side out.", offered).answers_an_offer
+    # an offer at the start of a long turn, the work after it: the turn does not close with it
+    board = "Want me to add prices? Here is the board.\n" + "Croquetas de jamón, six to a plate ........ 7.50\n" * 6
+    assert not read(message, board).answers_an_offer
+    # without the offer the same "no" opens a correction
+    assert detect("No, the board says 6.50, not 6.", "Padrón peppers are 6.").type is FACTUAL
 
 
 def test_a_decline_after_the_assistant_offered_more_is_no_wish_or_rule() -> None:

@@ -149,6 +149,15 @@ SECRETS: list[tuple[str, str, str]] = [
     ("phone", "Contact person is Bronwyn on (02) 5550 4173, evenings only.", "5550 4173"),
     # the hour and the place of the birth between the date and 出生
     ("birth_date", "姓郑，男孩，2024年11月3日早上6点12分在温州出生的，想取名", "2024年11月3日"),
+    # an alarm named right before a code closed by #; a card's expiry right after its number
+    ("password", "Roastery alarm 4417# (set it if you're last out)", "4417#"),
+    ("card_expiry", "老客户电话订了 20 kg，他的卡号 4929 5521 0837 6614，exp 09/27，已经授权扣款", "09/27"),
+    ("card_expiry", "Card on file 4929 0417 3385 1163 (expires 08/2029), charge it monthly", "08/2029"),
+    # the part of the day alone between the date and 出生 (a child's, the name further on)
+    ("birth_date", "女儿是2019年3月2日傍晚出生的，户口本上叫吴小满，能报今年的班吗", "2019年3月2日"),
+    # a Norwegian street in its definite form (-gaten, -vegen), the floor, the postcode and the town
+    ("address", "Hent sofaen hos meg: Tollbugaten 14, 2. etasje, 0152 Oslo, ring på «Berg».", "Tollbugaten 14"),
+    ("address", "Adressa mi er Sagvegen 7B, 2312 Ottestad, kom etter fire.", "Sagvegen 7B"),
     # a North American number grouped 3-3-4 after "call me at", also one whose area code mainland numbering knows
     # (773: 0773 is Guilin's)
     ("phone", 'Our walker Tess said "call me at 773.555.0148 if he limps again."', "773.555.0148"),
@@ -179,6 +188,9 @@ BENIGN: list[str] = [
     "Call NHS 111 if the fever gets worse overnight.",
     "Contact our office on (02) 5550 4173 for bookings.",
     "小熊猫“团子”是2025年6月2日在园里出生的，现在体重2.4公斤。",
+    # an alarm set for a time, an alarm numbered; a best-before date with "exp" and no card before it
+    "Set the alarm for 0630, the fire alarm 3 went off again at 14:05.",
+    "Milk crate 12: exp 09/27 on the lids, keep them at the front.",
     "wifi: on / off, bluetooth: off",
     # an ssh host key's fingerprint, which people compare aloud, and a bank's 3-3-4 line with no one's label
     "The fingerprint is SHA256:q3Fd7Lk29xVbN0pRt5YzWc1Hs8mGu4JaE6iKoT2lQvX and ssh asks if I trust it",

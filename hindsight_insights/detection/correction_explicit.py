@@ -48,8 +48,11 @@ class _Value:
 
 def explicit(turn: ReadMessage) -> Correction | None:
     verdict: tuple[str, Sentence, int] | None = None
+    # A "no" that opens the answer to an offer closing the assistant's turn ("Want me to do the Spanish side too?" "No,
+    # leave the Spanish") declines it: all 13 training messages so are none.
+    offered = turn.previous is not None and patterns.closes_with_an_offer(turn.previous.text)
     for sentence in turn.sentences:
-        found = _verdict(sentence)
+        found = _verdict(sentence, offered)
         if found:
             verdict = (found[0], sentence, found[1])
             break
@@ -94,8 +97,9 @@ def _first_value_clause(turn: ReadMessage, sentence: Sentence, start: int) -> in
 _WINDOW = 60
 
 
-def _verdict(sentence: Sentence) -> tuple[str, int] | None:
-    """A verdict word in the sentence that survives its guards: (rule name, offset)."""
+def _verdict(sentence: Sentence, offered: bool) -> tuple[str, int] | None:
+    """A verdict word in the sentence that survives its guards: (rule name, offset); a "no" not after an offer
+    (`offered`: the assistant's turn closed with one)."""
     text = sentence.text
     if sentence.question or sentence.conditional or {"rhetorical", "doubt"} & set(sentence.guards):
         return None
@@ -104,7 +108,7 @@ def _verdict(sentence: Sentence) -> tuple[str, int] | None:
             at = match.start()
             if at >= sentence.stated_end:
                 continue
-            if name == "no_en" and ({"approval", "decline"} & set(sentence.guards)):
+            if name == "no_en" and (offered or {"approval", "decline"} & set(sentence.guards)):
                 continue
             if name.endswith("_zh") and (
                 patterns.VERDICT_ATTRIBUTIVE_ZH.match(text, at + len(match.group()) - 2)

@@ -63,10 +63,23 @@ SELF_CORRECTION = _cues(
         r"(说|打|写|输|填|记|看|发|讲|搞|弄|选|给)错",
     ),
     ("self_typo_zh", r"(打错字|笔误|口误|(?<!可能)(?<!或许)(?<!也许)是我(写|打|说|输|记|搞|弄)错|我的错|怪我)"),
+    # what the user read, noted or counted a moment ago, with what it was between ("我刚看 calendar 看漏了", in
+    # Cantonese "我頭先睇錯咗舊價錢牌"): 24 training messages say so, all none
+    (
+        "self_typo_zh",
+        r"(?<!可能)(?<!或许)(?<!也许)我(?:刚才|刚刚|刚|头先|啱先|啱啱|之前|前面)[^,。!?;你您]{0,12}?"
+        r"(?:看|睇|记|写|打|算|填|输|数|抄|听)(?:错|漏)",
+    ),
     # with the subject dropped, typing is the user's: 哦刚才打错了，是15栋 (你刚才打错了 names the assistant)
     ("self_typo_zh", r"(?<![你您])(刚才|刚刚)(打|输|填)错"),
     ("self_typo_en", r"\b(my (bad|mistake|typo)|typo on my (end|side|part)|i (mistyped|misspoke|misread))\b"),
     ("self_typo_en", r"\b(sorry,? i meant|i (typed|wrote|said|gave you) the wrong|i was wrong)\b"),
+    # what the user measured or copied wrong themselves: "the bags are about 3 kg not 2, I weighed one on the wrong
+    # scale" (6 training messages say so, all none)
+    (
+        "self_typo_en",
+        r"\bi (?:weighed|measured|counted|read|copied|entered|put|picked|took|filled in)\b[^.?!,]{0,25}\bthe wrong\b",
+    ),
 )
 
 # The user takes back what they said a moment before, in the same message: a hesitation and a "no" after their own
@@ -165,6 +178,18 @@ OFFERS_MORE = re.compile(
     r"需要的话|要不要|需要我|要我|我可以(?:再|也|帮)|如果需要|如有需要|是否需要)"
 )
 
+# How far from its end an assistant's turn may offer more and still close with the offer (a question or two after the
+# work: "Shall I add where the gate is and the hours it's stocked? I could also add a line on …").
+OFFER_AT_THE_END = 200
+
+
+def closes_with_an_offer(previous: str) -> bool:
+    """The assistant's turn ends by offering more as a question (OFFERS_MORE, then a question mark)."""
+    tail = previous[-OFFER_AT_THE_END:]
+    offer = OFFERS_MORE.search(tail)
+    return offer is not None and re.search(r"[?？]", tail[offer.start() :]) is not None
+
+
 # A task asked for as a question: "Can you explain what this README wants me to do?", 能不能帮我看看这份合同？ Of the 10
 # training messages that open so, end asking and mark nothing standing, all are none.
 TASK_QUESTION = re.compile(
@@ -209,9 +234,11 @@ ASKS_FOR_A_DOCUMENT = re.compile(
     r"(?:[\w-]+\s){0,2}version\s+(?:of\s+(?:it|that|this)\s+)?for\b|"
     # a reply to someone: "draft her a reply saying we've received it"
     r"\b(write|draft|compose)\s(him|her|them|us)\s(a|an|the)\s([\w-]+\s){0,2}(email|letter|message|reply|note|response)\b|"
-    # 帮我拟个回复, 给我起草一份通知, 麻烦写封邮件
-    r"(?:帮我|给我|麻烦你?|请)(?:拟|写|起草|整理|出)一?(?:个|份|封|条|篇|下)?"
-    r"(?:回复|邮件|通知|消息|公告|说明|文案|草稿|报价单?|信)"
+    # 帮我拟个回复, 给我起草一份通知, 麻烦写封邮件; with what it is for or where it goes before it (帮我写一条小红书
+    # post, 帮我写两句标签上的品尝说明: 8 training messages, none a preference)
+    r"(?:帮我|给我|麻烦你?|请)(?:拟|写|起草|整理|出|做)一?(?:个|份|封|条|篇|下|段|则)?[^,，。!?！？]{0,8}?"
+    r"(?:回复|邮件|通知|消息|公告|说明|文案|草稿|报价单?|信|帖子?|文章|推文|朋友圈|海报|简介|介绍|标题|广告|短信|话术|"
+    r"脚本|致辞|贺卡|卡片|post|email|caption|message)"
 )
 
 # A request for this time only (the class definition's one-off request: "this time, make it formal", 这次用英文回复):
@@ -225,6 +252,9 @@ ONE_TIME = re.compile(
     # "for this one could you make it more formal", "make this one a bit more formal": the one at hand (all 10 and
     # all 7 such training messages are none)
     r"\b(just|only) (?:for|on|in) this [a-z]+\b|\bfor this one\b|"
+    # the period or the edition at hand without a preposition: "Just this week add 'free recipe card with every 3'"
+    r"\b(?:just|only) this (?:week|weekend|month|season|year|issue|edition|batch|run|round|term|trip|event|order|post|"
+    r"board)\b(?!'s|’s)|"
     r"\b(?:make|do|write|keep|put|send|word|draft|translate|format|have) (?:this|that) one\b|"
     # the one at hand as the subject of what it must be: "This one needs to be properly formal, it's going to …"
     r"^\W*this one (?:needs|has|must|should|ought)\b|"

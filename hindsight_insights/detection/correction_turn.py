@@ -69,6 +69,19 @@ class ReadMessage:
         return self.declines and self.previous is not None and bool(patterns.OFFERS_MORE.search(self.previous.text))
 
     @property
+    def answers_an_offer(self) -> bool:
+        """The assistant's turn closes by offering more as a question (patterns.closes_with_an_offer: "Shall I add
+        where the gate is? I could also make a printable sign.") and the message marks nothing standing: it says which
+        of the offer to take ("Just put 'the Mill Road gate', no hours. Skip the sign."), about this piece of work.
+        Of the 212 training messages after such an offer that mark nothing standing, 205 are none and 3 preferences,
+        each about the assistant's own manner ("一次问一个吧"); a standing wish there marks itself ("from now on …")."""
+        return (
+            self.previous is not None
+            and patterns.closes_with_an_offer(self.previous.text)
+            and not self.marks_a_standing_wish
+        )
+
+    @property
     def continues_the_task(self) -> bool:
         """A sentence carries the task on to another thing (patterns.CONTINUES_THE_TASK: "now the same for March"), or
         the message opens with the next item (patterns.NEXT_ITEM: "fine. next: …"), and no sentence marks a standing

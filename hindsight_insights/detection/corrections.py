@@ -128,6 +128,9 @@ def detect(
 #                          checklist?": no wish, rule or rejection either (60 training messages, all none)
 #   relays_a_request       "Lovely. They also asked for a late table nearby, anywhere that serves past 10?": someone
 #                          else's request passed on (24 training messages, none a preference)
+#   answers_an_offer       "No, leave the Spanish, Javi writes that side by hand" after "Want me to do the Spanish side
+#                          too?": which of the offer to take, for this piece of work (212 training messages after an
+#                          offer that closes the turn, nothing marked standing: 205 none, 3 preferences)
 #   for_now                "anyway just a quick list for now, i'm about to drive", 先这样 (34 training messages,
 #                          none a preference)
 #   asks_for_a_task        "Can you explain what this README wants me to do?": a task asked for as a question, no
@@ -160,6 +163,10 @@ def detect(
 # 去年在巴厘岛上过一周课" after the assistant asked the level (a fact at 0.987), a hypothetical question (a wish at
 # 0.983).
 LOOK_ALIKE_YIELDS_AT = 0.99
+# Look-alikes the model never overrules, however sure: after an offer that closes the assistant's turn, the model read
+# "不用做海报，文字就行，蔗农都看文字" (the offered poster declined) as a wish at 1.00. In the training corpus the rules
+# find both standing wishes said there that no mark makes standing ("不用寒暄 直接说事"), and the rules' finding stands.
+_FIRM_LOOK_ALIKES = frozenset({"answers_an_offer"})
 _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[CorrectionType]], ...] = (
     (
         "one_time_only",
@@ -179,6 +186,7 @@ _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[Correcti
         frozenset(CorrectionType) - {CorrectionType.NONE},
     ),
     ("relays_a_request", lambda turn: turn.relays_a_request, frozenset({CorrectionType.PREFERENCE})),
+    ("answers_an_offer", lambda turn: turn.answers_an_offer, frozenset({CorrectionType.PREFERENCE})),
     ("for_now", lambda turn: turn.for_now, frozenset({CorrectionType.PREFERENCE})),
     ("asks_for_a_task", lambda turn: turn.asks_for_a_task, frozenset({CorrectionType.PREFERENCE})),
     ("only_asks", lambda turn: turn.only_asks, frozenset({CorrectionType.PREFERENCE})),
@@ -412,10 +420,10 @@ def _look_alike(found: Correction, turn: ReadMessage, rules: Correction) -> Corr
     the model alone found."""
     if not found.is_correction or rules.is_correction:
         return found
-    if found.probabilities.get(found.type.value, 0.0) >= LOOK_ALIKE_YIELDS_AT:
-        return found
     name = look_alike_of(turn, found.type)
     if name is None:
+        return found
+    if found.probabilities.get(found.type.value, 0.0) >= LOOK_ALIKE_YIELDS_AT and name not in _FIRM_LOOK_ALIKES:
         return found
     signals = (*found.signals, f"guard:{name}")
     return Correction(CorrectionType.NONE, 0.0, signals=signals, probabilities=found.probabilities)

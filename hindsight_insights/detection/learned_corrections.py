@@ -162,6 +162,8 @@ def families(found: Correction, previous_assistant: str | None, message: str) ->
     previous = fold(previous_assistant).text if previous_assistant else ""
     if previous and _QUESTION_END.search(previous):
         flags.add("pair:assistant_asked")
+    if previous and patterns.closes_with_an_offer(previous):
+        flags.add("pair:assistant_offered")  # (its answer takes or declines the offer: 208 of 218 training ones none)
     folded = fold(message).text
     if previous and patterns.GENERIC_ANSWER.search(previous) and not patterns.ABOUT_THE_USER.search(previous):
         flags.add("pair:generic_answer")

@@ -99,6 +99,7 @@ PLACEHOLDERS = {
     "token": ("[令牌已隐藏]", "[token removed]"),
     "id_card": ("[身份证号已隐藏]", "[ID number removed]"),
     "bank_card": ("[银行卡号已隐藏]", "[card number removed]"),
+    "card_expiry": ("[有效期已隐藏]", "[expiry removed]"),
     "iban": ("[银行账号已隐藏]", "[IBAN removed]"),
     "bank_account": ("[银行账号已隐藏]", "[account number removed]"),
     "account_holder": ("[户名已隐藏]", "[account holder removed]"),
@@ -258,7 +259,7 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
     phones = (span for span in checks.personal_phones(plain.text) if not _is_reference(plain.text, span[0]))
     found += at(plain, phones, "phone")
     births = [
-        match.span(next(name for name in ("value", "before", "year_before") if match[name]))
+        match.span(next(name for name in ("value", "before", "before_daypart", "year_before") if match[name]))
         for match in patterns.BIRTH_DATE.finditer(f)
     ]
     births += [m.span("value") for m in patterns.BIRTH_DATE_AFTER_LABEL.finditer(f)]
@@ -299,7 +300,18 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
         if not any(s <= span[0] < e for s, e in certificates) and not _placeholder(plain.text[slice(*span)].lower())
     )
     found += at(plain, random_tokens, "api_key")
-    return [finding for finding in found if not _stand_in_number(text[finding.start : finding.end], finding.kind)]
+    found = [finding for finding in found if not _stand_in_number(text[finding.start : finding.end], finding.kind)]
+    return found + list(_card_expiries(text, found))
+
+
+def _card_expiries(text: str, found: list[_Finding]) -> Iterator[_Finding]:
+    """The expiry date right after a card number found ("4929 5521 0837 6614，exp 09/27"): with the number it is what
+    a payment asks for, so it goes with the card."""
+    for finding in found:
+        if finding.kind == "bank_card":
+            expiry = patterns.CARD_EXPIRY.match(text, finding.end)
+            if expiry:
+                yield _Finding(expiry.start("value"), expiry.end("value"), "card_expiry")
 
 
 # The kinds whose value is a number: one that is a stand-in (000000, 8888 8888 8888 8888) or a documented test card

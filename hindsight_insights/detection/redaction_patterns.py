@@ -392,6 +392,13 @@ PASSWORD_A_FEW_WORDS = re.compile(
     r"[^\n.!?;:。！？；：]{1,60}?(?::\s+|：\s*)?(?<=[\s\u4e00-\u9fff\"'“=：])"
     rf"(?P<secret>(?![\"'`])(?={_SECRET_CHAR}*?[a-z])(?={_SECRET_CHAR}*?\d){_SECRET_CHAR}{{6,64}}?){SECRET_END}"
 )
+# A card's expiry date right after its number, with its label: ", exp 09/27", " (expires 08/2029)", "，有效期至 03/28".
+CARD_EXPIRY = re.compile(
+    r"[\s,，;；(（]{0,3}(?:exp(?:iry|ires|\.)?(?: date)?|valid (?:thru|through|until|to)|good thru|"
+    r"有效期(?:至|到)?|到期(?:日)?)"
+    r"\s*[:：]?\s*(?P<value>(?:0[1-9]|1[0-2])\s*/\s*(?:20)?\d{2})(?!\d)",
+    re.IGNORECASE,
+)
 # A code that opens something, after its label: an alarm, a door, a gate, a key safe, a PIN ("the alarm code is 4471",
 # "key safe by the back door: 9032", 门禁码 2580#). A few words may come between the label and "is" or ":".
 ACCESS_CODE = re.compile(
@@ -400,6 +407,9 @@ ACCESS_CODE = re.compile(
     r"(?:alarm|door|gate|access|entry|entrance|lockbox|garage|building|safe|(?:pad|smart |combination )?lock)\s?code|"
     # (and the keypad a code is typed on: "Front door keypad: 7304#")
     r"key ?safe|lock ?box|keypad|门禁码|门禁密码|门禁(?=\s*[:：])|"
+    # (an alarm or a door named right before what is typed on its keypad, a code closed by # or *: "Roastery alarm
+    # 4417# (set it if you're last out)")
+    r"(?:alarm|door|gate|shutter|garage|报警器|警报|防盗门|卷帘门|大门)(?=\s*[:：]?\s*\d{3,8}[#*])|"
     # (a lock named before a colon is its combination: "Ropeway shed padlock: 4-1-9-0-6", "bike lock combo 2291")
     r"(?:pad|bike |cable |combination )?lock(?=\s*[:：])|(?:pad|bike |cable )?lock\s?(?:combo|combination)|"
     r"(?:开门|开锁|门锁|智能锁|密码锁|挂锁|保险箱|保险柜|密码箱)码|"
@@ -646,6 +656,8 @@ BIRTH_DATE = re.compile(
     # 2024年11月3日早上6点12分在温州出生; a place alone not: a zoo's cub born 在园里 on a date is no one's birthday)
     r"\s*(?:[早上中下晚午凌晨夜里]{0,3}\s*\d{1,2}\s*[点點时時:：]\s*(?:\d{1,2}\s*分?|半)?\s*"
     r"(?:在[\u4e00-\u9fff]{1,8}?)?)?(?:出生|生(?![产成效活意气])|생)|"
+    # (or the part of the day alone, before the word for birth itself: 2020年9月1日凌晨出生的)
+    rf"(?P<before_daypart>{_DATE}|(?<!\d){_ZH_SHORT_YEAR_DATE})\s*(?:早上|上午|中午|下午|傍晚|晚上|凌晨|半夜|夜里|清晨|深夜)\s*出生|"
     # a year and a day named in words before 出生: 2001年元旦出生, 1990年出生
     r"(?P<year_before>(?:19|20)\d{2}\s*年[\u4e00-\u9fff]{0,4}?)\s*出生"
 )
@@ -853,7 +865,8 @@ _STREET_KIND_BEFORE = (
 _STREET_KIND_IN_NAME = (
     # (not "ring" or "gate", which end English words: "during 2024", "investigate 5")
     r"straße|strasse|str\.|weg|gasse|allee|platz|damm|ufer|gracht|straat|laan|plein|kade|vej|gade|gatan|vägen|gata|"
-    r"veien|katu|utca"
+    # (and the definite forms Norway writes a street's name with: Nygårdsgaten, Storgata, Kirkevegen)
+    r"veien|vegen|gaten|stien|plassen|bakken|katu|utca"
 )
 _STREET = (
     # (a rural road may carry its own number: 4512 Concession Rd 8)
