@@ -516,6 +516,8 @@ def test_the_types_a_look_alike_rules_out_are_what_training_decides_by() -> None
     assert ruled_out("帮我拟个回复，只确认第1、2条，第3条说已转法务", "好的。") == {"factual", "preference"}
     # with where the document goes or what it is for before it
     assert ruled_out("帮我写一条小红书 post，介绍我们新出的蛋白粉，要轻松一点。", None) >= {"preference"}
+    # what is written for the user, in a clause, asks for no document: the wish it names stands
+    assert not read("所以之后你帮我写的每一段介绍，每一棵都要附学名。", "【榉木】…").asks_for_a_document
     assert "preference" not in ruled_out("From now on always draft me a reply with the order number first.", "Done.")
     # the rules' own finding stands, so nothing is ruled out
     assert ruled_out("No, the fee is $45, not $40.", "The fee is $40.") == frozenset()

@@ -236,7 +236,8 @@ ASKS_FOR_A_DOCUMENT = re.compile(
     r"\b(write|draft|compose)\s(him|her|them|us)\s(a|an|the)\s([\w-]+\s){0,2}(email|letter|message|reply|note|response)\b|"
     # 帮我拟个回复, 给我起草一份通知, 麻烦写封邮件; with what it is for or where it goes before it (帮我写一条小红书
     # post, 帮我写两句标签上的品尝说明: 8 training messages, none a preference)
-    r"(?:帮我|给我|麻烦你?|请)(?:拟|写|起草|整理|出|做)一?(?:个|份|封|条|篇|下|段|则)?[^,，。!?！？]{0,8}?"
+    # (not what is written for the user, in a clause: 以后你帮我写的每一段介绍 marks a wish standing)
+    r"(?:帮我|给我|麻烦你?|请)(?:拟|写|起草|整理|出|做)(?!的)一?(?:个|份|封|条|篇|下|段|则)?[^,，。!?！？]{0,8}?"
     r"(?:回复|邮件|通知|消息|公告|说明|文案|草稿|报价单?|信|帖子?|文章|推文|朋友圈|海报|简介|介绍|标题|广告|短信|话术|"
     r"脚本|致辞|贺卡|卡片|post|email|caption|message)"
 )
