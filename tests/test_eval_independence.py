@@ -159,6 +159,12 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
+    # everyday clauses in the thirty-fifth message set, and everyday requests and thanks in the thirty-sixth sessions
+    ("new-35:em021", "everything else is right"),
+    ("new-35:en051", "honestly, some people"),
+    ("reflection_eval_sessions_36.json:tz017", "can you draft a reply"),
+    ("reflection_eval_sessions_36.json:ud005", "can you draft a reply"),
+    ("reflection_eval_sessions_36.json:ud010", "that's lovely, thank you"),
     # everyday requests and thanks in the thirty-fifth sessions (a tuning set now)
     ("reflection_tune_sessions_35.json:tx001", "can you draft a reply"),
     ("reflection_tune_sessions_35.json:ty001", "can you draft a reply"),
