@@ -14,6 +14,7 @@ in lower case. Each rule is a design decision, not a phrase seen in data:
   vendor key prefixes          sk-, sk-proj-, AKIA, LTAI, ghp_, xoxb-, pcsk_, … (a prefix is a format);
   key blocks                   PEM and OpenSSH private keys, header to footer (or to the end of the base64 when cut);
   credentials in a URL         scheme://user:password@host;
+  a card's expiry              right after a card number found, with its label (exp 09/27, 有效期至 03/28);
   a date of birth              a date next to a birth label (出生, 生日, born, DOB, né le, geboren am …), a month and
                                year or a compact date after one too;
   an address                   the Chinese grammar (省/市/州/区/县/镇 … 路/街/巷/弄 + 号, then 院/栋/单元/室/房), a
