@@ -50,9 +50,8 @@ def explicit(turn: ReadMessage) -> Correction | None:
     verdict: tuple[str, Sentence, int] | None = None
     # A "no" that opens the answer to an offer closing the assistant's turn ("Want me to do the Spanish side too?" "No,
     # leave the Spanish") declines it: all 13 training messages so are none.
-    offered = turn.previous is not None and patterns.closes_with_an_offer(turn.previous.text)
     for sentence in turn.sentences:
-        found = _verdict(sentence, offered)
+        found = _verdict(sentence, turn.offered)
         if found:
             verdict = (found[0], sentence, found[1])
             break

@@ -68,18 +68,19 @@ class ReadMessage:
         comparison checklist?" "Perfect. No need for that comparison checklist, I'll just ring round a few.")."""
         return self.declines and self.previous is not None and bool(patterns.OFFERS_MORE.search(self.previous.text))
 
+    @cached_property
+    def offered(self) -> bool:
+        """The assistant's turn closes by offering more as a question (patterns.closes_with_an_offer: "Shall I add
+        where the gate is? I could also make a printable sign.")."""
+        return self.previous is not None and patterns.closes_with_an_offer(self.previous.text)
+
     @property
     def answers_an_offer(self) -> bool:
-        """The assistant's turn closes by offering more as a question (patterns.closes_with_an_offer: "Shall I add
-        where the gate is? I could also make a printable sign.") and the message marks nothing standing: it says which
-        of the offer to take ("Just put 'the Mill Road gate', no hours. Skip the sign."), about this piece of work.
-        Of the 212 training messages after such an offer that mark nothing standing, 205 are none and 3 preferences,
-        each about the assistant's own manner ("一次问一个吧"); a standing wish there marks itself ("from now on …")."""
-        return (
-            self.previous is not None
-            and patterns.closes_with_an_offer(self.previous.text)
-            and not self.marks_a_standing_wish
-        )
+        """The message answers an offer (offered) and marks nothing standing: it says which of the offer to take
+        ("Just put 'the Mill Road gate', no hours. Skip the sign."), about this piece of work. Of the 212 training
+        messages after such an offer that mark nothing standing, 205 are none and 3 preferences, each about the
+        assistant's own manner ("一次问一个吧"); a standing wish there marks itself ("from now on …")."""
+        return self.offered and not self.marks_a_standing_wish
 
     @property
     def continues_the_task(self) -> bool:
