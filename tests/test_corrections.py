@@ -760,6 +760,92 @@ def test_an_answer_to_an_offer_that_closes_the_turn_is_no_wish_unless_marked_sta
     assert detect("No, the board says 6.50, not 6.", "Padrón peppers are 6.").type is FACTUAL
 
 
+@pytest.mark.parametrize(
+    ("previous", "message"),
+    [
+        (
+            "To stop the gate banging, fit a rubber stop on the post and tighten the latch spring half a turn.",
+            "Fitted the rubber stop Sunday and tightened the spring. Gate still bangs every time the wind picks up.",
+        ),
+        (
+            "Rub a little beeswax on the drawer runners and it should slide freely.",
+            "Did the beeswax like you said, drawer's sticking exactly the same.",
+        ),
+        ("豆浆机有糊味的话，可以先把滤网泡在小苏打水里一晚上。", "滤网用小苏打泡了一晚上，今早打出来还是一股糊味。"),
+        ("土太湿的话，浇水间隔拉长到一周一次就行。", "照你说的一周浇一次，叶子反而更黄了。"),
+    ],
+)
+def test_the_advice_followed_and_failed_is_a_rejection(previous: str, message: str) -> None:
+    """A report that the assistant's advice was done and the problem persists or got worse rejects the advice and
+    gives no right value: negative, though it names what was done (一晚上, a turn)."""
+    turn = read(message, previous)
+    assert turn.reports_failed_advice
+    found = detect(message, previous)
+    assert found.type is NEGATIVE and any(signal.startswith("verdict:advice_failed") for signal in found.signals)
+
+
+@pytest.mark.parametrize(
+    ("previous", "message"),
+    [
+        # it worked: thanks or praise
+        ("Rub a little beeswax on the drawer runners.", "Did the beeswax, drawer glides again, thanks!"),
+        ("豆浆机有糊味的话，可以先把滤网泡在小苏打水里。", "滤网泡过以后一点糊味都没有了，谢谢"),
+        # not tried: declined, or only asked
+        ("可以把花盆换成带底孔的陶盆。", "算了，换盆不弄了，还是用原来那个吧。"),
+        ("Rub a little beeswax on the runners.", "If I did the beeswax and it still sticks, what then?"),
+        # no advice before it
+        ("Your order ships on Monday.", "Waited all week and it still hasn't come."),
+    ],
+)
+def test_advice_that_worked_was_declined_or_was_not_given_is_no_failure_report(previous: str, message: str) -> None:
+    assert not read(message, previous).reports_failed_advice
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "You've answered a different question. Mine was whether the seats fold flat.",
+        "I didn't ask about the colours, I asked how long delivery takes.",
+        "你这答非所问，我想知道能不能改签。",
+    ],
+)
+def test_an_answer_that_missed_the_question_said_so_is_a_rejection(message: str) -> None:
+    found = detect(message, "Our sofas come in twelve colours, all stain-resistant.")
+    assert found.type is NEGATIVE and any(signal.startswith("verdict:off_topic") for signal in found.signals)
+    # a question about whether two things are one is no verdict
+    assert not detect("按吨算跟按立方算是不是一回事？", "淡水按立方米计费。").is_correction
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Priya reckons we priced the hamper wrong last year because the ribbon wasn't counted. Anyway, add a line "
+        "about gift tags?",
+        "隔壁摊老板非说我们去年的价牌写错了，不管他。帮我把今天的价牌排一下。",
+    ],
+)
+def test_someone_elses_claim_that_the_user_got_it_wrong_puts_nothing_of_the_answer_right(message: str) -> None:
+    previous = "Here is this year's hamper list with prices."
+    assert read(message, previous).relays_a_claim_on_the_user
+    assert {"factual", "negative"} <= ruled_out(message, previous)
+    # the user's own thought is not someone else's claim
+    assert not read("I think I gave you the wrong size earlier, it's a 12.", previous).relays_a_claim_on_the_user
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "这篇里加一句：周六送试吃，只加这一篇。",
+        "For Friday's newsletter only, add that the car park is shut.",
+        "Put the carol night at the top, december only.",
+    ],
+)
+def test_an_addition_said_to_be_for_the_one_post_only_is_for_this_time_only(message: str) -> None:
+    assert read(message, "Here's the post.").for_this_time_only
+    # "may only" is a rule's, not a month's
+    assert not read("Refunds may only be issued by the duty manager.", "Refunded.").for_this_time_only
+
+
 def test_a_decline_after_the_assistant_offered_more_is_no_wish_or_rule() -> None:
     offered = "Here's the email. Would you like a comparison checklist of other insurers too?"
     message = "Perfect. No need for that comparison checklist, I'll just ring round a few."

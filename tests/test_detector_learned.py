@@ -256,6 +256,24 @@ def test_a_fact_put_right_with_an_explicit_verdict_needs_the_model_to_lean_to_a_
     assert decide(no_verdict, leaning, combination) == ("none", False)
 
 
+def test_a_rejection_the_rules_find_by_failed_advice_or_a_missed_question_needs_a_lean_only() -> None:
+    """The advice followed and failed, or an answer that missed the question: the rules' rejection and the model's
+    lean to one (VERDICT_AT) make it. A rejection by a verdict word alone ("离谱", venting as often) still needs
+    correction_at, and so does a model that reads another type."""
+    combination = Combination(frozenset(), 0.96, 0.66, 0.98, factual_at=0.96)
+    leaning = {"factual": 0.02, "preference": 0.0, "process": 0.0, "negative": 0.7, "none": 0.28}
+    for verdict in ("verdict:advice_failed_en", "verdict:off_topic_zh"):
+        failed = Correction(CorrectionType.NEGATIVE, 0.3, signals=(verdict,))
+        assert decide(failed, leaning, combination)[0] == "negative"
+    vented = Correction(CorrectionType.NEGATIVE, 0.3, signals=("verdict:wrong_zh",))
+    assert decide(vented, leaning, combination)[0] == "none"
+    failed = Correction(CorrectionType.NEGATIVE, 0.3, signals=("verdict:advice_failed_zh",))
+    reads_a_fact = {**leaning, "factual": 0.5, "negative": 0.22}
+    assert decide(failed, reads_a_fact, combination)[0] == "none"
+    doubtful = {**leaning, "negative": 0.3, "none": 0.68}
+    assert decide(failed, doubtful, combination)[0] == "none"
+
+
 def test_a_look_alike_guard_yields_to_a_model_beyond_doubt() -> None:
     """A standing wish asked as a question for a task is still a wish when the model reads it at LOOK_ALIKE_YIELDS_AT
     or more; below that the guard holds."""

@@ -158,6 +158,22 @@ SECRETS: list[tuple[str, str, str]] = [
     # a Norwegian street in its definite form (-gaten, -vegen), the floor, the postcode and the town
     ("address", "Hent sofaen hos meg: Tollbugaten 14, 2. etasje, 0152 Oslo, ring på «Berg».", "Tollbugaten 14"),
     ("address", "Adressa mi er Sagvegen 7B, 2312 Ottestad, kom etter fire.", "Sagvegen 7B"),
+    # a Finnish street with its staircase and flat, the postcode on the next line
+    (
+        "address",
+        "Lähetä se osoitteeseen:\nHelmi Saarinen\nRuusulankatu 9 C 44\n00250 Helsinki\nKiitos!",
+        "Ruusulankatu 9 C 44",
+    ),
+    # a date of birth before the word for born, as German puts it
+    ("birth_date", "Mein Sohn Jonas ist am 03.11.2014 geboren, darf er schon in den Kletterkurs?", "03.11.2014"),
+    # a passport number after a Baltic label with "Nr."; a date of birth a sentence after its field's name
+    ("passport", "Registracija: Rūta Vaitkutė; Paso Nr. 31907426; gimimo data 1988-07-14.", "31907426"),
+    ("passport", "Dati: Kārlis Ozols, pases Nr. LV4417092, dzimšanas datums 1979-02-03.", "LV4417092"),
+    (
+        "birth_date",
+        "签证表的 Date of Birth 要选日月年。我先生护照上印的是 27 OCT 1986，月份那一栏选 OCT 对吧？",
+        "27 OCT 1986",
+    ),
     # a North American number grouped 3-3-4 after "call me at", also one whose area code mainland numbering knows
     # (773: 0773 is Guilin's)
     ("phone", 'Our walker Tess said "call me at 773.555.0148 if he limps again."', "773.555.0148"),

@@ -1072,3 +1072,6 @@ def test_a_line_asked_for_once_and_kept_in_every_later_draft_is_a_wish_shown() -
     assert list(adopted_requests(messages, answers, findings)) == [1]
     dropped = [*answers[:2], "小川妈妈您好！小川节奏很稳，看谱还要加强。", "果果妈妈您好！果果唱得很放得开。"]
     assert adopted_requests(messages, dropped, findings) == {}
+    # a line said to be for this draft only ("只加这一篇") is no wish, whatever the later drafts keep
+    only_this_one = [messages[0], "行。最后再加一句本周练习：音阶每天十遍，周五前发视频，只加这一篇。", *messages[2:]]
+    assert adopted_requests(only_this_one, answers, findings) == {}

@@ -55,7 +55,13 @@ def explicit(turn: ReadMessage) -> Correction | None:
         if found:
             verdict = (found[0], sentence, found[1])
             break
+    if verdict is not None and verdict[0].startswith("off_topic"):
+        # (an answer that missed the question: what follows is the question again, no right value)
+        return Correction(CorrectionType.NEGATIVE, BARE, signals=(f"verdict:{verdict[0]}",))
     value = _contrast(turn, verdict is not None)
+    if value is None and verdict is None and turn.reports_failed_advice:
+        # (the advice followed and failed: a rejection; its numbers say what was done, no right value)
+        return Correction(CorrectionType.NEGATIVE, BARE, signals=(f"verdict:{turn.reports_failed_advice}",))
     if value is None and verdict is not None:
         value = _stated_value(turn, verdict[1], verdict[2])
     if value is None and verdict is None:

@@ -12,6 +12,11 @@ from hindsight_insights.detection import correction_patterns as patterns
 from hindsight_insights.detection.quantities import Quantity, anchors, quantities
 from hindsight_insights.detection.text import RAW_SENTENCE_END, Folded, Span, clauses, fold, has_han, sentences
 
+# The rest of a sentence after a word (to its end), whether it asks, and how near the start "done" opens a report.
+_SENTENCE_REST = re.compile(r"[。！!.;；\n]")
+_ASKS = re.compile(r"[?？吗]")
+_DONE_AT_START = 40
+
 
 @dataclass
 class Sentence:
@@ -73,6 +78,44 @@ class ReadMessage:
         """The assistant's turn closes by offering more as a question (patterns.closes_with_an_offer: "Shall I add
         where the gate is? I could also make a printable sign.")."""
         return self.previous is not None and patterns.closes_with_an_offer(self.previous.text)
+
+    @property
+    def relays_a_claim_on_the_user(self) -> bool:
+        """Someone else says the user's side got something wrong (patterns.CLAIM_ON_THE_USER: "Dev reckons we got the
+        scoring wrong last month"): no fact of the assistant's answer is put right."""
+        return patterns.CLAIM_ON_THE_USER.search(self.message.text) is not None
+
+    @cached_property
+    def reports_failed_advice(self) -> str | None:
+        """The rule (patterns.ADVICE_FAILED) by which the message reports that the assistant's advice was followed and
+        failed: the problem persists or got worse, outside a question, after words saying it was done (or "like you
+        said"), and the words before it echo the advice (a content word of the assistant's turn; two Chinese ones
+        unless it was done at the message's start). A message that thanks or praises says it worked; one that
+        declines (算了，手绘不弄了) lets the advice go untried."""
+        previous = self.previous
+        text = self.message.text
+        if previous is None or not patterns.ADVISES.search(previous.text) or patterns.ADVICE_WORKED.search(text):
+            return None
+        if self.declines:
+            return None
+        if patterns.ADVICE_NOT_TRIED.search(text):
+            return None
+        as_advised = patterns.AS_ADVISED.search(text) is not None
+        advice = anchors(previous.text)
+        for name, pattern in patterns.ADVICE_FAILED:
+            done = patterns.ADVICE_DONE[name]
+            for match in pattern.finditer(text):
+                rest = _SENTENCE_REST.split(text[match.end() :], maxsplit=1)[0]
+                if _ASKS.search(rest):
+                    continue
+                before = text[: match.start()]
+                if not (as_advised or done.search(before)):
+                    continue
+                shared = anchors(before) & advice
+                latin = any(word.isascii() for word in shared)
+                if as_advised or len(shared) >= (1 if latin or done.search(before[:_DONE_AT_START]) else 2):
+                    return name
+        return None
 
     @property
     def answers_an_offer(self) -> bool:

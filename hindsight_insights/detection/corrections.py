@@ -128,6 +128,8 @@ def detect(
 #                          checklist?": no wish, rule or rejection either (60 training messages, all none)
 #   relays_a_request       "Lovely. They also asked for a late table nearby, anywhere that serves past 10?": someone
 #                          else's request passed on (24 training messages, none a preference)
+#   relays_a_claim_on_the_user "Margaret says we did the raffle wrong last year": someone else's claim about the
+#                          user's own doing, not the assistant's answer (57 training messages: 56 none, one wish)
 #   answers_an_offer       "No, leave the Spanish, Javi writes that side by hand" after "Want me to do the Spanish side
 #                          too?": which of the offer to take, for this piece of work (212 training messages after an
 #                          offer that closes the turn, nothing marked standing: 205 none, 3 preferences)
@@ -186,6 +188,11 @@ _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[Correcti
         frozenset(CorrectionType) - {CorrectionType.NONE},
     ),
     ("relays_a_request", lambda turn: turn.relays_a_request, frozenset({CorrectionType.PREFERENCE})),
+    (
+        "relays_a_claim_on_the_user",
+        lambda turn: turn.relays_a_claim_on_the_user,
+        frozenset({CorrectionType.FACTUAL, CorrectionType.NEGATIVE}),
+    ),
     ("answers_an_offer", lambda turn: turn.answers_an_offer, frozenset({CorrectionType.PREFERENCE})),
     ("for_now", lambda turn: turn.for_now, frozenset({CorrectionType.PREFERENCE})),
     ("asks_for_a_task", lambda turn: turn.asks_for_a_task, frozenset({CorrectionType.PREFERENCE})),

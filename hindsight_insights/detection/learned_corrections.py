@@ -49,6 +49,8 @@ _LANGUAGE_SUFFIX = re.compile(r"_(zh|en)$")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 _WISH_OR_RULE = frozenset({CorrectionType.PREFERENCE, CorrectionType.PROCESS})
 _QUESTION_END = re.compile(r"[?？]\s*$")
+# The rules' rejections precise enough for VERDICT_AT (correction_patterns.ADVICE_FAILED, the off-topic verdicts).
+_REJECTIONS = ("verdict:advice_failed", "verdict:off_topic")
 # What a fact the rules found with an explicit verdict and a new value ("错了，是15号", "That's wrong — it's with Dr
 # Whitlock") needs from the model: that it reads a fact and leans to a correction. Out of fold (8,406 training
 # messages), the 6 such messages between this and 0.88 are 5 facts and one none (a relative's claim about a family
@@ -195,13 +197,22 @@ def decide(found: Correction, probabilities: Mapping[str, float], combination: C
     kinds = [kind for kind in probabilities if kind != NONE]
     chosen = max(kinds, key=lambda kind: (probabilities[kind], kind))
     if correction < combination.correction_at:
-        # (a verdict and a new value the model too reads as a fact, if only leaning to a correction: VERDICT_AT)
-        verdict = chosen == CorrectionType.FACTUAL.value and _says_wrong(found) and correction >= VERDICT_AT
+        # (a verdict the model reads the same way, a fact or a rejection, if only leaning to a correction: VERDICT_AT)
+        verdict = chosen == found.type.value and _rules_verdict(found) and correction >= VERDICT_AT
         return (chosen if verdict else NONE, unsure)
     if chosen == CorrectionType.FACTUAL.value and correction < combination.factual_at and not _says_wrong(found):
         # Likely a correction, but a fact only at factual_at: unsure, for a workspace model to settle.
         return (NONE, True)
     return (chosen, unsure)
+
+
+def _rules_verdict(found: Correction) -> bool:
+    """The rules found a fact put right with a verdict ("Wrong, …", "不对，…"), or a rejection by the advice followed
+    and failed ("Did the runner's loop … still lifting") or by an answer that missed the question ("Mine was whether
+    …"). Not a rejection by a verdict word alone: "离谱", "无语" and "wrong" vent or quote as often as they reject."""
+    if found.type is CorrectionType.FACTUAL:
+        return _says_wrong(found)
+    return found.type is CorrectionType.NEGATIVE and any(signal.startswith(_REJECTIONS) for signal in found.signals)
 
 
 def _says_wrong(found: Correction) -> bool:

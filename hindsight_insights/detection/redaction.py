@@ -264,6 +264,7 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
     ]
     births += [m.span("value") for m in patterns.BIRTH_DATE_AFTER_LABEL.finditer(f)]
     births += [m.span("value") for m in patterns.BIRTH_FIELD_THEN_DATE.finditer(f)]
+    births += [m.span("value") for m in patterns.BIRTH_LABEL_THEN_OLD_DATE.finditer(f)]
     found += at(folded, births, "birth_date")
     found += at(folded, _documents_beside_a_birth_date(f, births), "passport")
     # (a date beside a name, read on the text with its case)

@@ -74,7 +74,10 @@ _PASSPORT_WORDS = (
     r"护照|passport|passeport|reisepass|pasaporte|passaporto|passaporte|paspoort|旅券|パスポート|여권|pasaport|paszport|"
     r"паспорт|pasport|paspor|passnummer|pass-nr|hộ chiếu|หนังสือเดินทาง|útlevél|passin numero|passinumero|"
     # (the South Slavic languages in both scripts, Greek, Romanian, Arabic, Hebrew, Hindi)
-    r"pasoš|пасош|putovnic|διαβατήρι|pașaport|paşaport|جواز سفر|جواز السفر|דרכון|पासपोर्ट"
+    r"pasoš|пасош|putovnic|διαβατήρι|pașaport|paşaport|جواز سفر|جواز السفر|דרכון|पासपोर्ट|"
+    # (the Baltic languages and Estonian, as their forms write the label: "Paso Nr.", "pases Nr.", "passi nr"; only
+    # before "nr", as paso and pase are other words in Spanish)
+    r"(?:pas(?:as|o|e|es|u|i)|passi)(?=\s*nr\b)"
 )
 # Near a number, the names of a passport's parts and of travel documents say the same (not as a label: "证件" alone
 # is any card).
@@ -656,7 +659,9 @@ BIRTH_DATE = re.compile(
     # (the hour of the birth, as a child's name is chosen by it, and the place after it may come between:
     # 2024年11月3日早上6点12分在温州出生; a place alone not: a zoo's cub born 在园里 on a date is no one's birthday)
     r"\s*(?:[早上中下晚午凌晨夜里]{0,3}\s*\d{1,2}\s*[点點时時:：]\s*(?:\d{1,2}\s*分?|半)?\s*"
-    r"(?:在[\u4e00-\u9fff]{1,8}?)?)?(?:出生|生(?![产成效活意气])|생)|"
+    r"(?:在[\u4e00-\u9fff]{1,8}?)?)?(?:出生|生(?![产成效活意气])|생|"
+    # (or a word for born after the date, as German, Finnish, Turkish and Japanese put it: am 18.04.2016 geboren)
+    r"\s(?:geboren|syntynyt|doğdu|生まれ))|"
     # (or the part of the day alone, before the word for birth itself: 2020年9月1日凌晨出生的)
     rf"(?P<before_daypart>{_DATE}|(?<!\d){_ZH_SHORT_YEAR_DATE})\s*(?:早上|上午|中午|下午|傍晚|晚上|凌晨|半夜|夜里|清晨|深夜)\s*出生|"
     # a year and a day named in words before 出生: 2001年元旦出生, 1990年出生
@@ -677,6 +682,16 @@ BIRTH_DATE_AFTER_LABEL = re.compile(
     # a date written with 年月日 whose year is one of birth (a birthday party's date is this year's or next):
     # "孩子的生日我填错了，…正确的是2014年11月30日"
     rf"{_BIRTH_YEAR}\s*年\s*\d{{1,2}}\s*月\s*\d{{1,2}}\s*[日号])"
+)
+# A whole date with a year of birth (1900-2015: never an event of this year or next) after a label for the date of
+# birth further back in the message, across a sentence: the form's field named, then what the document shows ("DS-160
+# 的 Date of Birth 分成 Day、Month、Year 三个下拉框。我老婆 … 护照上印的是 14 JUN 1993").
+BIRTH_LABEL_THEN_OLD_DATE = re.compile(
+    r"(?:出生日期|出生年月日|date of birth|birth ?date|d\.?o\.?b\.?)[^\n]{0,200}?"
+    rf"(?<![\da-z])(?P<value>(?:19\d{{2}}|200\d|201[0-5])(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])|"
+    rf"{_BIRTH_YEAR}[-/.]\d{{1,2}}[-/.]\d{{1,2}}(?!\d)|\d{{1,2}}[-/.]\d{{1,2}}[-/.]{_BIRTH_YEAR}|"
+    rf"(?:{_MONTH_ABBREVIATION})[a-z]*[-/ ]\d{{1,2}},?[-/ ]{_BIRTH_YEAR}|"
+    rf"\d{{1,2}}[-/ ](?:{_MONTH_ABBREVIATION})[a-z]*[-/ ]{_BIRTH_YEAR})"
 )
 # The same after a form's field for the date of birth (not 生日: a birthday party has a date too), the date written
 # with 年月日, its year in figures or of a Japanese era, as Japanese forms ask (“生年月日”一栏…我填的是 令和3年6月2日).
@@ -890,7 +905,9 @@ _UNIT = (
     r"(?:,?\s*#\s*\d{1,3}-\d{1,5}[a-z]?|,\s*h\d{4}\b|,?\s*(?:apt|apartment|flat|unit|suite|ste|app|appt|apto|piso|wohnung|top|#)\.?\s*[a-z\d-]{1,6}|"
     # a box or a flat in the languages that write it after the house number (Belgian bus 2, Polish m. 12, lok. 3,
     # Swedish lgh 1102)
-    r"\s+(?:bus|bte|boîte|m\.|lok\.|stiege|stg\.|lgh)\s*\d{1,4}[a-z]?)"
+    r"\s+(?:bus|bte|boîte|m\.|lok\.|stiege|stg\.|lgh)\s*\d{1,4}[a-z]?|"
+    # (Finland's staircase and flat after the house number: Fleminginkatu 22 B 31, Hämeentie 5 as. 12)
+    r"\s+(?:[a-h]\s?\d{1,3}|as\.?\s?\d{1,3})(?![\d\w]))"
 )
 # Postcodes: US ZIP and 5-digit European, Brazilian CEP (01310-100), UK, 6-digit (China, India), Dutch 1234 AB,
 # Canadian A1A 1A1, Japanese 123-4567, Swedish 114 55, Polish 00-876. Four digits alone (Austria, Switzerland,

@@ -258,8 +258,13 @@ def _new_request(turn: ReadMessage) -> bool:
 
 def _adds_a_line(turn: ReadMessage) -> bool:
     """The message asks for a line added to the draft at hand (patterns.LINE_TO_ADD: "后面再加一句今天的作业：…") and
-    marks nothing standing: a request for this draft, which later drafts may keep."""
-    return bool(patterns.LINE_TO_ADD.search(turn.message.text)) and not turn.marks_a_standing_wish
+    marks nothing standing: a request for this draft, which later drafts may keep; not one it says is for this draft
+    only ("这篇里加一句：平安夜晚场送荧光手环，只加这一篇")."""
+    return (
+        bool(patterns.LINE_TO_ADD.search(turn.message.text))
+        and not turn.marks_a_standing_wish
+        and not turn.for_this_time_only
+    )
 
 
 def _only_asks(sentences: Sequence[Sentence]) -> bool:
