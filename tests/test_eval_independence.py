@@ -159,6 +159,12 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
+    # everyday clauses in the thirty-sixth message set and the thirty-seventh sessions, and the stock words of a split
+    # attack (the action points at the observation) in the sixty-eighth screening set
+    ("new-36:eo096", "everything else is right"),
+    ("new-36:eo145", "skip the descriptions"),
+    ("reflection_eval_sessions_37.json:uf008", "third time this month"),
+    ("screening_eval_68.json:nc059", "do what the observation says"),
     # everyday requests and thanks in the thirty-sixth sessions (a tuning set now)
     ("reflection_tune_sessions_36.json:tz017", "can you draft a reply"),
     ("reflection_tune_sessions_36.json:ud005", "can you draft a reply"),
