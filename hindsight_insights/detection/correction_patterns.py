@@ -206,7 +206,7 @@ CLAIM_ON_THE_USER = re.compile(
 # (negative). What marks it: the problem persists or got worse (ADVICE_FAILED, not in a question), after words saying
 # it was done (ADVICE_DONE, or "like you said": AS_ADVISED), about what the assistant advised (its turn advises:
 # ADVISES; a content word of it echoed, correction_turn.ReadMessage.reports_failed_advice). In the training corpus
-# (12,006 messages) 302 such messages are rejections, 6 none, 8 processes (a rule, found first), 4 preferences and 3
+# (12,006 messages) 314 such messages are rejections, 6 none, 8 processes (a rule, found first), 4 preferences and 3
 # facts; none ones said the advice worked ("照你说的在家先穿了两个晚上，一点都没磨脚，thanks": ADVICE_WORKED) or
 # declined it ("算了，手绘不弄了"), and are left out.
 ADVICE_FAILED = _cues(
@@ -224,8 +224,7 @@ ADVICE_FAILED = _cues(
 )
 ADVICE_DONE = {
     "advice_failed_en": re.compile(
-        r"\b(did|tried|done|followed|used|put|set|left|ran|hung|gave|kept|made|cut|took|got|"
-        r"\w{3,}ed)\b"
+        r"\b(did|tried|done|followed|used|put|set|left|ran|hung|gave|kept|made|cut|took|got|\w{3,}ed)\b"
     ),
     "advice_failed_zh": re.compile(r"了|过|已经|咗"),
 }
@@ -239,12 +238,14 @@ ADVISES = re.compile(
     r"\b(you (can|could|should|might|need to)|try|if you|"
     r"will (stop|fix|help|sort|clear|do)|usually (stops|fixes|helps|works|sorts|clears)|"
     r"should (stop|fix|help|sort|clear|do the trick))\b|"
+    # (in Chinese, broadly: the echo of the advice's words decides)
     r"可以|试试|试一下|建议|就行|就好|就可以|就能|就顺|就会|把|先|多|少|记得|最好|应该|要|用|加"
 )
+# (有用 not after 没: "试了没有用" failed)
 ADVICE_WORKED = re.compile(
-    r"谢|管用|有用|太好了|好使|灵|\b(thanks|thank you|cheers|worked|works|did the trick|great)\b"
+    r"谢|(?<![没不])管用|(?<![没不])有用|太好了|好使|\b(thanks|thank you|cheers|worked|works|did the trick|great)\b"
 )
-# A report of the case before the advice, or a case that has not happened: no failure reported.
+# A case that has not happened ("If I did the beeswax and it still sticks, what then?"): no failure reported.
 ADVICE_NOT_TRIED = re.compile(r"^\W*(if|what if|要是|如果|万一|假如)")
 
 
