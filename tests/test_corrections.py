@@ -838,12 +838,22 @@ def test_someone_elses_claim_that_the_user_got_it_wrong_puts_nothing_of_the_answ
         "这篇里加一句：周六送试吃，只加这一篇。",
         "For Friday's newsletter only, add that the car park is shut.",
         "Put the carol night at the top, december only.",
+        "他要先寄样品的话运费这单我们出，下不为例。",
     ],
 )
 def test_an_addition_said_to_be_for_the_one_post_only_is_for_this_time_only(message: str) -> None:
     assert read(message, "Here's the post.").for_this_time_only
     # "may only" is a rule's, not a month's
     assert not read("Refunds may only be issued by the duty manager.", "Refunded.").for_this_time_only
+
+
+def test_a_sentence_for_this_time_only_states_no_rule_of_the_work_unless_marked_standing() -> None:
+    """ "要先寄" in a favour for this order only is no step of the work; the rule beside it in the message is."""
+    previous = "报价已写好，可以直接发给客户。"
+    favour = "报价没问题。他要先寄样品的话运费这单我们出，下不为例。"
+    assert detect(favour, previous).type is NONE
+    ruled = "报价没问题。以后报价前必须先让销售经理过目，这次就算了。"
+    assert detect(ruled, previous).type is PROCESS
 
 
 def test_a_decline_after_the_assistant_offered_more_is_no_wish_or_rule() -> None:

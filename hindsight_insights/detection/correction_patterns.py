@@ -309,6 +309,9 @@ ONE_TIME = re.compile(
     # (the one post or notice at hand, with what is done to it: 只加这一篇, 就这一条; for Saturday's message only,
     # december only: 3 training messages, all none)
     r"(?:就|只|仅)[加放写发用做贴]?这一?[篇条期张]|"
+    # (a favour that sets no precedent: 运费这单我们出，下不为例; 13 training messages, 12 none and a rule whose other
+    # sentence marks it standing: 余氯一律测两次…今早只测了一次就开了，下不为例)
+    r"下不为例|"
     r"\bfor (?:this|that|[a-z]+'s) (?:message|post|notice|issue|edition|flyer|email|newsletter|poster) only\b|"
     r"\b(?:january|february|march|april|june|july|august|september|october|november|december) only\b|"
     r"(?:别的|其他|其它)(?:客户|订单|单子?)都?不用|"

@@ -218,6 +218,8 @@ def _process(turn: ReadMessage) -> Correction | None:
         if sentence.asks or sentence.reported_at < len(sentence.text) or patterns.FAVOUR.search(sentence.text):
             continue
         text = sentence.text
+        if "one_time" in sentence.guards and not patterns.marked_standing(text):
+            continue  # (for this time only: "他要先寄 sample 的话运费这单我们出，下不为例" sets no rule)
         if patterns.ANSWER_SHAPE.search(text):
             return _answer_shape(turn, sentence)
         for name, pattern in patterns.PROCESS:
