@@ -143,16 +143,9 @@ def test_a_fact_is_the_users_at_once_and_waits_for_verification_and_a_bare_no_te
     ("wish", "answer"),
     [
         # (the model retrained on 2026-12-03 reads the terser "公里就行" at P(correction) 0.83, in the unsure band: a
-        # workspace model, when set, is asked there)
-        pytest.param(
-            "用公里就行",
-            "全程大约 120 英里。",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="known miss of the thirty-sixth model: P(preference) 0.953, under its correction_at 0.96 "
-                "(the thirty-fifth read it at 0.965, over its 0.94)",
-            ),
-        ),
+        # workspace model, when set, is asked there; the thirty-sixth read "用公里就行" at P(preference) 0.953, under
+        # its correction_at 0.96; the thirty-seventh at 0.962, over its 0.94)
+        ("用公里就行", "全程大约 120 英里。"),
         ("简体就好", "這個問題的答案是……"),
         ("半角标点", "好的，我已经改好了！"),
         ("two sentences max", "Here is a long answer with many sentences, each adding a little more detail."),
@@ -1022,11 +1015,8 @@ def test_a_fact_beside_a_stated_wish_is_learned_too(learned: LearnedDetector) ->
     assert_a_wish_and_the_fact_beside_it(message, _TARIFF_ANSWER, learned)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known miss of the thirty-sixth model: it reads the tariff sentences together at P(fact) 0.952, under its "
-    "factual_at 0.96 (the thirty-fifth read them at 0.978, over its 0.94)",
-)
+# (the thirty-sixth model read the tariff sentences together at P(fact) 0.952, under its factual_at 0.96; the
+# thirty-fifth and thirty-seventh read them over their 0.94)
 def test_a_fact_beside_a_stated_wish_is_learned_too_zh(learned: LearnedDetector) -> None:
     """The same in Chinese: the wish is the rules' finding, the tariff the sentences before it put right."""
     previous = "按照每度0.56元算，这台电暖器一个月大概268元。"
