@@ -822,14 +822,17 @@ def test_an_answer_that_missed_the_question_said_so_is_a_rejection(message: str)
         "Priya reckons we priced the hamper wrong last year because the ribbon wasn't counted. Anyway, add a line "
         "about gift tags?",
         "隔壁摊老板非说我们去年的价牌写错了，不管他。帮我把今天的价牌排一下。",
+        "Some bloke told me I was doing it wrong yesterday, reckoned ours are not proper waffles. Anyway, the post is "
+        "good.",
     ],
 )
 def test_someone_elses_claim_that_the_user_got_it_wrong_puts_nothing_of_the_answer_right(message: str) -> None:
     previous = "Here is this year's hamper list with prices."
     assert read(message, previous).relays_a_claim_on_the_user
-    assert {"factual", "negative"} <= ruled_out(message, previous)
-    # the user's own thought is not someone else's claim
+    assert {"factual", "preference", "negative"} <= ruled_out(message, previous)
+    # the user's own thought is not someone else's claim, nor is the assistant's
     assert not read("I think I gave you the wrong size earlier, it's a 12.", previous).relays_a_claim_on_the_user
+    assert not read("Push back if you think I'm wrong.", previous).relays_a_claim_on_the_user
 
 
 @pytest.mark.parametrize(

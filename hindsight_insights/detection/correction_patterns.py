@@ -191,13 +191,14 @@ def closes_with_an_offer(previous: str) -> bool:
 
 
 # Someone else's claim that the user's side got something wrong ("Margaret says we did the raffle wrong last year",
-# 新来的小刘老说我把急停和慢停的用法讲错了): about the user's own doing, not the assistant's answer. 57 training
-# messages: 56 none and one wish ("push back if you think I'm wrong"); not the user's own thought ("I think I gave
-# you …").
+# 新来的小刘老说我把急停和慢停的用法讲错了): about the user's own doing, not the assistant's answer. 59 training
+# messages, all none; not the user's own thought ("I think I gave you …") nor the assistant's ("push back if you think
+# I'm wrong", a wish).
 CLAIM_ON_THE_USER = re.compile(
-    r"(?<!\bi )\b(says?|said|reckons?|thinks?|told (me|us)|claims?|swears?|insists?|reckoned|thought|claimed|swore|"
-    r"insisted)\b[^.?!]{0,12}?\b(we|we've|we'd|i|i've|our|my)\b[^.?!]{0,50}?\b(wrong|incorrectly|mistake|messed up)\b|"
-    r"(?<![我])(说|觉得|认为|非说|老说|嫌)[^。！？?!，,]{0,6}(我们|咱们|咱|我)[^。！？?!]{0,30}?(错|不对)"
+    r"(?<!\bi )(?<!\byou )\b(says?|said|saying|reckons?|thinks?|told (me|us)|claims?|swears?|insists?|reckoned|"
+    r"thought|claimed|swore|insisted)\b[^.?!]{0,12}?\b(we|we've|we'd|i|i've|our|my)\b[^.?!]{0,50}?"
+    r"\b(wrong|incorrectly|mistake|messed up)\b|"
+    r"(?<![我你])(说|觉得|认为|非说|老说|嫌)[^。！？?!，,]{0,6}(我们|咱们|咱|我)[^。！？?!]{0,30}?(错|不对)"
 )
 
 

@@ -129,7 +129,8 @@ def detect(
 #   relays_a_request       "Lovely. They also asked for a late table nearby, anywhere that serves past 10?": someone
 #                          else's request passed on (24 training messages, none a preference)
 #   relays_a_claim_on_the_user "Margaret says we did the raffle wrong last year": someone else's claim about the
-#                          user's own doing, not the assistant's answer (57 training messages: 56 none, one wish)
+#                          user's own doing, not the assistant's answer; no wish either (59 training messages, all
+#                          none; the model read "some bloke told me I was doing it wrong … Anyway, post's good" as one)
 #   answers_an_offer       "No, leave the Spanish, Javi writes that side by hand" after "Want me to do the Spanish side
 #                          too?": which of the offer to take, for this piece of work (212 training messages after an
 #                          offer that closes the turn, nothing marked standing: 205 none, 3 preferences)
@@ -191,7 +192,7 @@ _LOOK_ALIKES: tuple[tuple[str, Callable[[ReadMessage], bool], frozenset[Correcti
     (
         "relays_a_claim_on_the_user",
         lambda turn: turn.relays_a_claim_on_the_user,
-        frozenset({CorrectionType.FACTUAL, CorrectionType.NEGATIVE}),
+        frozenset({CorrectionType.FACTUAL, CorrectionType.PREFERENCE, CorrectionType.NEGATIVE}),
     ),
     ("answers_an_offer", lambda turn: turn.answers_an_offer, frozenset({CorrectionType.PREFERENCE})),
     ("for_now", lambda turn: turn.for_now, frozenset({CorrectionType.PREFERENCE})),
