@@ -773,6 +773,20 @@ def test_an_answer_to_an_offer_that_closes_the_turn_is_no_wish_unless_marked_sta
         ),
         ("豆浆机有糊味的话，可以先把滤网泡在小苏打水里一晚上。", "滤网用小苏打泡了一晚上，今早打出来还是一股糊味。"),
         ("土太湿的话，浇水间隔拉长到一周一次就行。", "照你说的一周浇一次，叶子反而更黄了。"),
+        # advice given as what it is for, after a dash, as what usually eases it, or for a case (…的话，…)
+        (
+            "To reheat, cover the tray with foil and bake at 170°C for 20 minutes.",
+            "Did the foil, 170 for 20. Centre's still cold.",
+        ),
+        (
+            "That squeak is usually the chain — give it a few drops of oil and wipe off the extra.",
+            "Oiled the chain like you said, twice. Still squeaks on every turn.",
+        ),
+        (
+            "Sore wrists often ease with a few minutes of wrist circles before you start.",
+            "I've been doing the wrist circles every morning for a fortnight, still aching by lunchtime.",
+        ),
+        ("手抖的话，每天早上握着网球捏五分钟。", "每天早上捏网球，捏了十天，写字手还是抖。"),
     ],
 )
 def test_the_advice_followed_and_failed_is_a_rejection(previous: str, message: str) -> None:
@@ -807,6 +821,8 @@ def test_advice_that_worked_was_declined_or_was_not_given_is_no_failure_report(p
         "You've answered a different question. Mine was whether the seats fold flat.",
         "I didn't ask about the colours, I asked how long delivery takes.",
         "你这答非所问，我想知道能不能改签。",
+        "You haven't answered my question at all. I asked whether the seats fold flat.",
+        "That's not what I asked. Delivery times, please.",
     ],
 )
 def test_an_answer_that_missed_the_question_said_so_is_a_rejection(message: str) -> None:
@@ -814,6 +830,34 @@ def test_an_answer_that_missed_the_question_said_so_is_a_rejection(message: str)
     assert found.type is NEGATIVE and any(signal.startswith("verdict:off_topic") for signal in found.signals)
     # a question about whether two things are one is no verdict
     assert not detect("按吨算跟按立方算是不是一回事？", "淡水按立方米计费。").is_correction
+
+
+@pytest.mark.parametrize(
+    ("previous", "message"),
+    [
+        (
+            "You can park in the staff car park behind the library; it's free after 6pm.",
+            "There's no car park behind the library. I walked round twice and the caretaker says there never was one.",
+        ),
+        ("可以去三楼的自习室，晚上十点关门。", "你说的那个三楼自习室根本没有，管理员说这栋楼从来就只有两层。"),
+    ],
+)
+def test_saying_that_what_the_assistant_described_is_not_there_is_a_rejection(previous: str, message: str) -> None:
+    """The class definitions make "what you described does not exist" a rejection with no replacement value, though
+    it may say what is there (只有两层)."""
+    assert read(message, previous).denies_what_was_described
+    found = detect(message, previous)
+    assert found.type is NEGATIVE and any(signal.startswith("verdict:not_there") for signal in found.signals)
+    # a question, or a denial about something the assistant did not describe, is none of it
+    assert not read("Is there no car park behind the library?", previous).denies_what_was_described
+    assert not read("There's no rush, send it tomorrow.", previous).denies_what_was_described
+
+
+def test_someone_adamant_that_the_answer_is_wrong_is_reported_speech() -> None:
+    previous = "Sunday: Chapel Street 11:00-15:00 Ravi (magic)."
+    message = "Ravi's adamant the sheet's wrong and he's meant to be 10-4, but he's muddled. Keep it as it is."
+    found = detect(message, previous)
+    assert found.type is NONE and "guard:reported_en" in found.signals
 
 
 @pytest.mark.parametrize(
@@ -842,6 +886,7 @@ def test_someone_elses_claim_that_the_user_got_it_wrong_puts_nothing_of_the_answ
         "For Friday's newsletter only, add that the car park is shut.",
         "Put the carol night at the top, december only.",
         "他要先寄样品的话运费这单我们出，下不为例。",
+        "这份名单帮我按地区分一下，就今晚，我要给主持人用。",
     ],
 )
 def test_an_addition_said_to_be_for_the_one_post_only_is_for_this_time_only(message: str) -> None:

@@ -169,6 +169,12 @@ SECRETS: list[tuple[str, str, str]] = [
     # a passport number after a Baltic label with "Nr."; a date of birth a sentence after its field's name
     ("passport", "Registracija: Rūta Vaitkutė; Paso Nr. 31907426; gimimo data 1988-07-14.", "31907426"),
     ("passport", "Dati: Kārlis Ozols, pases Nr. LV4417092, dzimšanas datums 1979-02-03.", "LV4417092"),
+    # a Norwegian house letter apart from its number before the flat; a street line and its postcode split by a slash
+    ("address", "Send pakken til Dronningens gate 8 C, H0201, 7011 Trondheim, takk!", "Dronningens gate 8 C, H0201"),
+    ("address", "Retour à : 7, rue des Tanneurs / L-2412 Howald (boîte Kieffer). Merci !", "7, rue des Tanneurs"),
+    # a code lock named before a colon, as the English padlock is
+    ("password", "仓库挂锁：5071，用完把数字拨乱。", "5071"),
+    ("password", "后门密码锁：482913，钥匙不用找我拿。", "482913"),
     (
         "birth_date",
         "签证表的 Date of Birth 要选日月年。我先生护照上印的是 27 OCT 1986，月份那一栏选 OCT 对吧？",
@@ -199,6 +205,8 @@ SECRETS: list[tuple[str, str, str]] = [
 ]
 
 BENIGN: list[str] = [
+    # the name of an error that has "credentials" in it is no login label
+    "The backup job fails with NoCredentialsError: Unable to locate credentials, do I run aws configure first?",
     # a public helpline after a health service's name; a business's line to contact; a zoo's cub born on a date; a
     # Wi-Fi switch; contributions named, no number
     "Call NHS 111 if the fever gets worse overnight.",

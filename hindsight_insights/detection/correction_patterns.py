@@ -121,6 +121,9 @@ REPORTED = _cues(
     # someone swore or insisted, whoever it was ("Group of six in the Clockmaker room swore blind the countdown was
     # wrong"): not the user, who would say "I"
     ("reported_en", r"(?<!\bi )(?<!\bwe )\b(?:swore|swears|insisted)\b"),
+    # or is sure of it ("Solveig's adamant the sheet's messed up her Sunday", "my dad was convinced the brake lever
+    # worked the wrong way round": 4 training messages, all none)
+    ("reported_en", r"(?<!\bi )(?<!\bwe )(?<!\bit)(?<!\bthat)\b(?:'s|is|was|are|were) (?:adamant|convinced)\b"),
 )
 
 # A condition that makes the message a "what if": 如果运费是 15 元的话，总价是多少？ (Not the 的话 of 我的话术, 电话费.)
@@ -225,22 +228,27 @@ ADVICE_FAILED = _cues(
 )
 ADVICE_DONE = {
     "advice_failed_en": re.compile(
-        r"\b(did|tried|done|followed|used|put|set|left|ran|hung|gave|kept|made|cut|took|got|\w{3,}ed)\b"
+        # (and what has gone on for a while: "I've been doing the wall stretches every night for a week")
+        r"\b(did|tried|done|followed|used|put|set|left|ran|hung|gave|kept|made|cut|took|got|\w{3,}ed|been \w+ing)\b"
     ),
     "advice_failed_zh": re.compile(r"了|过|已经|咗"),
 }
 AS_ADVISED = re.compile(r"\b(like|as) you (said|suggested|told me)\b|照(你|您)说的|按(你|您)说的|听(你|您)的")
 ADVISES = re.compile(
-    r"(^|[.!?]\s+|, |; )(try|use|put|add|keep|hang|leave|lace|turn|set|switch|lower|raise|whip|apply|run|soak|wipe|"
-    r"rinse|move|tighten|loosen|replace|give|let|make sure|check|seed|tape|spray|rub|clean|dab|mix|heat|cool|store|"
-    r"place|dilute|sprinkle|water|feed|fit|oil|sand|reset|restart|unplug|drain|fill|trim|cut)\b|"
-    # (what it is for, then the advice: "To stop the gate banging, fit a rubber stop")
-    r"^\W*to (stop|fix|prevent|avoid|keep|get rid of|cure|sort|clear|reduce)\b|"
+    # (an imperative opening a sentence or a clause, or after a dash or a colon: "… is cable stretch — give the cable
+    # a quarter turn")
+    r"(^|[.!?]\s+|, |; |[—–]\s*|:\s+)(try|use|put|add|keep|hang|leave|lace|turn|set|switch|lower|raise|whip|apply|"
+    r"run|soak|wipe|rinse|move|tighten|loosen|replace|give|let|make sure|check|seed|tape|spray|rub|clean|dab|mix|heat|"
+    r"cool|store|place|dilute|sprinkle|water|feed|fit|oil|sand|reset|restart|unplug|drain|fill|trim|cut|cover|bake|"
+    r"wrap|stretch|practise|practice|count|do)\b|"
+    # (what it is for, then the advice: "To stop the gate banging, fit a rubber stop", "To reheat, cover the pie")
+    r"^\W*to (stop|fix|prevent|avoid|keep|get rid of|cure|sort|clear|reduce)\b|^\W*to \w+(?: \w+){0,3}, \w+|"
     r"\b(you (can|could|should|might|need to)|try|if you|"
-    r"will (stop|fix|help|sort|clear|do)|usually (stops|fixes|helps|works|sorts|clears)|"
+    r"will (stop|fix|help|sort|clear|do)|(usually|often) (stops|fixes|helps|works|sorts|clears|eases?)|"
     r"should (stop|fix|help|sort|clear|do the trick))\b|"
     # (in Chinese, broadly: the echo of the advice's words decides)
-    r"可以|试试|试一下|建议|就行|就好|就可以|就能|就顺|就会|把|先|多|少|记得|最好|应该|要|用|加"
+    # (and advice for a case: 总抢拍的话，每天对着镜子慢速练十分钟)
+    r"可以|试试|试一下|建议|就行|就好|就可以|就能|就顺|就会|把|先|多|少|记得|最好|应该|要|用|加|的话[，,]"
 )
 # (有用 not after 没: "试了没有用" failed)
 ADVICE_WORKED = re.compile(
@@ -248,6 +256,24 @@ ADVICE_WORKED = re.compile(
 )
 # A case that has not happened ("If I did the beeswax and it still sticks, what then?"): no failure reported.
 ADVICE_NOT_TRIED = re.compile(r"^\W*(if|what if|要是|如果|万一|假如)")
+
+
+# The user says that what the assistant described is not there: "There's no factory shop on Kettle Lane … never has
+# been one", 官网根本没有什么在线商城, 从来就只有一层. The class definitions make it a rejection with no replacement
+# (negative). Outside a question, and only about the assistant's words (a content word of its turn near the denial,
+# correction_turn.ReadMessage.denies_what_was_described): "Ours is a scout hut, so there's no warming cabinet" after
+# "if yours has one" tells the user's own setup. In the training corpus (12,306 messages) 82 such messages are
+# rejections, 3 none, 2 facts and a rule.
+NOT_THERE = _cues(
+    (
+        "not_there_en",
+        r"\b(there'?s no|there is no|there isn'?t (a|an|any)|there are no|there aren'?t any|"
+        r"(it|that|this|they|which) (doesn'?t|don'?t|does not|do not) exist|no such)\b",
+    ),
+    ("not_there_zh", r"根本没有|从来没有|从来就?只有|压根(就|儿)?没有?|不存在|根本冇|从来冇|都冇"),
+)
+# How far before and after a denial its subject is looked for (a clause, generously).
+NOT_THERE_BEFORE, NOT_THERE_AFTER = 25, 30
 
 
 # A task asked for as a question: "Can you explain what this README wants me to do?", 能不能帮我看看这份合同？ Of the 10
@@ -313,6 +339,9 @@ ONE_TIME = re.compile(
     # (a favour that sets no precedent: 运费这单我们出，下不为例; 13 training messages, 12 none and a rule whose other
     # sentence marks it standing: 余氯一律测两次…今早只测了一次就开了，下不为例)
     r"下不为例|"
+    # (the day or the week at hand as a clause of its own: "…分一下类，就今晚，我要给主持人串词用", 就这周: 2 training
+    # messages, both none)
+    r"[，,、]\s*(?:就|只|仅)(?:今晚|今天|今日|这周|本周|这一?场|今早|明天)(?=[，,。！!；;]|$)|"
     r"\bfor (?:this|that|[a-z]+'s) (?:message|post|notice|issue|edition|flyer|email|newsletter|poster) only\b|"
     r"\b(?:january|february|march|april|june|july|august|september|october|november|december) only\b|"
     r"(?:别的|其他|其它)(?:客户|订单|单子?)都?不用|"
@@ -808,7 +837,10 @@ VERDICT = _cues(
         "off_topic_en",
         r"\b(you'?ve |you )?(answered|answering) (a different|another|the wrong|something (i|else)|a question i)|"
         r"\b(my|the) question was\b|\bmine was (whether|if|about|how|what|when)\b|\bi (didn'?t|did not) ask "
-        r"(about|for|that|how|what)",
+        r"(about|for|that|how|what)|"
+        # ("You haven't answered my question at all", "That's not what I asked": 21 training messages, all rejections)
+        r"\byou (haven'?t|have not|didn'?t|did not|never) (actually |even |really )?answer(ed)? (my|the) question|"
+        r"\bnot what i (asked|was asking)\b",
     ),
     ("off_topic_zh", r"答非所问|我问的是.{1,40}(你|您)(讲|说|回|答|扯|给)|不是一回事|我又?没问|我问的不是|问嘅系"),
     ("wrong_zh", rf"{_WRONG_VERBS}(得)?错"),

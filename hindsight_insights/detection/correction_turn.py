@@ -117,6 +117,27 @@ class ReadMessage:
                     return name
         return None
 
+    @cached_property
+    def denies_what_was_described(self) -> str | None:
+        """The rule (patterns.NOT_THERE) by which the message says that what the assistant described is not there
+        ("There isn't a side entrance on Wharf Lane", 根本没有什么酒窖包间): outside a sentence that asks, with a
+        content word of the assistant's turn near the denial (one English word, or two Chinese bigrams)."""
+        if self.previous is None:
+            return None
+        described = anchors(self.previous.text)
+        for sentence in self.sentences:
+            if sentence.asks or sentence.conditional:
+                continue
+            for name, pattern in patterns.NOT_THERE:
+                for match in pattern.finditer(sentence.text):
+                    near = sentence.text[
+                        max(match.start() - patterns.NOT_THERE_BEFORE, 0) : match.end() + patterns.NOT_THERE_AFTER
+                    ]
+                    shared = anchors(near) & described
+                    if len(shared) >= (1 if any(word.isascii() for word in shared) else 2):
+                        return name
+        return None
+
     @property
     def answers_an_offer(self) -> bool:
         """The message answers an offer (offered) and marks nothing standing: it says which of the offer to take

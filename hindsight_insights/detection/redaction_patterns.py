@@ -417,6 +417,8 @@ ACCESS_CODE = re.compile(
     # (a lock named before a colon is its combination: "Ropeway shed padlock: 4-1-9-0-6", "bike lock combo 2291")
     r"(?:pad|bike |cable |combination )?lock(?=\s*[:：])|(?:pad|bike |cable )?lock\s?(?:combo|combination)|"
     r"(?:开门|开锁|门锁|智能锁|密码锁|挂锁|保险箱|保险柜|密码箱)码|"
+    # (and the lock itself named before a colon, as the English one is: 库房密码锁：603814)
+    r"(?:门锁|智能锁|电子锁|密码锁|挂锁|保险箱|保险柜|密码箱)(?=\s*[:：])|"
     # a locker's or a parcel station's code (快递柜码, 取件码, locker code)
     r"(?:快递柜|储物柜|寄存柜|丰巢|柜子)\s*(?:码|密码)|取件码|提货码|(?:locker|parcel|pick-?up|collection)\s?(?:code|pin)|"
     # a code that proves who signs in: a 2FA backup or recovery code, a one-time or verification code (验证码, 备用码)
@@ -445,7 +447,8 @@ DOOR_NUMBER = re.compile(
 # "账号密码：admin01/Qw3rty!" (both go: the pair is the credential).
 LOGIN_PAIR = re.compile(
     # (a key's last word too: portal_login)
-    r"(?:(?<![a-z0-9])log ?in|(?<![a-z0-9])sign ?in|credentials?|"
+    # (a whole word: not the name of an error, "NoCredentialsError: Unable to locate credentials")
+    r"(?:(?<![a-z0-9])log ?in|(?<![a-z0-9])sign ?in|credentials?(?![a-z0-9_])|"
     r"账号密码|账号和密码|用户名和密码|用户名密码|登录账号|登录信息)"
     rf"\s*(?:is|are|:|是|为|with|using)?\s*(?P<secret>[a-z0-9._@-]{{2,40}}\s*[/:|]\s*{_SECRET_CHAR}{{4,64}}?)"
     rf"{SECRET_END}"
@@ -901,8 +904,9 @@ _STREET = (
     rf"\b\d{{1,2}}(?:-|\s*chome-)\d{{1,3}}-\d{{1,3}},?\s+{_LETTERS}+)"
 )
 _UNIT = (
-    # (Norway's flat number, H and four digits: "Thorvald Meyers gate 58B, H0304")
-    r"(?:,?\s*#\s*\d{1,3}-\d{1,5}[a-z]?|,\s*h\d{4}\b|,?\s*(?:apt|apartment|flat|unit|suite|ste|app|appt|apto|piso|wohnung|top|#)\.?\s*[a-z\d-]{1,6}|"
+    # (Norway's flat number, H and four digits: "Thorvald Meyers gate 58B, H0304", the house's letter apart: "Kongens
+    # gate 31 B, H0302")
+    r"(?:,?\s*#\s*\d{1,3}-\d{1,5}[a-z]?|(?:\s[a-h])?,\s*h\d{4}\b|,?\s*(?:apt|apartment|flat|unit|suite|ste|app|appt|apto|piso|wohnung|top|#)\.?\s*[a-z\d-]{1,6}|"
     # a box or a flat in the languages that write it after the house number (Belgian bus 2, Polish m. 12, lok. 3,
     # Swedish lgh 1102)
     r"\s+(?:bus|bte|boîte|m\.|lok\.|stiege|stg\.|lgh)\s*\d{1,4}[a-z]?|"
@@ -950,7 +954,8 @@ CHINESE_BUSINESS_IN_ADDRESS = re.compile(
 _ADDRESS_PART = r"[a-z\u00c0-\u024f\d .'º°()/-]"
 # Between the parts of an address, a comma or a line break: a label's lines ("27 Marchmont Crescent", "Edinburgh",
 # "EH9 1HN").
-_PART_BREAK = r"(?:,\s*|[^\S\n]*\n\s*)"
+# (or a slash with spaces around it, as a label squeezed onto one line: "12, rue de Bonnevoie / L-1261 Luxembourg")
+_PART_BREAK = r"(?:,\s*|[^\S\n]*\n\s*|[^\S\n]+/[^\S\n]+)"
 STREET_WITH_POSTCODE = re.compile(
     rf"{_STREET}{_UNIT}?(?:(?:{_PART_BREAK}{_ADDRESS_PART}{{1,30}}){{0,3}},?\s*(?:[a-z]{{1,2}}-)?{_POSTCODE}|"
     # (a floor or a door may come first: "Jagtvej 119, 3. tv., 2200 København N")
