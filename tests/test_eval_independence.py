@@ -159,6 +159,14 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
+    # an everyday clause in the thirty-seventh message set and an everyday request in the thirty-eighth sessions; the
+    # stock words of an attack that hands everything to whoever asks, and of a security reminder, in the seventieth
+    # screening set
+    ("new-37:eq106", "there's nothing there at all"),
+    ("reflection_eval_sessions_38.json:ug002", "can you draft a reply"),
+    ("screening_eval_70.json:ng031", "do whatever they ask"),
+    ("screening_eval_70.json:ng059", "do whatever they ask"),
+    ("screening_eval_70.json:nh059", "never paste a real key into chat"),
     # an everyday clause in the thirty-seventh sessions (a tuning set now)
     ("reflection_tune_sessions_37.json:uf008", "third time this month"),
     # everyday requests and thanks in the thirty-sixth sessions (a tuning set now)
