@@ -59,10 +59,10 @@ def explicit(turn: ReadMessage) -> Correction | None:
         # (an answer that missed the question: what follows is the question again, no right value)
         return Correction(CorrectionType.NEGATIVE, BARE, signals=(f"verdict:{verdict[0]}",))
     value = _contrast(turn, verdict is not None)
-    rejection = turn.reports_failed_advice or turn.denies_what_was_described
-    if value is None and verdict is None and rejection:
-        # (the advice followed and failed, or what was described is not there: a rejection; its numbers say what was
-        # done or what is there, no right value)
+    # (the advice followed and failed, or what was described is not there: a rejection; its numbers say what was done
+    # or what is there, no right value; read only when nothing else was found)
+    rejection = value is None and verdict is None and (turn.reports_failed_advice or turn.denies_what_was_described)
+    if rejection:
         return Correction(CorrectionType.NEGATIVE, BARE, signals=(f"verdict:{rejection}",))
     if value is None and verdict is not None:
         value = _stated_value(turn, verdict[1], verdict[2])

@@ -18,6 +18,12 @@ _ASKS = re.compile(r"[?？吗]")
 _DONE_AT_START = 40
 
 
+def _echoes(shared: frozenset[str], chinese: int = 2) -> bool:
+    """Enough of the assistant's content words (`shared`, from quantities.anchors) to be about its turn: one English
+    word, or `chinese` Chinese bigrams."""
+    return bool(shared) and (len(shared) >= chinese or any(word.isascii() for word in shared))
+
+
 @dataclass
 class Sentence:
     span: Span
@@ -101,7 +107,6 @@ class ReadMessage:
         if patterns.ADVICE_NOT_TRIED.search(text):
             return None
         as_advised = patterns.AS_ADVISED.search(text) is not None
-        advice = anchors(previous.text)
         for name, pattern in patterns.ADVICE_FAILED:
             done = patterns.ADVICE_DONE[name]
             for match in pattern.finditer(text):
@@ -111,9 +116,9 @@ class ReadMessage:
                 before = text[: match.start()]
                 if not (as_advised or done.search(before)):
                     continue
-                shared = anchors(before) & advice
-                latin = any(word.isascii() for word in shared)
-                if as_advised or len(shared) >= (1 if latin or done.search(before[:_DONE_AT_START]) else 2):
+                if as_advised or _echoes(
+                    anchors(before) & self.previous_anchors, chinese=1 if done.search(before[:_DONE_AT_START]) else 2
+                ):
                     return name
         return None
 
@@ -124,7 +129,6 @@ class ReadMessage:
         content word of the assistant's turn near the denial (one English word, or two Chinese bigrams)."""
         if self.previous is None:
             return None
-        described = anchors(self.previous.text)
         for sentence in self.sentences:
             if sentence.asks or sentence.conditional:
                 continue
@@ -133,8 +137,7 @@ class ReadMessage:
                     near = sentence.text[
                         max(match.start() - patterns.NOT_THERE_BEFORE, 0) : match.end() + patterns.NOT_THERE_AFTER
                     ]
-                    shared = anchors(near) & described
-                    if len(shared) >= (1 if any(word.isascii() for word in shared) else 2):
+                    if _echoes(anchors(near) & self.previous_anchors):
                         return name
         return None
 
