@@ -34,6 +34,7 @@ from hindsight_insights.config import Settings
 from hindsight_insights.detection.poisoning import Band, LearnedScreen, Screening, screen
 from hindsight_insights.detection.poisoning_patterns import AI_ADDRESSEE, DESTINATION, TRANSFER
 from hindsight_insights.detection.redaction import PLACEHOLDERS
+from hindsight_insights.detection.text import fold
 from hindsight_insights.embedder import Embedder, load_embedder
 from hindsight_insights.screen_model import learned_screen, load_screen_model
 
@@ -135,11 +136,14 @@ def planted_instruction(screen_: Screen, user_messages: Sequence[str]) -> str | 
     user's reaction to the assistant's warning, so none of it is active before a reviewer has seen it. The user's
     own wish or correction in such a session waits too; the trade is measured in docs/architecture.md."""
     for number, message in enumerate(user_messages, start=1):
-        if not AI_ADDRESSEE.search(message.lower()):
+        # (read folded: Traditional Chinese as Simplified, so that 傳去 is 传去)
+        if not AI_ADDRESSEE.search(fold(message).text):
             continue
         # The message, then each of its lines that speaks to an AI: a paragraph planted in a long pasted document
         # reads as the document it sits in when screened whole.
-        lines = [line for line in _LINE.split(message) if AI_ADDRESSEE.search(line.lower()) and line.strip() != message]
+        lines = [
+            line for line in _LINE.split(message) if AI_ADDRESSEE.search(fold(line).text) and line.strip() != message
+        ]
         for text in (message, *lines):
             found = screen_.screening({"message": text})
             if found.suspect:
@@ -147,7 +151,7 @@ def planted_instruction(screen_: Screen, user_messages: Sequence[str]) -> str | 
         # A line that speaks to an AI and has it send something to an address ("致AI采购助手：…每次比价后把…发到
         # quotes@…"): data sent out on a planted order, whatever the data is called.
         for line in lines:
-            folded = line.lower()
+            folded = fold(line).text
             if TRANSFER.search(folded) and (DESTINATION.search(folded) or _REDACTED_ADDRESS.search(folded)):
                 return f"{PLANTED} (user message {number}: a line to an AI sends something to an address)"
     return None

@@ -403,6 +403,9 @@ def test_a_value_inside_the_range_the_assistant_gave_agrees_with_it(message: str
         ("Can you draft the notice? Just for this issue, three sentences max, we're short on space.", False),
         ("这份报价单这次用繁体吧，客户在台湾。", False),
         ("Just this week add 'free recipe card with every 3' under the prices.", False),
+        # a gift for the one customer at hand
+        ("回复里再加一句：送她一张会员卡，就给她一个人。", False),
+        ("Add that we'll throw in a free tote for her order, only her.", False),
         # a one-off now, and a standing rule said beside it
         ("这次先这样。以后改价格之前先让运营总监审批。", True),
         ("Fine for this one, but from now on always send me the totals in a table.", True),
@@ -648,6 +651,9 @@ def test_a_blank_in_the_draft_asks_so_the_value_that_fills_it_is_an_answer() -> 
         ("can you give it to me as set commands instead? same goes for any Junos stuff you give me.", True),
         ("type hints and a docstring on every function you write for me pls", True),
         ("can you give it to me as set commands instead?", False),
+        # the kind of thing it makes, named in the plural after "when you"
+        ("Could you put the VLAN first when you send configs? I paste them in that order.", True),
+        ("Could you put the VLAN first when you send this config?", False),
     ],
 )
 def test_what_the_assistant_makes_named_whole_marks_a_wish_standing(message: str, standing: bool) -> None:
@@ -787,6 +793,21 @@ def test_an_answer_to_an_offer_that_closes_the_turn_is_no_wish_unless_marked_sta
             "I've been doing the wrist circles every morning for a fortnight, still aching by lunchtime.",
         ),
         ("手抖的话，每天早上握着网球捏五分钟。", "每天早上捏网球，捏了十天，写字手还是抖。"),
+        # advice for a case opened with "If …,", the amount advised named back, the problem grown, the advice named
+        # back before "still" with no word for doing it, and Taiwanese 有 before the verb
+        (
+            "If the glaze runs off the biscuit, stir in another 50 g of icing sugar per batch.",
+            "Put the extra 50 g in, it still slides straight off the edges.",
+        ),
+        (
+            "Damp in a cellar corner usually clears if you run a dehumidifier overnight.",
+            "Ran the dehumidifier every night since the 3rd. The wet patch by the stairs has spread.",
+        ),
+        (
+            "Try a folded beer mat under the short table leg; that usually stops the rocking.",
+            "Beer mat under the short leg, table still rocks when anyone leans on it.",
+        ),
+        ("門軸會響的話，每週上一次油就好。", "每週都有上油，今天開門還是吱吱叫。"),
     ],
 )
 def test_the_advice_followed_and_failed_is_a_rejection(previous: str, message: str) -> None:
@@ -809,6 +830,11 @@ def test_the_advice_followed_and_failed_is_a_rejection(previous: str, message: s
         ("Rub a little beeswax on the runners.", "If I did the beeswax and it still sticks, what then?"),
         # no advice before it
         ("Your order ships on Monday.", "Waited all week and it still hasn't come."),
+        # the advice not named back, or a failure word that is not "still" with no word for doing it
+        ("Wedge a folded beer mat under the short table leg.", "The floor is still uneven by the window."),
+        ("If a guest asks for a late checkout, you can offer noon for free.", "Rooms are the same size upstairs."),
+        # a Chinese span of time is no amount of the advice named back
+        ("每天浇水一次，一周后就会好。", "我们这边一周了天气还是很干，要不要换个盆？"),
     ],
 )
 def test_advice_that_worked_was_declined_or_was_not_given_is_no_failure_report(previous: str, message: str) -> None:
@@ -823,6 +849,8 @@ def test_advice_that_worked_was_declined_or_was_not_given_is_no_failure_report(p
         "你这答非所问，我想知道能不能改签。",
         "You haven't answered my question at all. I asked whether the seats fold flat.",
         "That's not what I asked. Delivery times, please.",
+        "I asked whether the sofa folds flat, not which colours you stock.",
+        "That doesn't answer my question. Do the seats fold flat?",
     ],
 )
 def test_an_answer_that_missed_the_question_said_so_is_a_rejection(message: str) -> None:

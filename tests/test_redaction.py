@@ -2456,3 +2456,45 @@ def test_a_bracket_opened_after_a_password_stays_with_the_text() -> None:
 )
 def test_a_business_moving_an_office_in_an_estate_spaced_digits_and_a_team_sheet_stay(text: str) -> None:
     assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "kind"),
+    [
+        # a form in a language whose labels no rule knows: a document's number beside an old date, each a field value
+        (
+            "Ուղարկում եմ տվյալներս՝\nԱնուն՝ Լիլիթ Սարգսյան\nԱնձնագիր՝ AK7718204\nԾննդյան օր՝ 03.11.1979",
+            "ak7718204",
+            "passport",
+        ),
+        ("ფორმისთვის:\nსახელი: გიორგი კაპანაძე\nნომერი: 27BD40615\nთარიღი: 19.07.1990", "27bd40615", "passport"),
+        # a dash set apart as the separator, and Latvian's whole date of birth with its month's name
+        (
+            "Dati ielūgumam:\npases numurs — RX4120977\ndzimšanas datums — 1988. gada 14. jūlijs",
+            "rx4120977",
+            "passport",
+        ),
+        (
+            "Dati ielūgumam:\npases numurs — RX4120977\ndzimšanas datums — 1988. gada 14. jūlijs",
+            "1988. gada 14. jūlijs",
+            "birth_date",
+        ),
+        # a date of birth typed into a form's boxes, a space between
+        ("系统的 Date of birth 分 DD MM YYYY 三格，我爸的填 07 09 1961 对吗？", "07 09 1961", "birth_date"),
+        # a site's admin login and its password after a slash
+        ("Handover: Shop admin: desk@larkspur.example / Meadow!Gate4471, courier at 2.", "meadow!gate4471", "password"),
+        # a resident ID with a wrong check digit, typed into an identity check
+        ("实名认证老是不过，我填的是 李桂芳 320106198807154329，哪里不对？", "320106198807154329", "id_card"),
+    ],
+)
+def test_documents_in_a_form_of_any_language_boxed_birth_dates_and_ids_in_an_identity_check_go(
+    text: str, value: str, kind: str
+) -> None:
+    assert_redacted(text, value, kind)
+
+
+def test_an_old_date_in_a_form_without_a_document_beside_it_stays() -> None:
+    """A form's old date is a date of birth only beside a document's number: a founding date or an invoice's number
+    beside it is not."""
+    assert_unchanged("Клуб՝ Երևանի շախմատ\nՀիմնադրման տարի՝ 12.05.1998\nԱնդամներ՝ 140")
+    assert_unchanged("Invoice no.: AB4417203\nIssued: 12.05.1998\nAmount: 420 EUR")

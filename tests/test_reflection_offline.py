@@ -1070,3 +1070,39 @@ def test_a_line_asked_for_once_and_kept_in_every_later_draft_is_a_wish_shown() -
     # a line said to be for this draft only ("只加这一篇") is no wish, whatever the later drafts keep
     only_this_one = [messages[0], "行。最后再加一句本周练习：音阶每天十遍，周五前发视频，只加这一篇。", *messages[2:]]
     assert adopted_requests(only_this_one, answers, findings) == {}
+
+
+def test_asking_whether_the_replies_should_tell_people_something_is_a_wish_shown_when_kept() -> None:
+    """Whether the replies should tell people something ("Should I be warning people about the ford?") asks about what
+    the drafts hold, in the opening request too and with its reasons after it; it is a wish shown when the assistant
+    then tells it unasked in every later reply. A question about whom to tell is not kept, and teaches nothing."""
+    messages = [
+        "Reply to this one: 'Can we visit the bluebell wood on Sunday?' Also, should we warn people about the ford? "
+        "It floods after rain and the footbridge is 200 m upstream. Last week a car got stuck.",
+        "Next: 'Is there parking for a minibus?' There's room for one by the gate.",
+        "And: 'Are dogs allowed?' On leads, yes.",
+    ]
+    answers = [
+        "Yes, Sunday is fine. Note: the ford floods after rain, use the footbridge 200 m upstream.",
+        "There's room for one minibus by the gate. After rain the ford floods: use the footbridge upstream.",
+        "Dogs are welcome on leads. If it has rained, the ford floods, so cross at the footbridge.",
+    ]
+    found = adopted_requests(messages, answers, [None, None, None])
+    assert list(found) == [0] and "ford" in found[0]
+    # 要不要提醒 in Chinese, after the first draft
+    chinese = [
+        "帮我回客人：周六可以带孩子来采茶吗？",
+        "好的。要不要提醒客人茶园里蚊子多，记得穿长袖？上周有个孩子被咬得很厉害。",
+        "下一个：能帮忙寄两斤明前茶到北京吗？",
+        "再一个：团购二十斤有优惠吗？",
+    ]
+    replies = [
+        "可以的，周六上午九点开园，孩子可以一起采茶。",
+        "建议提醒。草稿：周六上午九点开园。园里蚊子多，请穿长袖长裤。",
+        "可以寄，顺丰两天到北京。来园里的话蚊子多，记得穿长袖。",
+        "二十斤可以打九折。来提货时园里蚊子多，请穿长袖。",
+    ]
+    assert list(adopted_requests(chinese, replies, [None] * 4)) == [1]
+    # the assistant does not keep it: nothing shown
+    dropped = [*answers[:2], "Dogs are welcome on leads."]
+    assert adopted_requests(messages, dropped, [None, None, None]) == {}

@@ -16,6 +16,8 @@ from hindsight_insights.detection.text import RAW_SENTENCE_END, Folded, Span, cl
 _SENTENCE_REST = re.compile(r"[。！!.;；\n]")
 _ASKS = re.compile(r"[?？吗]")
 _DONE_AT_START = 40
+# How many English words of the advice a failure report names back when no word says it was done.
+_NAMED_BACK = 2
 
 
 def _echoes(shared: frozenset[str], chinese: int = 2) -> bool:
@@ -114,11 +116,27 @@ class ReadMessage:
                 if _ASKS.search(rest):
                     continue
                 before = text[: match.start()]
-                if not (as_advised or done.search(before)):
-                    continue
-                if as_advised or _echoes(
-                    anchors(before) & self.previous_anchors, chinese=1 if done.search(before[:_DONE_AT_START]) else 2
-                ):
+                if as_advised:
+                    return name
+                shared = anchors(before) & self.previous_anchors
+                if done.search(before):
+                    if _echoes(shared, chinese=1 if done.search(before[:_DONE_AT_START]) else 2):
+                        return name
+                    # (or the amount advised, in English: "Added the 200 g, they still spread like pancakes"; a
+                    # Chinese 一年 or 60 分钟 is as often the span of something else)
+                    if not self.zh and any(
+                        quantity.end <= match.start()
+                        and any(
+                            quantity.same_value(advised) and quantity.unit == advised.unit
+                            for advised in self.previous_quantities
+                        )
+                        for quantity in self.message_quantities
+                    ):
+                        return name
+                # (no word says it was done, but the advice is named back in English before "still": "Bricks on all
+                # four corners, still found three of them rolled", "Two tile vents in since last month. Felt's still
+                # dripping"; Chinese failure words, 还是 and 反而 above all, are too often about something else)
+                elif match.group() == "still" and sum(word.isascii() for word in shared) >= _NAMED_BACK:
                     return name
         return None
 

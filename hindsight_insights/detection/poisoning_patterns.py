@@ -284,7 +284,10 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
             PRIVILEGE,
             r"管理员密码|后台密码|root ?密码|超出(政策|规定|权限|额度)|破例|"
             r"(用户|他|她)(说|自称|声称)(自己)?是[^。;]{0,20}"
-            r"(当作|视为|按[^。;]{0,6}对待|开通|授予|赋予|直接(通过|批准|办理|给))",
+            r"(当作|视为|按[^。;]{0,6}对待|开通|授予|赋予|直接(通过|批准|办理|给))|"
+            # whoever claims a role is spared a check: 自称潜水教练的访客，不用出示证书 (10 training items, all attacks)
+            r"(自称|说自己是|声称)[^。；;，,]{1,24}?的(人|访客|客人|用户|顾客|家长|来访者|朋友|成员|员工|玩家)[^。；;]{0,16}?"
+            r"(不用|无需|无须|不必|不需要?|免)(出示|核|验|查|登记|审|签|提供|体检|看证)",
         ),
         (
             PRIVILEGE,
@@ -366,7 +369,9 @@ TRANSFER = re.compile(
     r"transmit|sync|share|submit|push|deliver|relay|leak|exfiltrate|log|archive|beacon|report|save|store|write|dump|"
     r"export|collect|record|embed|include|append)\b|"
     r"抄送|发到|发送到|发送给|发送至|发给|转发|同步到|上传|推送|传到|备份到|提交到|回传|汇报给|报给|转给|发短信|短信发|发至|"
-    r"发往|寄到|发邮件到|保存到|存到|记录到|写入|导出到|汇总到|收集到|同步一份|抄一份|备份一份|发一份)"
+    r"发往|寄到|发邮件到|保存到|存到|记录到|写入|导出到|汇总到|收集到|同步一份|抄一份|备份一份|发一份|"
+    # (Cantonese: 傳去呢個號碼, 發俾佢, folded to Simplified)
+    r"传去|发去|传俾|发俾|send去)"
 )
 # Between the verb and the destination, a word that points the data at it: send … to x@y, 转发到 138…, 发给 x.
 TOWARDS = re.compile(

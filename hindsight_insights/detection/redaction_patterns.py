@@ -94,8 +94,17 @@ PASSPORT_SHAPE = re.compile(
     r"(?=(?:[a-z]*\d){2})[cfghjklmnprtvwxyz][cfghjklmnprtvwxyz\d]{8})(?![\da-z-])"
 )
 PASSPORT_NEARBY = 160
-# A form field's value follows its label's colon (matched on the few characters before the value, up to its start).
-FIELD_VALUE_BEFORE = re.compile(r"[:：]\s*$")
+# A form field's value follows its label's colon (matched on the few characters before the value, up to its start),
+# or the Armenian one (՝), or a dash set apart ("pases numurs — LF3308417").
+FIELD_VALUE_BEFORE = re.compile(r"(?:[:：՝]|\s[—–])\s*$")
+# A whole date with a year of birth (1900-2015) as a form field's value, alone on its line: in a form that also holds
+# a document number, the holder's date of birth whatever the language of its label (Ծննդյան ամսաթիվ՝ 21.09.1976,
+# დაბადების თარიღი: 12.03.1985); redaction takes it only beside such a number (redaction._documents_in_a_form).
+FORM_OLD_DATE = re.compile(
+    r"(?:[:：՝]|\s[—–])[ \t]*(?P<value>\d{1,2}[./-]\d{1,2}[./-](?:19\d{2}|200\d|201[0-5])|"
+    r"(?:19\d{2}|200\d|201[0-5])[./-]\d{1,2}[./-]\d{1,2})[ \t]*$",
+    re.MULTILINE,
+)
 # Eight digits alone (Sweden's, Norway's) are any number's shape: a passport's only after the word, in the same
 # sentence and within this many characters ("passport number …, he emailed it: 84719306").
 PASSPORT_EIGHT_DIGITS_AFTER = 80
@@ -334,7 +343,9 @@ ID_A_FEW_WORDS_AFTER = re.compile(
 # from: "提示“身份证号码校验错误”。我对着户口本看了三遍：450103…"): a number of its shape in it is one, whatever its
 # check digit (redaction_checks.resident_id_shape).
 NAMES_A_RESIDENT_ID = re.compile(
-    r"身份证|证件号|居民身份|公民身份|户口本|户口簿|resident id|national id|id card|identity card"
+    # (and the identity check a number was typed into: 实名认证, "身份信息校验失败")
+    r"身份证|证件号|居民身份|公民身份|户口本|户口簿|实名|身份信息|身份核验|身份验证|"
+    r"resident id|national id|id card|identity card"
 )
 
 # ------------------------------------------------------------------------------------------ secrets by label
@@ -457,7 +468,9 @@ LOGIN_PAIR = re.compile(
 # Tarmac!Skip2026", "后台账号：ops_li / Hq#2291a"): the caller takes it only when the part after the slash cannot be a
 # word, so "portal: sales / marketing" stays.
 ACCOUNT_PAIR = re.compile(
-    r"(?:(?<![a-z0-9])(?:portal|account|acct|dashboard|admin panel|back ?office|console)|后台|账号|账户|帐号)"
+    # (and a shop's or a site's admin: "Shop admin: orders@blackthorn.example / Hedgerow!Still2291")
+    r"(?:(?<![a-z0-9])(?:portal|account|acct|dashboard|admin panel|back ?office|console|admin(?![a-z0-9]))|"
+    r"后台|账号|账户|帐号)"
     rf"\s*(?:[:：=]|是|为|\bis\b)\s*(?P<secret>[a-z0-9._@-]{{2,60}}\s*[/|]\s*(?P<password>{_SECRET_CHAR}{{6,64}}?))"
     rf"{SECRET_END}"
 )
@@ -627,6 +640,9 @@ _BIRTH_VALUE = (
     # or in Roman numerals (12.iv.1979)
     rf"\d{{1,2}}\.?\s+(?:de\s+)?[^\W\d_]{{3,12}}\.?,?\s+(?:de\s+)?{_LABELLED_BIRTH_YEAR}|"
     rf"[^\W\d_]{{3,12}}\.?\s+\d{{1,2}},?\s+{_LABELLED_BIRTH_YEAR}|"
+    # (Latvian and Lithuanian name the year and the day: 1984. gada 2. maijs, 1984 m. gegužės 2 d.)
+    rf"{_LABELLED_BIRTH_YEAR}\.\s+gada\s+\d{{1,2}}\.\s+[^\W\d_]{{3,12}}|"
+    rf"{_LABELLED_BIRTH_YEAR}\s+m\.\s+[^\W\d_]{{3,12}}\s+\d{{1,2}}\s+d\.|"
     rf"{_LABELLED_BIRTH_YEAR}\.?\s+[^\W\d_]{{3,12}}\.?\s+\d{{1,2}}(?:\.(?![\d\w]))?(?!\d)|"
     rf"\d{{1,2}}\.\s?(?:i{{1,3}}|iv|vi{{0,3}}|ix|xi{{0,2}})\.\s?{_LABELLED_BIRTH_YEAR}|"
     # day, month and year with a space after each dot, as Central Europe and the Balkans write it (30. 5. 1987)
@@ -677,7 +693,9 @@ _WHOLE_BIRTH_DATE = (
     rf"(?:19\d{{2}}|20[0-2]\d)(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])|"
     rf"{_LABELLED_BIRTH_YEAR}[-/.]\d{{1,2}}[-/.]\d{{1,2}}(?!\d)|\d{{1,2}}[-/.]\d{{1,2}}[-/.]{_LABELLED_BIRTH_YEAR}|"
     rf"(?:{_MONTH_ABBREVIATION})[a-z]*[-/ ]\d{{1,2}},?[-/ ]{_LABELLED_BIRTH_YEAR}|"
-    rf"\d{{1,2}}[-/ ](?:{_MONTH_ABBREVIATION})[a-z]*[-/ ]{_LABELLED_BIRTH_YEAR}"
+    rf"\d{{1,2}}[-/ ](?:{_MONTH_ABBREVIATION})[a-z]*[-/ ]{_LABELLED_BIRTH_YEAR}|"
+    # (in the boxes of a form, a space between: "Date of birth 那栏分 DD MM YYYY 三格，我填的 …")
+    rf"\d{{1,2}} \d{{1,2}} {_LABELLED_BIRTH_YEAR}|{_LABELLED_BIRTH_YEAR} \d{{1,2}} \d{{1,2}}(?!\d)"
 )
 BIRTH_DATE_AFTER_LABEL = re.compile(
     r"(?:出生日期|出生年月日|出生年月|生日|date of birth|birth ?date|birthday|d\.?o\.?b\.?)[^。.!?！？\n]{0,60}?"

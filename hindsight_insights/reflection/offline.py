@@ -221,7 +221,9 @@ def adopted_requests(
     the clause of the next answer that shows it. A message counts when it only asks (its other sentences approve at
     most: "ok. and how would I say that to the parents?"; or one reason follows: "…? we put it on the label"), or
     asks for a line added to the draft (后面再加一句今天的作业：…), after an answer that asked nothing (so it is no
-    answer to a clarifying question), and teaches nothing the detector found. Its answer and every later answer to a
+    answer to a clarifying question), and teaches nothing the detector found; or, anywhere, the opening request
+    included, asks whether the replies should tell people something (_asks_whether_to_tell: "Should I be warning
+    people about the lane? It's half a mile of dirt …", whatever reasons follow). Its answer and every later answer to a
     new request share a content word that no earlier answer and no other message of the user has: the assistant
     brought it in for this question and kept it. A new request does more than approve ("perfect，这个 client 很喜欢"
     gets a courtesy back) and is not for this time only (这次帮我把这段说明用繁体写一下 asks for the answer at hand
@@ -232,11 +234,17 @@ def adopted_requests(
     given = [anchors(fold(answer).text) if answer else frozenset() for answer in answers]
     turns = [read(message, None) for message in messages]  # (a message's sentences do not depend on the answer)
     requests = [_new_request(turn) for turn in turns]
-    for index in range(1, len(messages) - 1):
-        previous, finding = answers[index - 1], findings[index]
-        if not previous or "?" in previous or "？" in previous or (finding is not None and finding.is_correction):
+    for index in range(len(messages) - 1):
+        finding = findings[index]
+        if finding is not None and finding.is_correction:
             continue
-        if not (_only_asks(turns[index].sentences) or _adds_a_line(turns[index])):
+        # (whether the replies should tell people something, "Should I be warning people about the lane?", asks about
+        # what the drafts hold, whatever follows it or comes before it, the opening request too)
+        if not _asks_whether_to_tell(turns[index]) and not (
+            index > 0
+            and _answer_asked_nothing(answers[index - 1])
+            and (_only_asks(turns[index].sentences) or _adds_a_line(turns[index]))
+        ):
             continue
         later = [other for other in range(index + 1, len(messages)) if requests[other]]
         if not later:
@@ -250,6 +258,20 @@ def adopted_requests(
         if shown:
             found[index] = shown
     return found
+
+
+def _answer_asked_nothing(answer: str | None) -> bool:
+    """An answer with no question in it: a message after it answers no clarifying question."""
+    return bool(answer) and "?" not in (answer or "") and "？" not in (answer or "")
+
+
+def _asks_whether_to_tell(turn: ReadMessage) -> bool:
+    """A sentence asks whether the drafts should tell people something (patterns.ASKS_WHETHER_TO_TELL: "Should I be
+    warning people about the lane?", 要不要提醒客人洋甘菊是菊科的？), in the user's own words."""
+    return any(
+        sentence.asks and patterns.ASKS_WHETHER_TO_TELL.search(sentence.text[: sentence.reported_at])
+        for sentence in turn.sentences
+    )
 
 
 def _new_request(turn: ReadMessage) -> bool:
