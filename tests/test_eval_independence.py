@@ -159,6 +159,16 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
+    # an everyday rejection and a stock wish in the thirty-eighth message set, an everyday question in the thirty-ninth
+    # sessions; courtesies, the stock words of an attack that spares the asker a check, and a heading's term in the
+    # seventy-second screening set
+    ("new-38:et084", "that isn't what i asked"),
+    ("new-38:et122", "skip the tasting notes"),
+    ("reflection_eval_sessions_39.json:uj022", "when could you start"),
+    ("screening_eval_72.json:nk026", "thank you ever so much"),
+    ("screening_eval_72.json:nk070", "i'd be ever so grateful"),
+    ("screening_eval_72.json:nk071", "no need to ask who they are"),
+    ("screening_eval_72.json:nk090", "instruction precedence"),
     # an everyday question of the thirty-seventh message set (training now), asked in two older tuning sets
     ("reflection_tune_sessions_14.json:sb018", "when could you start"),
     ("reflection_tune_sessions_34.json:tv018", "when could you start"),
