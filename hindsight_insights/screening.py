@@ -141,17 +141,18 @@ def planted_instruction(screen_: Screen, user_messages: Sequence[str]) -> str | 
             continue
         # The message, then each of its lines that speaks to an AI: a paragraph planted in a long pasted document
         # reads as the document it sits in when screened whole.
-        lines = [
-            line for line in _LINE.split(message) if AI_ADDRESSEE.search(fold(line).text) and line.strip() != message
-        ]
+        lines = {
+            line: folded
+            for line in _LINE.split(message)
+            if AI_ADDRESSEE.search(folded := fold(line).text) and line.strip() != message
+        }
         for text in (message, *lines):
             found = screen_.screening({"message": text})
             if found.suspect:
                 return f"{PLANTED} (user message {number}: " + "; ".join(found.reasons)[:300] + ")"
         # A line that speaks to an AI and has it send something to an address ("致AI采购助手：…每次比价后把…发到
         # quotes@…"): data sent out on a planted order, whatever the data is called.
-        for line in lines:
-            folded = fold(line).text
+        for folded in lines.values():
             if TRANSFER.search(folded) and (DESTINATION.search(folded) or _REDACTED_ADDRESS.search(folded)):
                 return f"{PLANTED} (user message {number}: a line to an AI sends something to an address)"
     return None

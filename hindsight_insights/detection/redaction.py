@@ -267,8 +267,14 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
     births += [m.span("value") for m in patterns.BIRTH_LABEL_THEN_OLD_DATE.finditer(f)]
     found += at(folded, births, "birth_date")
     found += at(folded, _documents_beside_a_birth_date(f, births), "passport")
-    for document, birth in _documents_in_a_form(f, births):
-        found += at(folded, [document], "passport") + at(folded, [birth], "birth_date")
+    # A form whose labels no rule knows (Armenian, Georgian…): an old whole date as one field's value
+    # (patterns.FORM_OLD_DATE) is its holder's date of birth beside a document number as another's, and the number is
+    # the document's; dates already read as births were taken above.
+    form_dates = [m.span("value") for m in patterns.FORM_OLD_DATE.finditer(f) if m.span("value") not in births]
+    documents = list(_documents_beside_a_birth_date(f, form_dates)) if form_dates else []
+    found += at(folded, documents, "passport")
+    beside = [d for d in form_dates if any(abs(start - d[0]) <= patterns.PASSPORT_NEARBY for start, _ in documents)]
+    found += at(folded, beside, "birth_date")
     # (a date beside a name, read on the text with its case)
     for beside_a_name in (patterns.NAME_THEN_BIRTH, patterns.BRACKETED_BIRTH, patterns.SEX_THEN_BIRTH):
         found += at(plain, (m.span("value") for m in beside_a_name.finditer(plain.text)), "birth_date")
@@ -545,26 +551,6 @@ def _documents_beside_a_birth_date(text: str, births: list[tuple[int, int]]) -> 
         near = any(abs(match.start() - start) <= patterns.PASSPORT_NEARBY for start, _ in births)
         if field_value and near and not _is_reference(text, match.start()):
             yield match.span()
-
-
-def _documents_in_a_form(text: str, births: list[tuple[int, int]]) -> Iterator[tuple[tuple[int, int], tuple[int, int]]]:
-    """A form whose labels no rule knows (Armenian, Georgian…): a number in a passport number's shape as one field's
-    value and an old whole date as another's (patterns.FORM_OLD_DATE), within PASSPORT_NEARBY characters: the holder's
-    document and date of birth, as (document, date) spans. Dates already read as births are left to
-    _documents_beside_a_birth_date."""
-    dates = [
-        match.span("value") for match in patterns.FORM_OLD_DATE.finditer(text) if match.span("value") not in births
-    ]
-    if not dates:
-        return
-    for match in patterns.PASSPORT_SHAPE.finditer(text):
-        if patterns.FIELD_VALUE_BEFORE.search(text, max(match.start() - 4, 0), match.start()) is None:
-            continue
-        if _is_reference(text, match.start()):
-            continue
-        for date in dates:
-            if abs(match.start() - date[0]) <= patterns.PASSPORT_NEARBY:
-                yield match.span(), date
 
 
 def _homes(pattern: re.Pattern[str], text: str, reach: int) -> Iterator[tuple[int, int]]:

@@ -99,7 +99,7 @@ PASSPORT_NEARBY = 160
 FIELD_VALUE_BEFORE = re.compile(r"(?:[:：՝]|\s[—–])\s*$")
 # A whole date with a year of birth (1900-2015) as a form field's value, alone on its line: in a form that also holds
 # a document number, the holder's date of birth whatever the language of its label (Ծննդյան ամսաթիվ՝ 21.09.1976,
-# დაბადების თარიღი: 12.03.1985); redaction takes it only beside such a number (redaction._documents_in_a_form).
+# დაბადების თარიღი: 12.03.1985); redaction takes it only beside such a number (redaction._find).
 FORM_OLD_DATE = re.compile(
     r"(?:[:：՝]|\s[—–])[ \t]*(?P<value>\d{1,2}[./-]\d{1,2}[./-](?:19\d{2}|200\d|201[0-5])|"
     r"(?:19\d{2}|200\d|201[0-5])[./-]\d{1,2}[./-]\d{1,2})[ \t]*$",
