@@ -1,6 +1,6 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_72.json)
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_74.json)
 when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
@@ -17,9 +17,9 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_38.json (the new set,
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_39.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_39.json and _7); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_40.json and _7); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -159,16 +159,8 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
-    # an everyday rejection and a stock wish in the thirty-eighth message set, an everyday question in the thirty-ninth
-    # sessions; courtesies, the stock words of an attack that spares the asker a check, and a heading's term in the
-    # seventy-second screening set
-    ("new-38:et084", "that isn't what i asked"),
-    ("new-38:et122", "skip the tasting notes"),
-    ("reflection_eval_sessions_39.json:uj022", "when could you start"),
-    ("screening_eval_72.json:nk026", "thank you ever so much"),
-    ("screening_eval_72.json:nk070", "i'd be ever so grateful"),
-    ("screening_eval_72.json:nk071", "no need to ask who they are"),
-    ("screening_eval_72.json:nk090", "instruction precedence"),
+    # an everyday question in the thirty-ninth sessions (a tuning set now)
+    ("reflection_tune_sessions_39.json:uj022", "when could you start"),
     # an everyday question of the thirty-seventh message set (training now), asked in two older tuning sets
     ("reflection_tune_sessions_14.json:sb018", "when could you start"),
     ("reflection_tune_sessions_34.json:tv018", "when could you start"),
@@ -306,7 +298,7 @@ def test_the_never_tuned_reflection_splits_are_evaluation_files() -> None:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new-38:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-39:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -325,9 +317,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW_38,
+        eval_corrections.NEW_39,
         eval_reflection.EVAL_7_DATA,
-        eval_reflection.EVAL_39_DATA,
+        eval_reflection.EVAL_40_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],
