@@ -503,6 +503,14 @@ def test_look_alikes_an_own_input_fixed_a_hypothetical_asked_and_an_answer_to_a_
         ("Shall I call you Mr Okafor or Jim?", "Jim is fine.", False, False),  # a name chosen: may be a wish
         ("Here is the summary.", "ok thanks, and always put the totals first", False, False),
         ("Her request is complete.", "Draft her a reply saying we'll reply in 10 days.", False, True),
+        # a few lines to send, after a question whether to tell someone
+        ("已经按原价确认了。", "那这事要跟店长说吗？你帮我写几句发给店长和会计。", False, True),
+        (
+            "I've confirmed it at the usual price.",
+            "Should the owner hear about this? Write a few lines to her.",
+            False,
+            True,
+        ),
     ],
 )
 def test_look_alikes_an_approval_alone_and_a_document_asked_for(
@@ -808,6 +816,20 @@ def test_an_answer_to_an_offer_that_closes_the_turn_is_no_wish_unless_marked_sta
             "Beer mat under the short leg, table still rocks when anyone leans on it.",
         ),
         ("門軸會響的話，每週上一次油就好。", "每週都有上油，今天開門還是吱吱叫。"),
+        # advice opened with "drop", or said to normally sort it; what came back soon after (就又), got worse than
+        # before (比之前还), Cantonese 晒 for all of it done, and what the advice is said to prevent (一般不会)
+        (
+            "Mist like that usually means too much steam — drop the fan timer to twenty minutes and crack the window.",
+            "Dropped the fan timer and cracked the window every night, mirror still fogs right over.",
+        ),
+        (
+            "A rattle there is normally the heat shield bracket; tightening the clamp normally sorts it.",
+            "Garage tightened the clamp on Monday, rattling again on the motorway.",
+        ),
+        ("皮鞋开裂的话，可以先擦一层貂油再上鞋油。", "貂油和鞋油都擦了，两天就又干又裂。"),
+        ("水喉滴水通常係膠圈老化，換過新膠圈就得。", "膠圈我換晒，個水喉都仲係滴滴聲。"),
+        ("地板起霉点的话，用稀释的白醋擦一遍，再开窗通风就好。", "白醋擦了两遍，窗也天天开，霉点比之前还多。"),
+        ("米放在密封桶里，一般不会生虫。", "米都倒进密封桶了，半个月还是生了虫。"),
     ],
 )
 def test_the_advice_followed_and_failed_is_a_rejection(previous: str, message: str) -> None:
@@ -868,6 +890,8 @@ def test_an_answer_that_missed_the_question_said_so_is_a_rejection(message: str)
             "There's no car park behind the library. I walked round twice and the caretaker says there never was one.",
         ),
         ("可以去三楼的自习室，晚上十点关门。", "你说的那个三楼自习室根本没有，管理员说这栋楼从来就只有两层。"),
+        # 没有你说的 …
+        ("小区东门旁边有个快递驿站。", "东门外面我走了一圈，没有你说的那个快递驿站。"),
     ],
 )
 def test_saying_that_what_the_assistant_described_is_not_there_is_a_rejection(previous: str, message: str) -> None:

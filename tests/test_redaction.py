@@ -936,6 +936,8 @@ ABROAD = [
     ("455 rue Saint-Denis, Montréal QC H2X 3K4", "455 rue saint-denis"),
     ("Storgatan 7, 114 55 Stockholm", "storgatan 7"),
     ("2-3-1 Marunouchi, Chiyoda-ku, Tokyo 100-0005", "2-3-1 marunouchi"),
+    # Iceland: the street's kind in its name, a three-digit postcode before the town
+    ("Laugavegur 41, 101 Reykjavík", "laugavegur 41"),
 ]
 
 
@@ -953,6 +955,7 @@ def test_a_street_with_a_postcode_goes_in_every_countrys_order(address: str, str
         "I worked from home during 2024.",
         "Release 1-2-3 ships in 2025, with 1200 users.",
         "Gate 12, terminal 2, boarding 2015 local time.",
+        "Hauptstraße 5, 200 Meter weiter links.",
     ],
 )
 def test_years_versions_and_english_words_are_no_street_or_postcode(text: str) -> None:
@@ -1070,6 +1073,9 @@ def test_a_passport_number_a_few_words_after_its_label_goes() -> None:
         ("Temporary password changed. 2FA backup code: 58294716", "58294716"),
         ("Your verification code is 830 112, it expires in 5 minutes", "830 112"),
         ("短信验证码 381204，请勿告诉他人", "381204"),
+        # a change said first, then the new code
+        ("仓库门禁密码昨天换了，新的是 604821，别外传", "604821"),
+        ("the gate code changed this morning, new one is 7719", "7719"),
     ],
 )
 def test_access_codes_and_login_pairs_after_their_label_go(text: str, secret: str) -> None:

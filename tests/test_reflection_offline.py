@@ -1100,6 +1100,11 @@ def test_asking_whether_the_replies_should_tell_people_something_is_a_wish_shown
         "二十斤可以打九折。来提货时园里蚊子多，请穿长袖。",
     ]
     assert list(adopted_requests(chinese, replies, [None] * 4)) == [1]
+    # the question put the other way round, and an adverb between 要不要 and 提醒
+    turned = [messages[0].replace("should we warn people", "do you think we should be warning people"), *messages[1:]]
+    assert list(adopted_requests(turned, answers, [None, None, None])) == [0]
+    by_the_way = [chinese[0], chinese[1].replace("要不要提醒", "要不要顺便提醒"), *chinese[2:]]
+    assert list(adopted_requests(by_the_way, replies, [None] * 4)) == [1]
     # the assistant does not keep it: nothing shown
     dropped = [*answers[:2], "Dogs are welcome on leads."]
     assert adopted_requests(messages, dropped, [None, None, None]) == {}

@@ -225,7 +225,8 @@ ADVICE_FAILED = _cues(
     (
         "advice_failed_zh",
         r"(还是|仍然|依然|照样|又[^，,。]{0,6}了|更(厉害|严重|糟|多|差|大|明显|重|疼|痛)|"
-        r"没(用|效果|变化|改善|好转|什么变化|啥用)|不管用|反而|反倒|还在|一点(也|都)?(没|不)|仲系|仲有|冇用)",
+        # (就又 for what came back soon after: 三天就又软又粘)
+        r"没(用|效果|变化|改善|好转|什么变化|啥用)|不管用|反而|反倒|还在|一点(也|都)?(没|不)|仲系|仲有|冇用|就又|比(之前|以前|原来)还)",
     ),
 )
 ADVICE_DONE = {
@@ -234,7 +235,8 @@ ADVICE_DONE = {
         r"\b(did|tried|done|followed|used|put|set|left|ran|hung|gave|kept|made|cut|took|got|\w{3,}ed|been \w+ing)\b"
     ),
     # (and Taiwanese 有 before the verb: 每天收車都有沖熱水; only words before a failure word that name the advice back)
-    "advice_failed_zh": re.compile(r"了|过|已经|咗|都有|有在"),
+    # (Cantonese 晒 after a verb, "all done": 逐粒收晒)
+    "advice_failed_zh": re.compile(r"了|过|已经|咗|都有|有在|(?<=[\u4e00-\u9fff])晒"),
 }
 AS_ADVISED = re.compile(r"\b(like|as) you (said|suggested|told me)\b|照(你|您)说的|按(你|您)说的|听(你|您)的")
 ADVISES = re.compile(
@@ -243,17 +245,21 @@ ADVISES = re.compile(
     r"(^|[.!?]\s+|, |; |[—–]\s*|:\s+)(try|use|put|add|keep|hang|leave|lace|turn|set|switch|lower|raise|whip|apply|"
     r"run|soak|wipe|rinse|move|tighten|loosen|replace|give|let|make sure|check|seed|tape|spray|rub|clean|dab|mix|heat|"
     r"cool|store|place|dilute|sprinkle|water|feed|fit|oil|sand|reset|restart|unplug|drain|fill|trim|cut|cover|bake|"
-    r"wrap|stretch|practise|practice|count|do)\b|"
+    r"wrap|stretch|practise|practice|count|do|drop|reduce|increase)\b|"
     # (what it is for, then the advice: "To stop the gate banging, fit a rubber stop", "To reheat, cover the pie")
     r"^\W*to (stop|fix|prevent|avoid|keep|get rid of|cure|sort|clear|reduce)\b|^\W*to \w+(?: \w+){0,3}, \w+|"
     # (what to do in a case, the case first: "If the batter spreads too thin, thicken it with …")
     r"^\W*if\b[^.?!,]{3,100}, |"
     r"\b(you (can|could|should|might|need to)|try|if you|"
-    r"will (stop|fix|help|sort|clear|do)|(usually|often) (stops|fixes|helps|works|sorts|clears|eases?)|"
+    r"will (stop|fix|help|sort|clear|do)|"
+    r"(usually|often|normally|generally) (stops|fixes|helps|works|sorts|clears|eases?)|"
     r"should (stop|fix|help|sort|clear|do the trick))\b|"
     # (in Chinese, broadly: the echo of the advice's words decides)
     # (and advice for a case: 总抢拍的话，每天对着镜子慢速练十分钟)
-    r"可以|试试|试一下|建议|就行|就好|就可以|就能|就顺|就会|把|先|多|少|记得|最好|应该|要|用|加|的话[，,]"
+    # (and what the advice is said to prevent: 放在阴凉的地方，一般不会有哈喇味)
+    r"可以|试试|试一下|建议|就行|就好|就可以|就能|就顺|就会|把|先|多|少|记得|最好|应该|要|用|加|的话[，,]|"
+    # (and Cantonese 就得, "that will do")
+    r"(一般|通常|就)不会|就得"
 )
 # (有用 not after 没: "试了没有用" failed)
 ADVICE_WORKED = re.compile(
@@ -275,7 +281,8 @@ NOT_THERE = _cues(
         r"\b(there'?s no|there is no|there isn'?t (a|an|any)|there are no|there aren'?t any|"
         r"(it|that|this|they|which) (doesn'?t|don'?t|does not|do not) exist|no such)\b",
     ),
-    ("not_there_zh", r"根本没有|从来没有|从来就?只有|压根(就|儿)?没有?|不存在|根本冇|从来冇|都冇"),
+    # (and 没有你说的…, "there is no … you spoke of")
+    ("not_there_zh", r"根本没有|从来没有|从来就?只有|压根(就|儿)?没有?|不存在|根本冇|从来冇|都冇|没有(你|您)说的"),
 )
 # How far before and after a denial its subject is looked for (a clause, generously).
 NOT_THERE_BEFORE, NOT_THERE_AFTER = 25, 30
@@ -330,7 +337,10 @@ ASKS_FOR_A_DOCUMENT = re.compile(
     # (not what is written for the user, in a clause: 以后你帮我写的每一段介绍 marks a wish standing)
     r"(?:帮我|给我|麻烦你?|请)(?:拟|写|起草|整理|出|做)(?!的)一?(?:个|份|封|条|篇|下|段|则)?[^,，。!?！？]{0,8}?"
     r"(?:回复|邮件|通知|消息|公告|说明|文案|草稿|报价单?|信|帖子?|文章|推文|朋友圈|海报|简介|介绍|标题|广告|短信|话术|"
-    r"脚本|致辞|贺卡|卡片|post|email|caption|message)"
+    r"脚本|致辞|贺卡|卡片|post|email|caption|message|"
+    # (or a few lines to send: 你帮我写几句发给王总和老何)
+    r"(?:几|两|三|一)句(?:话)?(?=[^,，。!?！？]{0,4}(?:发给|给|回|跟|告诉)))|"
+    r"\b(write|draft|jot)\s(me\s)?(a few|a couple of|two|some)\s(lines|words)\s(to|for)\b"
 )
 
 # A request for this time only (the class definition's one-off request: "this time, make it formal", 这次用英文回复):
@@ -378,8 +388,11 @@ ONE_TIME = re.compile(
 # planted note or about one case, and the assistant does not keep it (reflection.offline.adopted_requests).
 ASKS_WHETHER_TO_TELL = re.compile(
     r"\b(?:should (?:i|we)(?: be)? (?:warn|tell|mention|remind|say|add|include|put|flag)\w*|"
+    # (the question put the other way round: "do you think I should be telling people …?")
+    r"(?:i|we) should (?:be )?(?:warn|tell|mention|remind|add|include|flag)\w*|"
     r"do (?:i|we|you) need to (?:warn|tell|mention|remind)|is it worth (?:warning|telling|mentioning|adding))\b|"
-    r"要不要(?:提醒|告诉|说一下|写上|加上|注明|提一下)|需不需要(?:提醒|告诉|注明)|该不该(?:提醒|告诉)|用不用(?:提醒|告诉)|"
+    # (with an adverb between: 要不要顺便提醒她们一下)
+    r"(?:要不要|需不需要|该不该|用不用)(?:顺便|也|再|都|先)?(?:提醒|告诉|说一下|写上|加上|注明|提一下)|"
     r"使唔使(?:提醒|讲)|要唔要(?:提醒|讲)|需唔需要(?:提醒|讲)"
 )
 

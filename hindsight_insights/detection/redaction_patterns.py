@@ -436,7 +436,9 @@ ACCESS_CODE = re.compile(
     r"(?:backup|recovery|2fa|mfa|two-factor|one-time|verification|otp|authenticator|sms)\s?codes?|(?<![a-z])otp|"
     r"验证码|备用码|恢复码|动态码|动态密码)"
     # (or the word code a few words on: "key safe by the side porch, code 2619")
-    r"(?:[^\d\n.;,。，；]{0,40}?(?:\bis\b|:|：|是|为)|[^\d\n.;。；]{0,40}?\bcode\b\s*(?:is\b|:)?)?\s*[\"'“]?"
+    r"(?:[^\d\n.;,。，；]{0,40}?(?:\bis\b|:|：|是|为)|[^\d\n.;。；]{0,40}?\bcode\b\s*(?:is\b|:)?|"
+    # (or a change said first, then the new one: 门禁密码今天改了，新的是739216; "gate code changed, new one is 4471")
+    r"[^\d\n.;。；]{0,30}?(?:\bnew (?:one|code) is\b|新的?(?:是|为)|改成|换成|改为))?\s*[\"'“]?"
     # (digits one by one with hyphens, "5-8-0-2-then-#", are one code; so are groups of digits, "8841-2097")
     # (and a one-time code read out in two halves, "830 112")
     # (or spaced out as on the keypad, "7 3 0 5")
@@ -903,7 +905,9 @@ _STREET_KIND_IN_NAME = (
     # (not "ring" or "gate", which end English words: "during 2024", "investigate 5")
     r"straße|strasse|str\.|weg|gasse|allee|platz|damm|ufer|gracht|straat|laan|plein|kade|vej|gade|gatan|vägen|gata|"
     # (and the definite forms Norway writes a street's name with: Nygårdsgaten, Storgata, Kirkevegen)
-    r"veien|vegen|gaten|stien|plassen|bakken|katu|utca"
+    r"veien|vegen|gaten|stien|plassen|bakken|katu|utca|"
+    # (and Iceland's: Hafnarstræti, Laugavegur, Miklabraut, Skólavörðustígur)
+    r"stræti|vegur|braut|stígur"
 )
 _STREET = (
     # (a rural road may carry its own number: 4512 Concession Rd 8)
@@ -978,6 +982,9 @@ STREET_WITH_POSTCODE = re.compile(
     rf"{_STREET}{_UNIT}?(?:(?:{_PART_BREAK}{_ADDRESS_PART}{{1,30}}){{0,3}},?\s*(?:[a-z]{{1,2}}-)?{_POSTCODE}|"
     # (a floor or a door may come first: "Jagtvej 119, 3. tv., 2200 København N")
     rf"(?:,\s*{_ADDRESS_PART}{{1,30}}?){{0,2}}{_PART_BREAK}(?:[a-z]{{1,2}}-)?(?!(?:19|20)\d\d\b)\d{{4}}(?=\s+{_TOWN})|"
+    # (three digits, as Iceland writes them, only before a town that ends the clause: "Hafnarstræti 88, 600
+    # Akureyri", never "Hauptstraße 5, 200 Meter weiter")
+    rf"{_PART_BREAK}\d{{3}}(?=\s+{_TOWN}(?:[,.;:)?!\n]|$))|"
     # four digits after the town, as New Zealand, Australia and South Africa write them (never a year)
     rf"(?:,\s*{_TOWN}(?:\s+{_TOWN})?){{1,3}},?\s+(?!(?:19|20)\d\d\b)\d{{4}}\b)"
     rf"(?:\s+{_TOWN}(?:\s+{_TOWN})?(?=[,.;:)?!\n]|$))?"
