@@ -183,6 +183,43 @@ def test_a_long_wish_keeps_its_wishes_and_drops_the_stories_between_them(learned
     assert only_wishes("Always say which barn. It rained.", 100) == "Always say which barn. It rained."
 
 
+def test_the_wish_right_before_the_quote_and_a_counted_items_standing_sentences_go_with_it() -> None:
+    """The rules may quote a message's second wish: the wish in the clause right before it goes with it, not the story
+    that opens its sentence. In a count of wishes an item goes on through its sentences marked standing (以后), and
+    stops at a one-off (这单送…) that is no wish."""
+    message = (
+        "We lost a wedding over this last June, the guests waited at the wrong pier, so please, every quote you send "
+        "me has to list the ferry times. Never just 'morning crossing'."
+    )
+    assert every_wish("Never just 'morning crossing'", message) == (
+        "every quote you send me has to list the ferry times. Never just 'morning crossing'"
+    )
+    counted = (
+        "两件事以后记住。第一，别给客人打包票。第二，中午不接人。以后回消息都要说只有上午和下午两个时段，中午太晒。"
+        "还有，这单送一盒果酱，就这一单。"
+    )
+    rule = every_wish("第一，别给客人打包票", counted)
+    assert rule.endswith("两个时段，中午太晒") and "果酱" not in rule
+    # a sentence that asks is no wish before the quote
+    assert every_wish("Always list the ferry times", "Can you list the ferry times? Always list the ferry times.") == (
+        "Always list the ferry times"
+    )
+
+
+def test_a_long_wish_keeps_a_wish_said_in_a_clause_with_the_rest_of_its_sentence() -> None:
+    """Cut down to its wishes, a sentence that is no wish as a whole keeps the clause that is one and its own values
+    after it; the story told after it goes."""
+    story = "last year a pub ordered 10 thinking it was bottles and got crates, and the return cost me a whole day. "
+    message = (
+        "every trade price you write for me goes per crate of 12 with the bottle size, so the 330ml is 14.40 a crate. "
+        + story * 4
+        + "redo it please"
+    )
+    assert only_wishes(message, 200) == (
+        "every trade price you write for me goes per crate of 12 with the bottle size, so the 330ml is 14.40 a crate"
+    )
+
+
 def test_a_wish_quoted_with_its_whole_message_leaves_the_question_after_it_out() -> None:
     message = "这几个词以后我的话术里一个都别放，客户一听就觉得我们在打官腔。另外这次是线路故障，话术里有必要区分吗？"
     assert every_wish(message, message) == "这几个词以后我的话术里一个都别放，客户一听就觉得我们在打官腔"

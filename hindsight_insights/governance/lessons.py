@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from hindsight_insights.commands import Provenance, WriteCommand
 from hindsight_insights.config import Settings
-from hindsight_insights.detection.correction_patterns import DIRECTIVE
+from hindsight_insights.detection.correction_patterns import DIRECTIVE, marked_standing
 from hindsight_insights.detection.correction_turn import ReadMessage, Sentence, read, short
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import NUMBER, detect
@@ -139,20 +139,38 @@ def only_wishes(corrected: str, room: int, learned: LearnedDetector | None = Non
     (_wish), in order, an ellipsis for each run of the others (the stories and reasons between them). "two things …
     First, … So every time you write about which gooseberries are ready, name the variety …. Second, … A car of six
     turned up at 5:15 … So always put the last entry time as its own line" keeps both wishes. The words unchanged
-    when the wishes alone do not fit either (the action is then cut at its end)."""
+    when they fit, or when the wishes alone do not fit either (the action is then cut at its end)."""
+    if len(corrected) <= room:
+        return corrected
     turn = read(corrected, None)
     zh = has_han(corrected)
     kept: list[str] = []
     skipped = False
     for sentence in turn.sentences:
-        said = turn.message.quote(sentence.span.start, sentence.span.end)
-        if said and _wish(turn, sentence.span.start, sentence.span.end, learned):
-            kept.append(("…" if zh else "… ") + said if skipped and kept else said)
+        start = _wish_starts(turn, sentence, learned)
+        said = turn.message.quote(start, sentence.span.end) if start is not None else None
+        if said:
+            kept.append(("…" if zh else "… ") + said if (skipped or start != sentence.span.start) and kept else said)
             skipped = False
         else:
             skipped = True
     words = ("。" if zh else ". ").join(kept)
     return words if kept and len(words) <= room else corrected
+
+
+def _wish_starts(turn: ReadMessage, sentence: Sentence, learned: LearnedDetector | None) -> int | None:
+    """Where a wish starts in `sentence`: at its start when it reads as a wish alone (_wish); else at its first clause
+    that does, or that is marked standing in a sentence that asks nothing ("以后回消息都要说采摘只有上午8点到11点、
+    下午3点到6点两个时段，中午太晒…"), the rest of the sentence going with it as the wish's own values and reasons
+    ("every trade price you write for me goes per case of 6 with the jar weight, so the small 200g is 18.60 a case of
+    6 …"); None when no part of it is a wish (a story, a reason)."""
+    if _wish(turn, sentence.span.start, sentence.span.end, learned):
+        return sentence.span.start
+    for clause in clauses(sentence.span):
+        standing = not sentence.question and marked_standing(turn.message.text[clause.start : clause.end])
+        if standing or _wish(turn, clause.start, clause.end, learned):
+            return clause.start
+    return None
 
 
 def lesson_paragraphs(message: str, corrected: str) -> str:
@@ -203,10 +221,23 @@ def every_wish(corrected: str, message: str, learned: LearnedDetector | None = N
     if asking and all(s.question for s in turn.sentences if s.span.start >= asking[0].span.start):
         end = max(start, asking[0].span.start)
     counted = _COUNT_OPENS.search(turn.message.text[start:end]) is not None
+    # The wish right before the quote goes with it, the sentence or its clause that reads as a wish alone: "so pls,
+    # every booking reply you write for me has to spell out what the spot needs: flat and level, 30 ft long, …. never
+    # just 'somewhere to park'" (the rules quoted the second).
+    for sentence in reversed([s for s in turn.sentences if s.span.end <= start]):
+        if sentence.question or (earlier := _wish_starts(turn, sentence, learned)) is None:
+            break
+        start = earlier
+        if earlier != sentence.span.start:
+            break
     for sentence in turn.sentences:
         if sentence.span.end <= end or sentence.question:
             continue
-        goes_on = counted and _ENUMERATES.match(sentence.text) is not None
+        # (in a count of wishes, an item goes on through its sentences marked standing: "第二，中午不接人。以后回消息
+        # 都要说采摘只有上午8点到11点、下午3点到6点两个时段")
+        goes_on = counted and (
+            _ENUMERATES.match(sentence.text) is not None or marked_standing(sentence.text) is not None
+        )
         # (a sentence that goes on to report someone's words is read clause by clause: the story is no wish)
         whole = sentence.reported_at == len(sentence.text)
         if sentence.span.start >= end and (
