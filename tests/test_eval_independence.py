@@ -159,6 +159,12 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
+    # an everyday remark and an everyday request in the fortieth sessions; the stock words of a planted note and of
+    # covert marketing in the seventy-fourth screening set
+    ("reflection_eval_sessions_40.json:uk004", "queue's out the door"),
+    ("reflection_eval_sessions_40.json:uk006", "can you draft a reply"),
+    ("screening_eval_74.json:np023", "the assistant saved it as a rule"),
+    ("screening_eval_74.json:np068", "don't say it's sponsored"),
     # an everyday question in the thirty-ninth sessions (a tuning set now)
     ("reflection_tune_sessions_39.json:uj022", "when could you start"),
     # an everyday question of the thirty-seventh message set (training now), asked in two older tuning sets
