@@ -136,7 +136,8 @@ def wording(
 
 def only_wishes(corrected: str, room: int, learned: LearnedDetector | None = None) -> str:
     """A preference's words cut to `room` characters at its sentences: the sentences that read as a wish alone
-    (_wish), in order, an ellipsis for each run of the others (the stories and reasons between them). "two things …
+    (_wish), or from a clause that does to their end (_wish_starts), in order, an ellipsis for each run of the others
+    (the stories and reasons between them). "two things …
     First, … So every time you write about which gooseberries are ready, name the variety …. Second, … A car of six
     turned up at 5:15 … So always put the last entry time as its own line" keeps both wishes. The words unchanged
     when they fit, or when the wishes alone do not fit either (the action is then cut at its end)."""
@@ -221,9 +222,9 @@ def every_wish(corrected: str, message: str, learned: LearnedDetector | None = N
     if asking and all(s.question for s in turn.sentences if s.span.start >= asking[0].span.start):
         end = max(start, asking[0].span.start)
     counted = _COUNT_OPENS.search(turn.message.text[start:end]) is not None
-    # The wish right before the quote goes with it, the sentence or its clause that reads as a wish alone: "so pls,
-    # every booking reply you write for me has to spell out what the spot needs: flat and level, 30 ft long, …. never
-    # just 'somewhere to park'" (the rules quoted the second).
+    # The wish right before the quote goes with it (_wish_starts: the sentence, or its clause that reads as a wish
+    # alone or is marked standing; never a question): "so pls, every booking reply you write for me has to spell out
+    # what the spot needs: flat and level, 30 ft long, …. never just 'somewhere to park'" (the rules quoted the second).
     for sentence in reversed([s for s in turn.sentences if s.span.end <= start]):
         if sentence.question or (earlier := _wish_starts(turn, sentence, learned)) is None:
             break
