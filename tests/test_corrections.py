@@ -484,6 +484,9 @@ def test_good_alone_approves(approval: str) -> None:
         ("28号重开。", "啊不对，reopen 是 29 号，我刚看 calendar 看漏了", True, False, False),
         ("$14一個。", "哦唔係$14，係$16，我頭先睇錯咗舊價錢牌。", True, False, False),
         ("Bags of about 2 kg.", "Sorry, bags are 3 kg not 2, I weighed one on the wrong scale.", True, False, False),
+        # a slip of the user's fingers with a word between, and a value the user read as another a moment ago
+        ("取货在东门。", "哦，取货是西门不是东门，刚才手滑打错了。", True, False, False),
+        ("报名截止是三月五号。", "截止日期写错了，是四月五号，我刚才看成去年的通知了。", True, False, False),
         # the assistant's slip, named by the user: no input of theirs
         ("28号重开。", "我看你写错了，是 29 号重开。", False, False, False),
     ],

@@ -2504,3 +2504,57 @@ def test_an_old_date_in_a_form_without_a_document_beside_it_stays() -> None:
     beside it is not."""
     assert_unchanged("Клуб՝ Երևանի շախմատ\nՀիմնադրման տարի՝ 12.05.1998\nԱնդամներ՝ 140")
     assert_unchanged("Invoice no.: AB4417203\nIssued: 12.05.1998\nAmount: 420 EUR")
+
+
+_GEORGIAN_FORM = "სახელი: ნინო კაპანაძე\nპასპორტის ნომერი: 09AB31752\nდაბადების თარიღი: 2 ივნისი 1979"
+_PERSIAN_FORM = "نام: سارا احمدی\nشماره گذرنامه: K48102937\nتاریخ تولد: ۲۳ آبان ۱۳۵۸\nممنون"
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "kind"),
+    [
+        # a form whose old date has its month as a word of the form's language, or counts the Solar Hijri calendar in
+        # Persian digits, beside the document's number
+        (_GEORGIAN_FORM, "09ab31752", "passport"),
+        (_GEORGIAN_FORM, "2 ივნისი 1979", "birth_date"),
+        (_PERSIAN_FORM, "k48102937", "passport"),
+        (_PERSIAN_FORM, "۲۳ آبان ۱۳۵۸", "birth_date"),
+        # the word for born after the date, as German and Dutch put it, and the verb of the past in Romance languages
+        ("Meine Tochter Ida ist am 12. Juni 2015 geboren, darf sie mitmachen?", "12. juni 2015", "birth_date"),
+        ("Mijn zoon is op 9 mei 2011 geboren.", "9 mei 2011", "birth_date"),
+        ("O meu avô nasceu em 03/11/1938 e quer entrar no clube.", "03/11/1938", "birth_date"),
+        ("Mi madre nació el 7 de agosto de 1951, ¿tiene descuento?", "7 de agosto de 1951", "birth_date"),
+        # a password after "password's" (is, contracted), and an employee number straight after the verb of filling it
+        ("ok the admin password's kiln-yard-77 so log in and fix it", "kiln-yard-77", "password"),
+        ("员工编号填 KT-5521 系统说找不到这个人", "kt-5521", "employee_id"),
+        # Argentina's CPA after a street with no word for its kind, its floor and flat between
+        ("Mandámelo a Lavalle 2231, 7.º B, C1052AAK CABA, a nombre de Julia Sosa.", "lavalle 2231", "address"),
+        # a Chinese address pasted from a form's fields: its parts on lines of their own, or parted by commas
+        (
+            "请寄到：\n广西壮族自治区桂林市七星区漓江路\n桂花园7栋3单元502\n邮政编码：541004\n李春燕",
+            "3单元502",
+            "address",
+        ),
+        ("快递寄：浙江省，温州市，鹿城区，学院中路，锦绣家园，12幢，801室，陈立收。", "12幢，801室", "address"),
+    ],
+)
+def test_forms_in_more_calendars_birth_verbs_contracted_labels_and_addresses_in_parts_go(
+    text: str, value: str, kind: str
+) -> None:
+    assert_redacted(text, value, kind)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Die Ausstellung wurde am 3. März 2013 eröffnet.",  # an opening, not a birth
+        "the password's wrong again, can you reset it?",  # what is said of the password
+        "the wifi password's on the fridge",
+        "Código de pedido C1414DDH enviado.",  # a CPA's shape alone, no street
+        "我们公司在浙江省温州市鹿城区学院中路，欢迎来访",  # an office's road, no home's unit
+        "会议在3楼，2号会议室，下午三点",
+        "Invoice: K48102937\nDate: ۲۳ آبان ۱۴۰۴",  # this year's date in the Solar Hijri calendar
+    ],
+)
+def test_an_opening_a_passwords_state_a_bare_postcode_and_an_offices_road_stay(text: str) -> None:
+    assert_unchanged(text)

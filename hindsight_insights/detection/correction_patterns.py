@@ -70,8 +70,14 @@ SELF_CORRECTION = _cues(
         r"(?<!可能)(?<!或许)(?<!也许)我(?:刚才|刚刚|刚|头先|啱先|啱啱|之前|前面)[^,。!?;你您]{0,12}?"
         r"(?:看|睇|记|写|打|算|填|输|数|抄|听)(?:错|漏)",
     ),
-    # with the subject dropped, typing is the user's: 哦刚才打错了，是15栋 (你刚才打错了 names the assistant)
-    ("self_typo_zh", r"(?<![你您])(刚才|刚刚)(打|输|填)错"),
+    # with the subject dropped, typing is the user's: 哦刚才打错了，是15栋, 刚才手快打错了 (你刚才打错了 names the
+    # assistant)
+    ("self_typo_zh", r"(?<![你您])(刚才|刚刚)[^,，。!?！？;；你您]{0,3}?(打|输|填)错"),
+    # what the user read or heard as something else a moment ago: "我刚才看成上个月的排期了"
+    (
+        "self_typo_zh",
+        r"(?<!可能)(?<!或许)(?<!也许)我(?:刚才|刚刚|刚|头先|啱先|啱啱|之前|前面)[^,，。!?！？;；你您]{0,8}?(?:看|睇|听|记|抄)成",
+    ),
     ("self_typo_en", r"\b(my (bad|mistake|typo)|typo on my (end|side|part)|i (mistyped|misspoke|misread))\b"),
     ("self_typo_en", r"\b(sorry,? i meant|i (typed|wrote|said|gave you) the wrong|i was wrong)\b"),
     # what the user measured or copied wrong themselves: "the bags are about 3 kg not 2, I weighed one on the wrong

@@ -259,7 +259,7 @@ def _find(text: str, learned: bool = True) -> list[_Finding]:
     phones = (span for span in checks.personal_phones(plain.text) if not _is_reference(plain.text, span[0]))
     found += at(plain, phones, "phone")
     births = [
-        match.span(next(name for name in ("value", "before", "before_daypart", "year_before") if match[name]))
+        match.span(next(name for name in _BIRTH_DATE_GROUPS if match[name]))
         for match in patterns.BIRTH_DATE.finditer(f)
     ]
     births += [m.span("value") for m in patterns.BIRTH_DATE_AFTER_LABEL.finditer(f)]
@@ -325,6 +325,8 @@ def _card_expiries(text: str, found: list[_Finding]) -> Iterator[_Finding]:
 
 # The kinds whose value is a number: one that is a stand-in (000000, 8888 8888 8888 8888) or a documented test card
 # is nobody's.
+# The groups of patterns.BIRTH_DATE that hold the date, one per way of saying it.
+_BIRTH_DATE_GROUPS = ("value", "before", "before_word", "before_daypart", "year_before")
 _NUMBER_KINDS = frozenset({"bank_card", "bank_account", "id_card", "phone", "employee_id", "passport"})
 # The card numbers payment processors publish for testing (Stripe, Adyen, Braintree): every integration guide and
 # sandbox screenshot holds them, and they pay nothing.
@@ -737,8 +739,8 @@ def _looks_like_password(value: str, separator: str, chinese_label: bool = False
 
 def _a_passwords_state(value: str, separator: str) -> bool:
     """What a sentence says about a password after "is" or "was" (PASSWORD_STATE: empty, wrong, changed), not the
-    password: "$SMTP_PASSWORD is empty in the nightly job"."""
-    verb = re.search(r"\b(?:is|was)\b", separator) is not None
+    password: "$SMTP_PASSWORD is empty in the nightly job", "the password's wrong"."""
+    verb = re.search(r"\b(?:is|was)\b|^['’]s\b", separator) is not None
     return verb and patterns.PASSWORD_STATE.fullmatch(value.rstrip(".,;:!?")) is not None
 
 

@@ -100,9 +100,13 @@ FIELD_VALUE_BEFORE = re.compile(r"(?:[:：՝]|\s[—–])\s*$")
 # A whole date with a year of birth (1900-2015) as a form field's value, alone on its line: in a form that also holds
 # a document number, the holder's date of birth whatever the language of its label (Ծննդյան ամսաթիվ՝ 21.09.1976,
 # დაბადების თარიღი: 12.03.1985); redaction takes it only beside such a number (redaction._find).
+# (the month may be a word of the form's language, and the year the Solar Hijri calendar's 1300-1399 (1921-2020), in
+# Persian digits or ours, as Iranian forms count it: ۱۸ مرداد ۱۳۶۲)
+_OLD_YEAR = r"(?:19\d{2}|200\d|201[0-5]|[1۱١][3۳٣]\d{2})(?!\d)"
 FORM_OLD_DATE = re.compile(
-    r"(?:[:：՝]|\s[—–])[ \t]*(?P<value>\d{1,2}[./-]\d{1,2}[./-](?:19\d{2}|200\d|201[0-5])|"
-    r"(?:19\d{2}|200\d|201[0-5])[./-]\d{1,2}[./-]\d{1,2})[ \t]*$",
+    rf"(?:[:：՝]|\s[—–])[ \t]*(?P<value>\d{{1,2}}[./-]\d{{1,2}}[./-]{_OLD_YEAR}|"
+    rf"{_OLD_YEAR}[./-]\d{{1,2}}[./-]\d{{1,2}}|\d{{1,2}}\.?[ \t]+[^\W\d_]{{3,12}}\.?,?[ \t]+{_OLD_YEAR}|"
+    rf"[^\W\d_]{{3,12}}\.?[ \t]+\d{{1,2}},?[ \t]+{_OLD_YEAR})[ \t]*$",
     re.MULTILINE,
 )
 # Eight digits alone (Sweden's, Norway's) are any number's shape: a passport's only after the word, in the same
@@ -222,7 +226,8 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
             # (a dash may stand for the colon: "Staff ID - 7720193"; the value may open the next sentence: "… my staff
             # number. I think it's 004817-K")
             r"(?:[^\d\n:：=?!。？！]{1,28}?(?:[:：=]|\b(?:is|ist|est|es|é|è)\b|(?<=\w)['’]s\b|\s[-–—](?=\s)|为|是|"
-            r"(?<=[填写输])的))?"
+            # (or straight after the verb of filling it in: "员工编号填 DH-0392", "工号输入 …")
+            r"(?<=[填写输])的|(?<=[填写入])))?"
             rf"{_JOIN}"
             # (a number in groups too: 77-3048, HZ-2019-0457; and a check letter after it: matricule 0087421K)
             rf"(?P<value>{_EMPLOYEE_NUMBER})(?![\da-z])"
@@ -371,7 +376,9 @@ PASSWORD = re.compile(
     r"\bpass(?=\s+(?=\S*[a-z])(?=\S*\d)(?=\S*[^\sa-z0-9])\S{6,})|"
     rf"{_PASSWORD_WORD})"
     # (never across a line: an empty "DB_PASSWORD=" is not the next line's password)
-    r"(?P<sep>[^\S\n]*(?:[:=]|是|为|改成了|改成|改为|设为|设置为|(?:is|was)(?:[^\S\n]+now)?)[^\S\n]*[\"'“]?[^\S\n]*|[^\S\n]+|"
+    # ("the password's …": is, contracted)
+    r"(?P<sep>[^\S\n]*(?:[:=]|是|为|改成了|改成|改为|设为|设置为|(?:is|was|(?<=\w)['’]s)(?:[^\S\n]+now)?)[^\S\n]*[\"'“]?[^\S\n]*|"
+    r"[^\S\n]+|"
     # (or nothing at all after a Chinese label, when a digit follows: 密码4719#)
     r"(?<=密码|口令)(?=\d))"
     rf"(?P<secret>{_SECRET_CHAR}{{4,64}}?){SECRET_END}"
@@ -655,7 +662,12 @@ BIRTH_DATE = re.compile(
     r"born(?: on)?|\bb\.|d\.?o\.?b\.?|né(?:e)? le|date de naissance|geboren?(?: am)?|geb\.|geburtsdatum|"
     r"fecha de nac(?:imiento|\.)|nacid[oa](?: el)?|nascid[oa](?: a| em)?|"
     r"data di nascita|nat[oa] il|data de nascimento|geboortedatum|geboren op|"
-    r"data urodzenia|urodzon[ya]|дата рождения|fødselsdato|födelsedatum|syntymäaika|doğum tarihi|"
+    r"data urodzenia|urodzon[ya]|дата рождения|"
+    # (the verb of the past, as a parent writes of a child or a father: "nasceu a 14-02-1949", "nació el …", "nacque
+    # il …", "urodził się …")
+    r"nasceu(?: a| em| no dia)?|naci[oó](?: el)?|nacque(?: il)?|naquit(?: le)?|va néixer(?: el)?|"
+    r"urodził[a]? się|narodil[a]? se|werd geboren(?: op)?|"
+    r"fødselsdato|födelsedatum|syntymäaika|doğum tarihi|"
     # Catalan, Swedish, Danish, Norwegian, Finnish (s. = syntynyt on a form line), Czech, Hungarian
     r"nascud?[ta](?: el)?|född(?: den)?|født(?: den)?|syntynyt|(?:^|\n)\s*s\.|narozen[aá]?|született|"
     # Ukrainian; and the genealogists' birth sign before a date (*12.05.1994)
@@ -684,6 +696,10 @@ BIRTH_DATE = re.compile(
     # (or a word for born after the date, as German, Finnish, Turkish and Japanese put it: am 18.04.2016 geboren)
     r"\s(?:geboren|syntynyt|doğdu|生まれ))|"
     # (or the part of the day alone, before the word for birth itself: 2020年9月1日凌晨出生的)
+    # (or a date with its month as a word of any language, or in dotted figures, then the word for born after it, as
+    # German and Dutch put it: "ist am 3. März 2013 geboren", "is op 9 mei 2011 geboren")
+    rf"(?P<before_word>\d{{1,2}}\.?\s+[^\W\d_]{{3,12}}\.?\s+{_LABELLED_BIRTH_YEAR}|"
+    rf"\d{{1,2}}\.\s?\d{{1,2}}\.\s?{_LABELLED_BIRTH_YEAR})\s+(?:geboren|syntynyt|doğdu)\b|"
     rf"(?P<before_daypart>{_DATE}|(?<!\d){_ZH_SHORT_YEAR_DATE})\s*(?:早上|上午|中午|下午|傍晚|晚上|凌晨|半夜|夜里|清晨|深夜)\s*出生|"
     # a year and a day named in words before 出生: 2001年元旦出生, 1990年出生
     r"(?P<year_before>(?:19|20)\d{2}\s*年[\u4e00-\u9fff]{0,4}?)\s*出生"
@@ -770,10 +786,12 @@ _HAN = r"[\u4e00-\u9fff]"
 _PLACE = r"(?:(?![是为在住的寄到址我你他她])[\u3400-\u4dbf\u4e00-\u9fff\U00020000-\U0003134f])"
 # The administrative levels above a street: province, then city or prefecture (市, 州, 盟, 地区), then district or
 # county (区, 县, 旗, 市), then town (镇, 乡, 街道).
-# (a space may part the levels, as people type them: "福建 泉州 晋江 金井镇 溪埕村")
+# (a space may part the levels, as people type them: "福建 泉州 晋江 金井镇 溪埕村"; or a comma, or a line break, as a
+# form's fields are pasted: "江西省，赣州市，章贡区，…")
+_ZH_GAP = r"(?:\s?|\s*[,，、]\s*)"
 _CHINESE_REGION = (
-    rf"(?:{_PLACE}{{2,8}}(?:省|自治区)\s?)?(?:{_PLACE}{{1,8}}(?:市|州|盟|地区)\s?)?(?:{_PLACE}{{1,8}}(?:区|县|旗|市)\s?)?"
-    rf"(?:{_PLACE}{{1,8}}(?:镇|乡|街道)\s?)?"
+    rf"(?:{_PLACE}{{2,8}}(?:省|自治区){_ZH_GAP})?(?:{_PLACE}{{1,8}}(?:市|州|盟|地区){_ZH_GAP})?"
+    rf"(?:{_PLACE}{{1,8}}(?:区|县|旗|市){_ZH_GAP})?(?:{_PLACE}{{1,8}}(?:镇|乡|街道){_ZH_GAP})?"
 )
 # Right after an estate's name (…花苑, …湾) or its lettered zone (…B区): where dashed units may start (紫金花苑7-2-301,
 # 金域蓝湾B区8-2-3).
@@ -799,7 +817,7 @@ _CHINESE_UNITS = (
     r"(?<=号)\d{1,3}-\d{1,4}(?![\d-]|\s*[层楼点时号]))?)"
 )
 # A postcode written right after an address goes with it: "…22号后厢房，邮编200021".
-_ZH_POSTCODE = r"\s*[,，]?\s*邮编\s*[:：]?\s*\d{6}(?!\d)"
+_ZH_POSTCODE = r"\s*[,，]?\s*(?:邮编|邮政编码)\s*[:：]?\s*\d{6}(?!\d)"
 _ZH_POSTCODE_AFTER = rf"(?:{_ZH_POSTCODE})?"
 CHINESE_ADDRESS = re.compile(
     rf"{_CHINESE_REGION}"
@@ -818,14 +836,16 @@ CHINESE_ADDRESS = re.compile(
 # is an office's and stays.
 CHINESE_ESTATE = re.compile(
     rf"{_CHINESE_REGION}"
-    # (邨: a Hong Kong housing estate)
-    rf"(?:{_PLACE}{{1,12}}(?:小区|花园|家园|园|公寓|苑|新村|村|邨|社区|里|庭|府|湾|城|居|邸|庄|坊|墅)|"
+    # (邨: a Hong Kong housing estate; the road it stands on may come first, parted as the levels are:
+    # "…文昌中路，琼花里小区，9幢，1102室")
+    rf"(?:(?:(?:{_PLACE}|\d){{1,12}}(?:路|街|大道|大街|巷){_ZH_GAP})?"
+    rf"{_PLACE}{{1,12}}(?:小区|花园|家园|园|公寓|苑|新村|村|邨|社区|里|庭|府|湾|城|居|邸|庄|坊|墅)|"
     # (or an estate of any name on the road it stands on, its block numbered after it: 海甸五西路椰风水岸3期11栋)
-    rf"(?:{_PLACE}|\d){{1,12}}(?:路|街|大道|大街|巷){_PLACE}{{2,10}}?"
-    r"(?=(?:\s*[a-z\d一二三四五六七八九十]{1,4}\s*(?:期|区))?\s*[a-z\d]{1,5}\s*(?:栋|幢|号楼|座)))"
+    rf"(?:{_PLACE}|\d){{1,12}}(?:路|街|大道|大街|巷){_ZH_GAP}{_PLACE}{{2,10}}?"
+    rf"(?=(?:\s*[a-z\d一二三四五六七八九十]{{1,4}}\s*(?:期|区))?{_ZH_GAP}[a-z\d]{{1,5}}\s*(?:栋|幢|号楼|座)))"
     r"(?:\s*[a-z\d一二三四五六七八九十]{1,4}\s*(?:期|区))?"
-    r"(?P<unit>(?:\s*[a-z\d一二三四五六七八九十]{1,5}\s*(?:栋|幢|号楼|座|单元|组))+"
-    r"(?:\s*[a-z\d]{1,5}\s*(?:室|号|房|户)?)?|"
+    rf"(?P<unit>(?:{_ZH_GAP}\s*[a-z\d一二三四五六七八九十]{{1,5}}\s*(?:栋|幢|号楼|座|单元|组))+"
+    rf"(?:{_ZH_GAP}\s*[a-z\d]{{1,5}}\s*(?:室|号|房|户)?)?|"
     # a building, entrance and room in dashes, as the north writes them (紫金花园7-2-301)
     r"\s*\d{1,3}-\d{1,2}-\d{3,4}(?![\d-])|"
     # a block named, not numbered, then its floor and flat (翠峰邨朗云楼18楼1807室)
@@ -941,7 +961,9 @@ _UNIT = (
 # 1010 Wien", not "200 Market Street, since 2019". The town after a postcode goes with it.
 _POSTCODE = (
     r"(?:\d{5}(?:-\d{4}|-\d{3})?|[a-z]{1,2}\d[a-z\d]?\s*\d[a-z]{2}|\d{6}|(?!(?:19|20)\d\d)\d{4}\s?[a-z]{2}|[a-z]\d[a-z]\s?\d[a-z]\d|"
-    r"〒?\d{3}-\d{4}|\d{3}\s\d{2}|\d{2}-\d{3}|(?:nsw|vic|qld|wa|sa|tas|act|nt)\s+\d{4}|[ac-fhknprtv-y]\d{2}\s?[ac-fhknprtv-y\d]{4})\b"
+    r"〒?\d{3}-\d{4}|\d{3}\s\d{2}|\d{2}-\d{3}|(?:nsw|vic|qld|wa|sa|tas|act|nt)\s+\d{4}|[ac-fhknprtv-y]\d{2}\s?[ac-fhknprtv-y\d]{4}|"
+    # (Argentina's CPA: the province's letter, four digits and three letters, C1414DDH)
+    r"[a-z]\d{4}[a-z]{3})\b"
 )
 _TOWN = r"[a-z\u00c0-\u024f][a-z\u00c0-\u024f'-]{1,20}"
 # Up to two comma-separated parts after a street line (the town, the region), each ending at punctuation.
@@ -1000,6 +1022,9 @@ NUMBERED_LINE_WITH_POSTCODE = re.compile(
     # the name, then the number, as Central Europe writes a street with no word for its kind, and a postcode in two
     # groups before the town (Vinohradská 112, 130 00 Praha 3; Hlavná 5/12, 040 01 Košice)
     rf"\b{_LETTERS}{{3,}}(?:\s+{_LETTERS}+){{0,2}}\s+\d{{1,4}}(?:/\d{{1,4}})?[a-z]?,\s*\d{{3}}\s\d{{2}}\s+{_TOWN}(?:\s+\d{{1,2}})?\b|"
+    # (or, as Argentina writes it, the floor and flat after the number, then the CPA: Thames 1530, 4.º C, C1414DDH CABA)
+    rf"\b{_LETTERS}{{3,}}(?:\s+{_LETTERS}+)?\s+\d{{1,5}}(?:,\s*{_ADDRESS_PART}{{1,20}}?){{0,2}},\s*[a-z]\d{{4}}[a-z]{{3}}\b"
+    rf"(?:\s+{_TOWN}(?=[,.;:)?!\n]|$))?|"
     # the same with a Dutch postcode (four digits and two letters) and the house number's addition (142 bis, 7-hs,
     # 23a): Oudegracht 142 bis, 3511 AZ Utrecht
     rf"\b{_LETTERS}{{3,}}(?:\s+{_LETTERS}+){{0,2}}\s+\d{{1,4}}(?:[- ]?(?:bis|ter|hs|huis|[a-z]))?,\s*"
