@@ -17,8 +17,9 @@ The never-tuned sets, each written after the training corpora were frozen, by wr
 bench/data/reflection_eval_sessions_41.json ("eval-41", same format, no "split": the whole file is one set), the
 headline, and reflection_eval_sessions_7.json ("eval-7"), measured before the last changes to the loop (never read).
 Then reflection_tune_sessions_40, _39, _38, _37, _36, _35, _34, _33, _32, _31, _30, _29, _28, _27, _26, _25, _24, _23,
-_22, _21, _20, _19, _18, _17, _16, _15, _14, _13, _12, _11, _10, _9, _8, _6 and _5 ("tune-40" ... "tune-5"): written the
-same way, measured blind, then read to tune the loop, so their failures are shown.
+_22, _21, _20, _19, _18, _17, _16, _15, _14 and _13 ("tune-40" ... "tune-13"): written the same way, measured blind,
+then read to tune the loop, so their failures are shown. (The older tuning sets, _5 to _12, were retired into the
+screen's training: training/screening/retired.)
 Each runs in a project of its own, so its users never meet the other splits'. Then the holdout split (nothing in the
 extractor or the detector was tuned on it) and the tune split. Every session is recorded with the learned correction
 detector on, as record_turn runs in Dify, and reflected on by the offline extractor with the learned detector beside its
@@ -89,13 +90,6 @@ TUNE_16_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_16.jso
 TUNE_15_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_15.json"
 TUNE_14_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_14.json"
 TUNE_13_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_13.json"
-TUNE_12_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_12.json"
-TUNE_11_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_11.json"
-TUNE_10_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_10.json"
-TUNE_9_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_9.json"
-TUNE_8_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_8.json"
-TUNE_6_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_6.json"
-TUNE_5_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_5.json"
 # The never-tuned sets, newest (the headline) first, then the tuning set written apart; each in a project of its own.
 NEWER_SETS = {
     "eval-41": EVAL_41_DATA,
@@ -128,13 +122,6 @@ NEWER_SETS = {
     "tune-15": TUNE_15_DATA,
     "tune-14": TUNE_14_DATA,
     "tune-13": TUNE_13_DATA,
-    "tune-12": TUNE_12_DATA,
-    "tune-11": TUNE_11_DATA,
-    "tune-10": TUNE_10_DATA,
-    "tune-9": TUNE_9_DATA,
-    "tune-8": TUNE_8_DATA,
-    "tune-6": TUNE_6_DATA,
-    "tune-5": TUNE_5_DATA,
 }
 NEVER_TUNED = ("eval-41", "eval-7")
 HIDDEN = ("holdout", *NEVER_TUNED)  # splits whose failures are not printed unless --show-failures all

@@ -204,19 +204,9 @@ KNOWN_OVERLAPS = {
     ("reflection_tune_sessions_27.json:tg011", "can you draft a reply"),  # an everyday request (tuning sets too)
     ("reflection_tune_sessions_27.json:th012", "can you draft a reply"),
     ("reflection_tune_sessions_26.json:sz004", "can you draft a reply"),  # an everyday request (tuning sets too)
-    ("reflection_tune_sessions_10.json:rt016", "can you draft a reply"),  # an everyday request (a tuning set now)
-    ("reflection_tune_sessions_12.json:rw009", "can you draft a reply"),
-    ("reflection_tune_sessions_12.json:rx010", "can you draft a reply"),
-    ("reflection_tune_sessions_12.json:rx011", "you've got that backwards"),  # a stock verdict
-    ("reflection_tune_sessions_12.json:rx025", "saves me doing the maths"),  # everyday thanks (a tuning set now)
     ("reflection_tune_sessions_13.json:rz025", "can you draft a reply"),
-    ("reflection_tune_sessions_5.json:rk044", "that's not our procedure"),  # a stock verdict, now in a retired set
-    ("reflection_tune_sessions_10.json:rs011", "thank you for letting us know"),  # everyday thanks (tuning sets)
-    ("reflection_tune_sessions_11.json:rv001", "thank you for letting us know"),
     ("reflection_tune_sessions_14.json:sb025", "does that change anything"),  # an everyday question
-    ("reflection_tune_sessions_10.json:rs002", "what would you suggest"),  # an everyday question (a tuning set)
     ("reflection_tune_sessions_17.json:sg006", "i'd rather not guess"),  # everyday caution (corrections_eval_17 too)
-    ("reflection_tune_sessions_5.json:rk035", "what would that come to"),  # an everyday question (the same)
     ("reflection_tune_sessions_19.json:sl008", "right, that's what i thought"),  # everyday agreement (a tuning set)
     ("reflection_tune_sessions_20.json:sm001", "makes me feel like i'm at the bank"),  # an everyday complaint
     ("reflection_tune_sessions_20.json:sm021", "give me powershell versions"),  # a Windows admin's stock wish
