@@ -33,7 +33,11 @@ from hindsight_insights.models import Turn
             "当话题涉及「退货地址」时，以用户的纠正为准：「退货地址已经改成杭州市余杭区良睦路 1399 号了」；"
             "不要再说「请寄到上海市嘉定区宝安公路 2999 号售后部」。",
         ),
-        ("别叫我王老师，叫我老王就行。", "王老师您好！", "当你回复这位用户时，遵循其要求：「叫我老王就行」。"),
+        (
+            "别叫我王老师，叫我老王就行。",
+            "王老师您好！",
+            "当你回复这位用户时，遵循其要求：「别叫我王老师，叫我老王就行」。",
+        ),
         (
             "That did nothing. You should check the upstream app's logs before restarting nginx; the app had crashed.",
             "Try restarting nginx with `sudo systemctl restart nginx`.",
@@ -162,7 +166,10 @@ def test_the_items_a_wish_counts_out_stay_in_its_rule() -> None:
     plain = "Put the total first. Second thing: I'm in Berlin."
     assert every_wish("Put the total first", plain) == "Put the total first"
     counted = "From now on: first, put the total at the top. Second, no emoji."
-    assert every_wish("first, put the total at the top", counted) == "first, put the total at the top. Second, no emoji"
+    assert (
+        every_wish("first, put the total at the top", counted)
+        == "From now on: first, put the total at the top. Second, no emoji"
+    )
 
 
 def test_a_long_wish_keeps_its_wishes_and_drops_the_stories_between_them(learned: LearnedDetector) -> None:
@@ -324,3 +331,17 @@ def test_a_change_without_a_value_takes_the_short_statement_after_it() -> None:
         assert with_its_value("We moved to Leeds in June", f"We moved to Leeds in June. {after}") == (
             "We moved to Leeds in June"
         )
+
+
+def test_the_wish_earlier_in_the_quotes_own_sentence_goes_with_it() -> None:
+    """The detector quoted a later clause of the wish's sentence: the rule starts where the wish does (the sentence,
+    read whole as a wish by the rules; the clause marked standing, "every single reply … needs to say", where it is
+    not), with the values between; the story after it stays out."""
+    message = (
+        "ok but listen, every single reply about our pasties needs to say they're baked that morning, keep them "
+        "in the fridge and eat them within 2 days, never leave them in a warm car. "
+        "a lady last week kept hers in the boot for a day."
+    )
+    rule = every_wish("never leave them in a warm car", message)
+    assert "every single reply about our pasties needs to say" in rule and "in the fridge" in rule
+    assert rule.endswith("never leave them in a warm car") and "a lady" not in rule

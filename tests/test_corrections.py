@@ -613,6 +613,7 @@ def test_look_alikes_a_never_mind_a_request_passed_on_for_now_and_a_task_asked_f
         "my boss wants every report in PDF from now on",
         "for now and from now on, always in metric",
         "could you always give doses per kg?",
+        "every single reply about refunds needs to give the date the money lands",  # every piece of a kind
     ],
 )
 def test_a_wish_marked_standing_survives_those_look_alikes(message: str) -> None:
@@ -833,6 +834,18 @@ def test_an_answer_to_an_offer_that_closes_the_turn_is_no_wish_unless_marked_sta
         ("水喉滴水通常係膠圈老化，換過新膠圈就得。", "膠圈我換晒，個水喉都仲係滴滴聲。"),
         ("地板起霉点的话，用稀释的白醋擦一遍，再开窗通风就好。", "白醋擦了两遍，窗也天天开，霉点比之前还多。"),
         ("米放在密封桶里，一般不会生虫。", "米都倒进密封桶了，半个月还是生了虫。"),
+        # what the assistant said, used or followed in Cantonese and Chinese (照你讲, 用了你说的), still not right
+        # (都系唔); a remedy said to take the problem out; steps named back before "still" with no word for doing them
+        ("饺子皮黏手的话，可以撒多一点生粉再擀。", "照你講撒多咗生粉，啲皮都係唔掂，一擀就爛。"),
+        ("墙纸起泡的话，用针戳个小孔再刮平就行。", "用了你说的针孔办法，刮平了，第二天泡还是鼓起来。"),
+        (
+            "Creases in a linen tablecloth usually come out with a hot iron and a damp tea towel over them.",
+            "Ironed it through a damp tea towel like you said. The creases are still there.",
+        ),
+        (
+            "When she barks at the door, wait, ignore her, reward the quiet, then open it.",
+            "Wait, ignore, reward, open. Two weeks of it and she still barks at every knock.",
+        ),
     ],
 )
 def test_the_advice_followed_and_failed_is_a_rejection(previous: str, message: str) -> None:

@@ -1108,3 +1108,60 @@ def test_asking_whether_the_replies_should_tell_people_something_is_a_wish_shown
     # the assistant does not keep it: nothing shown
     dropped = [*answers[:2], "Dogs are welcome on leads."]
     assert adopted_requests(messages, dropped, [None, None, None]) == {}
+
+
+def test_a_version_the_assistant_follows_from_the_answer_after_next_is_still_shown() -> None:
+    """The answer right after the version only remarks on it ("这个清楚多了"), and the next drafts follow its layout:
+    the version is still the wish the user showed."""
+    draft = (
+        "刘女士您好！感谢您一直以来的支持～您的自行车我们已经检查完毕，后刹车片磨损比较严重，建议更换，"
+        "费用大约八十元，今天下午就能修好。如有任何疑问，欢迎随时联系我们！"
+    )
+    version = "【车检结果】刘女士\n问题：后刹车片磨平\n方案：换刹车片\n报价：八十\n取车：今天下午\n回“换”就动手——小吴"
+    messages = [
+        "帮我写个消息给刘女士，后刹车片要换，八十块，今天下午好。",
+        f"我最后发的是这个：\n\n{version}",
+        "再写一个给钱先生：链条断了，换链条六十，明天取。",
+    ]
+    remark = "这个清楚多了，一眼就能看到价钱和时间。之后我就照这个格式写。"
+    followed = "【车检结果】钱先生\n问题：链条断了\n方案：换链条\n报价：六十\n取车：明天\n回“换”就动手——小吴"
+    found = sent_versions(messages, [draft, remark, followed])
+    assert found[1].text == version
+    assert (
+        sent_versions(messages, [draft, remark, "钱先生您好！您的自行车链条断了，需要更换，费用六十元，明天可取。"])
+        == {}
+    )
+
+
+def test_a_user_who_says_they_work_alone_after_an_answer_for_a_team_teaches_a_fact_for_them(
+    store: MemoryStore, learned: LearnedDetector
+) -> None:
+    """The draft wrote for a team ("one of our fitters"); the user describes the one-person business instead, and asks
+    for the reply again. The description is a fact for this user (the rule says they work alone, in their words),
+    and the wish in the same message is a second lesson."""
+    record(
+        store,
+        "alone-1",
+        "u-glazier",
+        "glazier_replies",
+        [
+            (
+                "Reply to this: 'Can you replace a cracked pane in my back door this Saturday? Dan'",
+                "Hi Dan, thanks for getting in touch. One of our fitters can come out on Saturday morning, "
+                "and our team will bring the glass cut to size.",
+            ),
+            (
+                "It's only me, working out of my garage in Hove. I measure on a first visit and fit on a second, "
+                "usually three or four days later, and I don't work weekends. From now on sign my replies as Pete. "
+                "Try again.",
+                "Hi Dan, thanks for getting in touch. I work on my own, so I'd measure up first on a weekday. Pete",
+            ),
+        ],
+    )
+    report = ReflectionEngine(store, OfflineExtractor(store.settings, learned)).reflect_session("alone-1")
+    rules = [store.get(created) for created in report.created]
+    facts = [rule for rule in rules if rule.kind == "fact" and rule.scope is Scope.USER]
+    assert len(facts) == 1 and "works alone" in facts[0].action
+    assert "It's only me, working out of my garage in Hove." in facts[0].action
+    assert "sign my replies as Pete" not in facts[0].action and "Try again" not in facts[0].action
+    assert any(rule.kind == "preference" and "Pete" in rule.action for rule in rules)

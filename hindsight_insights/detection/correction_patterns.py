@@ -232,7 +232,9 @@ ADVICE_FAILED = _cues(
         "advice_failed_zh",
         r"(还是|仍然|依然|照样|又[^，,。]{0,6}了|更(厉害|严重|糟|多|差|大|明显|重|疼|痛)|"
         # (就又 for what came back soon after: 三天就又软又粘)
-        r"没(用|效果|变化|改善|好转|什么变化|啥用)|不管用|反而|反倒|还在|一点(也|都)?(没|不)|仲系|仲有|冇用|就又|比(之前|以前|原来)还)",
+        # (and Cantonese: 都系唔弹 "still not springy", 都唔得)
+        r"没(用|效果|变化|改善|好转|什么变化|啥用)|不管用|反而|反倒|还在|一点(也|都)?(没|不)|仲系|仲有|冇用|就又|比(之前|以前|原来)还|"
+        r"依旧|都系唔|都唔)",
     ),
 )
 ADVICE_DONE = {
@@ -244,14 +246,18 @@ ADVICE_DONE = {
     # (Cantonese 晒 after a verb, "all done": 逐粒收晒)
     "advice_failed_zh": re.compile(r"了|过|已经|咗|都有|有在|(?<=[\u4e00-\u9fff])晒"),
 }
-AS_ADVISED = re.compile(r"\b(like|as) you (said|suggested|told me)\b|照(你|您)说的|按(你|您)说的|听(你|您)的")
+# (Cantonese 照你讲, folded from 照你講; what the assistant said, used: 用了你说的 ah-so 开瓶器)
+AS_ADVISED = re.compile(
+    r"\b(like|as) you (said|suggested|told me)\b|\bthe way you (said|suggested)\b|"
+    r"(照|按|照着|按照)(你|您)(说|讲)的?|听(你|您)的|用了(你|您)(说|讲|推荐)的"
+)
 ADVISES = re.compile(
     # (an imperative opening a sentence or a clause, or after a dash or a colon: "… is cable stretch — give the cable
     # a quarter turn")
     r"(^|[.!?]\s+|, |; |[—–]\s*|:\s+)(try|use|put|add|keep|hang|leave|lace|turn|set|switch|lower|raise|whip|apply|"
     r"run|soak|wipe|rinse|move|tighten|loosen|replace|give|let|make sure|check|seed|tape|spray|rub|clean|dab|mix|heat|"
     r"cool|store|place|dilute|sprinkle|water|feed|fit|oil|sand|reset|restart|unplug|drain|fill|trim|cut|cover|bake|"
-    r"wrap|stretch|practise|practice|count|do|drop|reduce|increase)\b|"
+    r"wrap|stretch|practise|practice|count|do|drop|reduce|increase|stop|wait|reward|hold|press|steam|brush|stir)\b|"
     # (what it is for, then the advice: "To stop the gate banging, fit a rubber stop", "To reheat, cover the pie")
     r"^\W*to (stop|fix|prevent|avoid|keep|get rid of|cure|sort|clear|reduce)\b|^\W*to \w+(?: \w+){0,3}, \w+|"
     # (what to do in a case, the case first: "If the batter spreads too thin, thicken it with …")
@@ -259,6 +265,8 @@ ADVISES = re.compile(
     r"\b(you (can|could|should|might|need to)|try|if you|"
     r"will (stop|fix|help|sort|clear|do)|"
     r"(usually|often|normally|generally) (stops|fixes|helps|works|sorts|clears|eases?)|"
+    # (what a remedy makes of the problem: "kinks usually come out with a steamer on low")
+    r"(usually|often|normally|generally) (come|comes|go|goes) (out|away|off)|"
     r"should (stop|fix|help|sort|clear|do the trick))\b|"
     # (in Chinese, broadly: the echo of the advice's words decides)
     # (and advice for a case: 总抢拍的话，每天对着镜子慢速练十分钟)
@@ -718,6 +726,9 @@ MARKED_STANDING = re.compile(
     r"\b(?:any|every|all)\b[^.?!;]{0,40}\byou (?:give|send|write|show|make|draft|prepare|do|create|produce)\b|"
     # (or that the user sends out: "Every quote I send needs the cap height …", "every one I send has to say …")
     r"\b(?:any|every|each)\b[^.?!;]{0,40}\b(?:i|we) (?:send|write|give|draft|prepare|quote|issue|post|print)\b|"
+    # (or every piece of a kind, said to need something: "every single reply about scotch eggs needs to say …")
+    r"\bevery (?:single )?(?:reply|answer|quote|message|email|e-mail|response|post|letter|invoice|confirmation)\b"
+    r"[^.?!;]{0,40}\b(?:needs? to|has to|have to|must|should)\b|"
     # beyond the one at hand, said so: "they're for every list you do for me, not just this one", 不只是这次
     r"\bnot (?:just|only) (?:for )?(?:this|that) (?:one|time|once)\b|"
     # what the assistant does whenever it makes a kind of thing, named in the plural: "Can you number the steps when

@@ -23,6 +23,7 @@ from hindsight_insights.detection.correction_turn import ReadMessage, Sentence, 
 from hindsight_insights.detection.correction_types import Correction, CorrectionType
 from hindsight_insights.detection.corrections import NUMBER, detect
 from hindsight_insights.detection.learned_corrections import LearnedDetector
+from hindsight_insights.detection.own_business import WORKS_ALONE_SIGNAL
 from hindsight_insights.detection.periods import period_end
 from hindsight_insights.detection.text import clauses, fold, has_han, paragraphs
 from hindsight_insights.keys import names_a_subject
@@ -87,7 +88,7 @@ def wording(
         corrected = every_wish(corrected, message, learned)
     elif correction.type is CorrectionType.PROCESS:
         corrected = whole_rule(corrected, message, learned)
-    elif correction.type is CorrectionType.FACTUAL:
+    elif correction.type is CorrectionType.FACTUAL and WORKS_ALONE_SIGNAL not in correction.signals:
         corrected = with_its_value(corrected, message)
     topic = (correction.topic or "").strip()
     # When the detector found no subject apart from the corrected words themselves, "when X comes up" would only
@@ -113,6 +114,7 @@ def wording(
             sent=sent,
             edited=edited,
             cut_down=cut_down,
+            works_alone=WORKS_ALONE_SIGNAL in correction.signals,
         ).strip()
 
     action = rendered(corrected)
@@ -174,6 +176,11 @@ def _wish_starts(turn: ReadMessage, sentence: Sentence, learned: LearnedDetector
     return None
 
 
+def _opening(sentence: Sentence) -> int:
+    """Where the sentence's words start: after the space the split leaves before them."""
+    return sentence.span.end - len(sentence.text.lstrip())
+
+
 def lesson_paragraphs(message: str, corrected: str) -> str:
     """The paragraphs of `message` (blank-line apart) that hold the corrected words, or the whole message when none
     does: the lesson's own words. The other paragraphs are about other things (a login that failed, a pasted page),
@@ -225,7 +232,21 @@ def every_wish(corrected: str, message: str, learned: LearnedDetector | None = N
     # The wish right before the quote goes with it (_wish_starts: the sentence, or its clause that reads as a wish
     # alone or is marked standing; never a question): "so pls, every booking reply you write for me has to spell out
     # what the spot needs: flat and level, 30 ft long, …. never just 'somewhere to park'" (the rules quoted the second).
-    for sentence in reversed([s for s in turn.sentences if s.span.end <= start]):
+    # (and so does the wish earlier in the quote's own sentence, when the quote is one of its later clauses: "every
+    # single reply about scotch eggs needs to say ours are soft yolk, …, never left sat in a hot car …")
+    # (a clause before it that reads as a wish alone or is marked standing; not the sentence read whole, whose
+    # opening words may be no wish: "但两件事, 以后都按这个来: …")
+    own = next((s for s in turn.sentences if _opening(s) < start < s.span.end), None)
+    if own is not None and not own.question:
+        for clause in clauses(own.span):
+            if clause.start >= start:
+                break
+            words = turn.message.text[clause.start : clause.end]
+            if marked_standing(words) or _wish(turn, clause.start, clause.end, learned):
+                start = clause.start + len(words) - len(words.lstrip())
+                break
+    before = [s for s in turn.sentences if s.span.end <= start] if own is None or start <= _opening(own) else []
+    for sentence in reversed(before):
         if sentence.question or (earlier := _wish_starts(turn, sentence, learned)) is None:
             break
         start = earlier

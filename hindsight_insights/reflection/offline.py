@@ -65,6 +65,7 @@ from hindsight_insights.detection.corrections import (
     own_input_put_right,
 )
 from hindsight_insights.detection.learned_corrections import LearnedDetector
+from hindsight_insights.detection.own_business import BUSINESS_TOPIC, WORKS_ALONE_SIGNAL, works_alone
 from hindsight_insights.detection.quantities import anchors
 from hindsight_insights.detection.text import HAN_RUN, RAW_SENTENCE_END, Span, clauses, fold, paragraphs, sentences
 from hindsight_insights.governance.lessons import KIND_OF, wording
@@ -150,6 +151,13 @@ class OfflineExtractor:
                     # The fact was the user's own input put right, no lesson; a wish the message states beside it
                     # still is one ("…就写 14mm，… 所以以后所有 quote 里面三样东西必须写清楚：…").
                     lessons = further_wishes(message, previous_answer, own_fact, self._detector)
+                alone = works_alone(message, previous_answer) if shown is None else None
+                if alone is not None:
+                    # The user's own business described in place of the team the answer assumed: a fact about the
+                    # user first, then the message's wishes (own_business.py); a wish found in the message stays.
+                    lessons = _with_the_business(
+                        alone, correction, message, previous_answer, self._settings, self._detector
+                    )
                 version = versions.get(index)
                 if version is not None:  # whatever else the message says, the version it sent shows a wish
                     # (and a fact the detector read into the version itself is none: it is what the user sent)
@@ -320,6 +328,52 @@ def _clause_showing(answer: str, words: frozenset[str]) -> str | None:
     return best[1][:SHOWN_CHARS] if best and best[1] else None
 
 
+def _with_the_business(
+    description: str,
+    finding: Correction | None,
+    message: str,
+    previous_answer: str | None,
+    settings: Settings,
+    detector: LearnedDetector | None,
+) -> list[Correction]:
+    """The lessons of a message that describes the user's one-person business (own_business.works_alone): the
+    description as a fact for this user (as sure as a fact for the user needs: it is about no one else), then the
+    wishes of its other sentences (further_wishes), and the message's own finding when it is a wish or a rule the
+    description does not hold."""
+    signals = finding.signals if finding is not None else ()
+    fact = Correction(
+        CorrectionType.FACTUAL,
+        settings.user_fact_confidence,
+        corrected=description,
+        topic=BUSINESS_TOPIC["zh" if HAN_RUN.search(description) else "en"],
+        signals=(*signals, WORKS_ALONE_SIGNAL),
+        probabilities=finding.probabilities if finding is not None else {},
+    )
+    described = fold(description).text
+    # (a detail of the description read as a fact of its own is in the fact already)
+    further = [
+        lesson
+        for lesson in further_wishes(message, previous_answer, fact, detector)
+        if lesson.type is not CorrectionType.FACTUAL or fold(lesson.corrected or "").text not in described
+    ]
+    lessons = [fact, *further]
+    said = [fold(lesson.corrected or "").text for lesson in further]
+    if (
+        finding is not None
+        and finding.type in (CorrectionType.PREFERENCE, CorrectionType.PROCESS)
+        and finding.corrected
+        and fold(finding.corrected).text not in described
+        and not any(_overlap(fold(finding.corrected).text, words) for words in said)
+    ):
+        lessons.append(finding)
+    return lessons
+
+
+def _overlap(one: str, other: str) -> bool:
+    """Whether either folded text holds the other."""
+    return bool(one) and bool(other) and (one in other or other in one)
+
+
 def _shown_wish(wish: str, finding: Correction | None, signal: str) -> Correction:
     """A wish the assistant adopted without the user stating it (a follow-up question, a version the user sent), as
     the user's preference: a "consider" rule at most, like every lesson shown and not stated."""
@@ -372,7 +426,7 @@ def sent_versions(messages: Sequence[str], answers: Sequence[str | None]) -> dic
     """The versions users sent in place of the assistant's draft, by message index, each as written (its first
     SENT_CHARS): after a line that ends with a colon ("我最后发出去的是这样的：", "went on the board as:"), the
     paragraphs that rewrite the answer before (each shares at least 1/SENT_SHARE of its words and numbers with it),
-    when the answer after is laid out like the version. Either the version has SENT_LINES lines or more and the
+    when an answer after it is laid out like the version. Either the version has SENT_LINES lines or more and the
     answer, as long, keeps a mark of layout the version brought and the draft lacked ("【M-2207｜Line 3】",
     "[02:10]") or has lines much nearer the version's in length than the draft's (twice as near, on a log scale); or
     the version, however short, separates its fields by a mark the draft lacked, and the answer does too
@@ -382,11 +436,13 @@ def sent_versions(messages: Sequence[str], answers: Sequence[str | None]) -> dic
     want such text, and the assistant followed: a wish never stated."""
     found: dict[int, SentVersion] = {}
     for index in range(1, len(messages)):
-        draft, answer = answers[index - 1], answers[index]
-        if not draft or not answer:
+        draft = answers[index - 1]
+        if not draft or not answers[index]:
             continue
         version = _sent_version(messages[index], draft)
-        if version is not None and _laid_out_like(answer, version, draft):
+        # (the answer right after may only remark on the version, "这个清楚多了…", and the next drafts follow it)
+        later = [answer for answer in answers[index:] if answer]
+        if version is not None and any(_laid_out_like(answer, version, draft) for answer in later):
             found[index] = SentVersion(version[:SENT_CHARS], _size(version), _size(draft))
     return found
 
