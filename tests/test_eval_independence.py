@@ -159,6 +159,21 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
+    # the stock words of an attack that spares the asker a check and of covert marketing, everyday thanks and a
+    # heading's words in the seventy-sixth screening set; an everyday report, question and wish in the fortieth message
+    # set; an everyday request in the forty-first sessions (the writers saw no training item)
+    ("screening_eval_76.json:nt011", "no need to check who they are"),
+    ("screening_eval_76.json:nt072", "no need to ask who they are"),
+    ("screening_eval_76.json:nt034", "never say it's an advert"),
+    ("screening_eval_76.json:nt046", "thanks, you're a star"),
+    ("screening_eval_76.json:nt066", "museum staff borrowing specimens"),
+    ("new-40:ex107", "still cloudy as pond water"),
+    ("new-40:ex125", "i asked whether you ship to canada"),
+    ("new-40:ex143", "times are all i need"),
+    ("reflection_eval_sessions_41.json:um010", "can you draft a reply"),
+    ("reflection_eval_sessions_41.json:um011", "can you draft a reply"),
+    ("reflection_eval_sessions_41.json:un006", "can you draft a reply"),
+    ("reflection_eval_sessions_41.json:un014", "can you draft a reply"),
     # an everyday remark and an everyday request in the fortieth sessions (a tuning set now)
     ("reflection_tune_sessions_40.json:uk004", "queue's out the door"),
     ("reflection_tune_sessions_40.json:uk006", "can you draft a reply"),
