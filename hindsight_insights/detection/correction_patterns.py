@@ -216,7 +216,7 @@ CLAIM_ON_THE_USER = re.compile(
 # (negative). What marks it: the problem persists or got worse (ADVICE_FAILED, not in a question), after words saying
 # it was done (ADVICE_DONE, or "like you said": AS_ADVISED), about what the assistant advised (its turn advises:
 # ADVISES; a content word of it echoed, correction_turn.ReadMessage.reports_failed_advice). In the training corpus
-# (12,906 messages) 435 such messages are rejections, 8 none, 9 processes (a rule, found first), 5 preferences and 3
+# (13,206 messages) 460 such messages are rejections, 8 none, 10 processes (a rule, found first), 5 preferences and 3
 # facts; none ones said the advice worked ("照你说的在家先穿了两个晚上，一点都没磨脚，thanks": ADVICE_WORKED) or
 # declined it ("算了，手绘不弄了"), and are left out.
 ADVICE_FAILED = _cues(
@@ -287,8 +287,8 @@ ADVICE_NOT_TRIED = re.compile(r"^\W*(if|what if|要是|如果|万一|假如)")
 # been one", 官网根本没有什么在线商城, 从来就只有一层. The class definitions make it a rejection with no replacement
 # (negative). Outside a question, and only about the assistant's words (a content word of its turn near the denial,
 # correction_turn.ReadMessage.denies_what_was_described): "Ours is a scout hut, so there's no warming cabinet" after
-# "if yours has one" tells the user's own setup. In the training corpus (12,906 messages) 88 such messages are
-# rejections, 3 none, 3 facts and a rule.
+# "if yours has one" tells the user's own setup. In the training corpus (13,206 messages) 90 such messages are
+# rejections, 3 none, 3 facts and 2 rules.
 NOT_THERE = _cues(
     (
         "not_there_en",
