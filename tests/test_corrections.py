@@ -846,6 +846,29 @@ def test_an_answer_to_an_offer_that_closes_the_turn_is_no_wish_unless_marked_sta
             "When she barks at the door, wait, ignore her, reward the quiet, then open it.",
             "Wait, ignore, reward, open. Two weeks of it and she still barks at every knock.",
         ),
+        # no better or gone bad ("just as deep", "has gone soft"); advice to pull, clear or seal something; 一样
+        # before what still happens, as if not done (跟没…一样), every try (都一样), Cantonese 都係 and advice that
+        # "will do" (就夠)
+        (
+            "Put a damp cloth over the dent and press it with a hot iron for ten seconds.",
+            "Did the damp cloth and the iron twice over. The dent in the table top is just as deep.",
+        ),
+        (
+            "Seal the jar with a fresh rubber ring and keep it in the larder.",
+            "Sealed it with a brand new ring on Monday and the chutney has gone fizzy already.",
+        ),
+        (
+            "Pull the shed door up by the handle as you lock it so the bolt lines up.",
+            "Pulled it up every time like you said, the bolt still won't go across.",
+        ),
+        (
+            "Clear the leaves out of the drain cover and run a kettle of hot water down it.",
+            "Cleared the cover and poured two kettles down, yard's flooding the same as before.",
+        ),
+        ("門鉸響嘅話，門鉸上少少油就夠。", "門鉸上咗兩次油，開門一樣吱吱聲。"),
+        ("玻璃起雾的话，用洗洁精稀释后擦一遍就行。", "洗洁精擦了两遍，第二天起雾跟没擦一样。"),
+        ("二维码扫不出来的话，可以把屏幕亮度调到最高再扫。", "亮度调到最高扫了五次，都一样。"),
+        ("魚缸水濁嘅話，魚缸換三分一水就得。", "魚缸換咗三分一水，隔日都係濁到睇唔到魚。"),
     ],
 )
 def test_the_advice_followed_and_failed_is_a_rejection(previous: str, message: str) -> None:
@@ -873,6 +896,13 @@ def test_the_advice_followed_and_failed_is_a_rejection(previous: str, message: s
         ("If a guest asks for a late checkout, you can offer noon for free.", "Rooms are the same size upstairs."),
         # a Chinese span of time is no amount of the advice named back
         ("每天浇水一次，一周后就会好。", "我们这边一周了天气还是很干，要不要换个盆？"),
+        # praise for what the advice caught; the same as the assistant's own words, or the same for another case
+        (
+            "Put an indicator strip in each tub so you can see when a lid has failed.",
+            "The strips were brilliant, two tubs had gone pink by Friday. Relidded both.",
+        ),
+        ("晾衣服的时候，把衣架间隔拉开一点就行。", "我跟邻居讲的跟你这个一样，她不信。"),
+        ("打完针的话，可以先回家休息。", "打完针的都要留观半小时，赶车的也一样，下次先说清楚。"),
     ],
 )
 def test_advice_that_worked_was_declined_or_was_not_given_is_no_failure_report(previous: str, message: str) -> None:

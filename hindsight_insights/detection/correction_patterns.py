@@ -216,7 +216,7 @@ CLAIM_ON_THE_USER = re.compile(
 # (negative). What marks it: the problem persists or got worse (ADVICE_FAILED, not in a question), after words saying
 # it was done (ADVICE_DONE, or "like you said": AS_ADVISED), about what the assistant advised (its turn advises:
 # ADVISES; a content word of it echoed, correction_turn.ReadMessage.reports_failed_advice). In the training corpus
-# (13,206 messages) 460 such messages are rejections, 8 none, 10 processes (a rule, found first), 5 preferences and 3
+# (13,506 messages) 496 such messages are rejections, 8 none, 11 processes (a rule, found first), 5 preferences and 4
 # facts; none ones said the advice worked ("照你说的在家先穿了两个晚上，一点都没磨脚，thanks": ADVICE_WORKED) or
 # declined it ("算了，手绘不弄了"), and are left out.
 ADVICE_FAILED = _cues(
@@ -226,7 +226,9 @@ ADVICE_FAILED = _cues(
         r"didn'?t (help|work|change|stop|fix|touch|shift|budge|do anything|make (any|a) difference)|"
         r"made (no|zero) difference|made it worse|nothing changed|"
         # (or grew: "The patch behind the wardrobe has doubled"; 4 training messages, all rejections)
-        r"(has|have|had|'s|'ve) (doubled|grown|spread|come back|got bigger|gotten bigger))\b",
+        r"(has|have|had|'s|'ve) (doubled|grown|spread|come back|got bigger|gotten bigger)|"
+        # (or is no better, or turned bad: "the marks are just as deep", "the cut face has gone slimy")
+        r"just as (bad|deep|\w+ as before)|(has|have|had|'s|'ve) (gone|turned) \w+)\b",
     ),
     (
         "advice_failed_zh",
@@ -234,7 +236,9 @@ ADVICE_FAILED = _cues(
         # (就又 for what came back soon after: 三天就又软又粘)
         # (and Cantonese: 都系唔弹 "still not springy", 都唔得)
         r"没(用|效果|变化|改善|好转|什么变化|啥用)|不管用|反而|反倒|还在|一点(也|都)?(没|不)|仲系|仲有|冇用|就又|比(之前|以前|原来)还|"
-        r"依旧|都系唔|都唔)",
+        # (一样 before what still happens, Cantonese above all: 一樣黐晒鑊底; as if not done, 跟没抹一样; every
+        # try, 试了三遍都一样; Cantonese 都係 "still": 都係吐返出嚟; not "the same as yours": 跟你这个一样。)
+        r"依旧|都系唔|都唔|(?<![不唔])一样(?=[\u4e00-\u9fff])(?![的吗嘅咩])|都一样|(跟|和|像)没\w{0,3}一样|都系(?![咪]))",
     ),
 )
 ADVICE_DONE = {
@@ -257,7 +261,9 @@ ADVISES = re.compile(
     r"(^|[.!?]\s+|, |; |[—–]\s*|:\s+)(try|use|put|add|keep|hang|leave|lace|turn|set|switch|lower|raise|whip|apply|"
     r"run|soak|wipe|rinse|move|tighten|loosen|replace|give|let|make sure|check|seed|tape|spray|rub|clean|dab|mix|heat|"
     r"cool|store|place|dilute|sprinkle|water|feed|fit|oil|sand|reset|restart|unplug|drain|fill|trim|cut|cover|bake|"
-    r"wrap|stretch|practise|practice|count|do|drop|reduce|increase|stop|wait|reward|hold|press|steam|brush|stir)\b|"
+    r"wrap|stretch|practise|practice|count|do|drop|reduce|increase|stop|wait|reward|hold|press|steam|brush|stir|"
+    # (and the verbs of moving, clearing and handling things: "Pull the barriers back", "Clear the box gutter")
+    r"pull|push|clear|swap|scan|open|close|shut|pour|wash|dry|chill|freeze|lift|tilt|seal|reseal|sweep|scrub|shake)\b|"
     # (what it is for, then the advice: "To stop the gate banging, fit a rubber stop", "To reheat, cover the pie")
     r"^\W*to (stop|fix|prevent|avoid|keep|get rid of|cure|sort|clear|reduce)\b|^\W*to \w+(?: \w+){0,3}, \w+|"
     # (what to do in a case, the case first: "If the batter spreads too thin, thicken it with …")
@@ -273,11 +279,12 @@ ADVISES = re.compile(
     # (and what the advice is said to prevent: 放在阴凉的地方，一般不会有哈喇味)
     r"可以|试试|试一下|建议|就行|就好|就可以|就能|就顺|就会|把|先|多|少|记得|最好|应该|要|用|加|的话[，,]|"
     # (and Cantonese 就得, "that will do")
-    r"(一般|通常|就)不会|就得"
+    r"(一般|通常|就)不会|就得|就够"
 )
 # (有用 not after 没: "试了没有用" failed)
 ADVICE_WORKED = re.compile(
-    r"谢|(?<![没不])管用|(?<![没不])有用|太好了|好使|\b(thanks|thank you|cheers|worked|works|did the trick|great)\b"
+    r"谢|(?<![没不])管用|(?<![没不])有用|太好了|好使|"
+    r"\b(thanks|thank you|cheers|worked|works|did the trick|great|brilliant)\b"
 )
 # A case that has not happened ("If I did the beeswax and it still sticks, what then?"): no failure reported.
 ADVICE_NOT_TRIED = re.compile(r"^\W*(if|what if|要是|如果|万一|假如)")
@@ -287,7 +294,7 @@ ADVICE_NOT_TRIED = re.compile(r"^\W*(if|what if|要是|如果|万一|假如)")
 # been one", 官网根本没有什么在线商城, 从来就只有一层. The class definitions make it a rejection with no replacement
 # (negative). Outside a question, and only about the assistant's words (a content word of its turn near the denial,
 # correction_turn.ReadMessage.denies_what_was_described): "Ours is a scout hut, so there's no warming cabinet" after
-# "if yours has one" tells the user's own setup. In the training corpus (13,206 messages) 90 such messages are
+# "if yours has one" tells the user's own setup. In the training corpus (13,506 messages) 94 such messages are
 # rejections, 3 none, 3 facts and 2 rules.
 NOT_THERE = _cues(
     (
