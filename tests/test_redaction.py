@@ -169,6 +169,9 @@ SECRETS: list[tuple[str, str, str]] = [
     # a passport number after a Baltic label with "Nr."; a date of birth a sentence after its field's name
     ("passport", "Registracija: Rūta Vaitkutė; Paso Nr. 31907426; gimimo data 1988-07-14.", "31907426"),
     ("passport", "Dati: Kārlis Ozols, pases Nr. LV4417092, dzimšanas datums 1979-02-03.", "LV4417092"),
+    # a passport's word in Catalan and in Belarusian, each form's own
+    ("passport", "Inscripció: Marta Puig i Soler, passaport XD903517, nascuda el 2 de maig de 1990.", "XD903517"),
+    ("passport", "Заяўка: Алена Шыла, пашпарт KH4061288, нарадзілася 9 верасня 1985 г.", "KH4061288"),
     # a Norwegian house letter apart from its number before the flat; a street line and its postcode split by a slash
     ("address", "Send pakken til Dronningens gate 8 C, H0201, 7011 Trondheim, takk!", "Dronningens gate 8 C, H0201"),
     ("address", "Retour à : 7, rue des Tanneurs / L-2412 Howald (boîte Kieffer). Merci !", "7, rue des Tanneurs"),

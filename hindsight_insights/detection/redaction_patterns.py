@@ -75,6 +75,10 @@ _PASSPORT_WORDS = (
     r"паспорт|pasport|paspor|passnummer|pass-nr|hộ chiếu|หนังสือเดินทาง|útlevél|passin numero|passinumero|"
     # (the South Slavic languages in both scripts, Greek, Romanian, Arabic, Hebrew, Hindi)
     r"pasoš|пасош|putovnic|διαβατήρι|pașaport|paşaport|جواز سفر|جواز السفر|דרכון|पासपोर्ट|"
+    # (Catalan and Maltese, Belarusian, Georgian, Armenian, Persian, Urdu, Bengali, Tamil, Nepali, Icelandic, Welsh,
+    # Swahili, Czech and Slovak, Slovenian, Kazakh)
+    r"passaport|пашпарт|პასპორტ|անձնագիր|گذرنامه|پاسپورٹ|পাসপোর্ট|கடவுச்சீட்டு|राहदानी|vegabréf|pasbort|pasipoti|"
+    r"cestovní pas|cestovný pas|potni list|төлқұжат|"
     # (the Baltic languages and Estonian, as their forms write the label: "Paso Nr.", "pases Nr.", "passi nr"; only
     # before "nr", as paso and pase are other words in Spanish)
     r"(?:pas(?:as|o|e|es|u|i)|passi)(?=\s*nr\b)"
