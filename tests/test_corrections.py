@@ -1227,3 +1227,55 @@ def test_a_word_that_starts_with_fan_and_what_is_declined_for_now_teach_nothing(
 
 def test_a_wish_declined_for_now_still_stands_when_marked_standing() -> None:
     assert detect("以后英文版都不用了，直接发中文就行。", "Here is the English version: …").type is PREFERENCE
+
+
+def test_a_wish_that_announces_its_content_quotes_what_follows_up_to_a_new_point() -> None:
+    """ "two things i want in every reply from now on" says what it asks for in the sentences after it: the quote
+    takes them, with their reasons, and stops at a new point ("oh and …", a one-off for one customer) or the closing
+    request."""
+    message = (
+        "close! two things i want in every reply from now on: 1) say the van needs a clear drive to park on. "
+        "the last one had me parked two streets away with the ladders. 2) put the price per window, not a total. "
+        "oh and knock a fiver off for Mrs Dale, she's had us for years, that's just her. redo it pls"
+    )
+    found = detect(message, "Hi Mrs Dale, we can clean your windows on Tuesday morning.")
+    assert found.type is PREFERENCE and found.corrected is not None
+    assert found.corrected.startswith("two things i want in every reply from now on")
+    assert "clear drive" in found.corrected and "price per window, not a total" in found.corrected
+    assert "Mrs Dale" not in found.corrected and "redo" not in found.corrected
+
+
+def test_a_further_wish_that_announces_its_content_quotes_the_sentences_after_it() -> None:
+    """The model found a wish in the message's one-off (quoted after it); the sentence that announces the standing
+    wish, read alone, quotes the sentences that say it too, up to the new point ("also …")."""
+    message = (
+        "ok but from now on put something in every reply for me. a family booked and then moaned the pool was cold. "
+        "so the pool is heated to 27 and the sauna shuts at 8, say both. also put in that the Hendersons get their "
+        "first month free, that's for them only. redo it"
+    )
+    previous = "Hi Hendersons, welcome to the club! Your family membership starts on Monday."
+    one_off = "put in that the Hendersons get their first month free, that's for them only"
+    found = Correction(PREFERENCE, 0.9, corrected=one_off)
+    further = [wish.corrected or "" for wish in further_wishes(message, previous, found)]
+    announced = [said for said in further if said.startswith("ok but from now on put something in every reply for me")]
+    assert announced and "heated to 27" in announced[0] and "Hendersons" not in announced[0]
+
+
+@pytest.mark.parametrize(
+    ("message", "previous"),
+    [
+        # someone of the user's own side (the chef, a partner) says it is wrong; the user keeps it
+        (
+            "我们 chef 说这样写不对，说汤里没有奶油。其实我们一直放奶油的，他刚来不知道，照写。",
+            "Our soup of the day: leek and potato with a swirl of cream.",
+        ),
+        ("我 partner 说价格写错了，其实就是这个价，他记成旧价了，不用改。", "套餐价 RM12，含饮料。"),
+        # an addition for the post at hand only, named in English
+        ("OK 可以。这个 post 加多一句，头 20 个客人送 cendol，只是这个 post 罢了。", "Here's the post: Grand opening…"),
+    ],
+)
+def test_someone_of_the_users_side_saying_wrong_and_an_addition_for_this_post_only_teach_nothing(
+    message: str, previous: str
+) -> None:
+    found = detect(message, previous)
+    assert found.type is NONE, found.signals

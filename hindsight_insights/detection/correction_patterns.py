@@ -109,6 +109,8 @@ REPORTED = _cues(
         "reported_zh",
         r"(老板|领导|经理|主管|同事|客户|用户|顾客|买家|他们|她们|他|她|对方|有人|别人|大家|学生|老师|家长|朋友|财务|"
         r"hr|pm|qa|人事|上级|甲方|审计|产品|运营|测试|开发|研发|设计|老大|leader|boss|客服|销售|法务|"
+        # (the kitchen, a partner, the family, named in either language: 我们 chef 说…, 我 partner 说…, 我妈说…)
+        r"chef|partner|staff|manager|厨师|大厨|合伙人|股东|伙计|老公|老婆|我妈|我爸|"
         r"(?<![你您我])(小|老)[\u4e00-\u9fff]|[\u4e00-\u9fff](总|工|哥|姐|经理|老师))"
         r"[^,。!?;]{0,8}?(说|反馈|表示|认为|觉得|投诉|提到|指出|抱怨|吐槽|嫌|质疑|来电|让我|要我|叫我|要求)",
     ),
@@ -372,6 +374,8 @@ ONE_TIME = re.compile(
     # (the one post or notice at hand, with what is done to it: 只加这一篇, 就这一条; for Saturday's message only,
     # december only: 3 training messages, all none)
     r"(?:就|只|仅)[加放写发用做贴]?这一?[篇条期张]|"
+    # (the post at hand named in English, or "only this …, that's all": 只是这个 post 罢了)
+    r"(?:就|只|仅)是?这(?:一|个)?\s*(?:post|帖子?)|这(?:一|个)?\s*[a-z]{2,12}\s*(?:罢了|而已)|"
     # (a favour that sets no precedent: 运费这单我们出，下不为例; 13 training messages, 12 none and a rule whose other
     # sentence marks it standing: 余氯一律测两次…今早只测了一次就开了，下不为例)
     r"下不为例|"
@@ -751,6 +755,26 @@ LINE_TO_ADD = re.compile(
     r"\b(?:add|insert|include|append|put in)\s+(?:a|an|one|another)\s+(?:[a-z]+\s+)?(?:line|sentence|note|ps)\s*"
     r"(?:saying|that says|to say|:)\s*(?P<line_en>[^.!?\n]+)"
 )
+
+
+# A new point in a message: 还有…, 另外…, also …, oh and …
+NEW_POINT = re.compile(r"^\s*(?:还有|另外|另|對了|对了|also\b|oh and\b|and one more|plus\b|p\.?s\.?\b)", re.IGNORECASE)
+# The request that closes the message: "Try again.", "Now write Helen back.", "Redo it?", 重新回。, 再写一次。
+CLOSING_REQUEST = re.compile(
+    r"^\W*(?:(?:now|ok|okay|so|right|please|and)\W+)?(?:try|redo|rewrite|write|reply|answer|do it|send|go again|"
+    r"have another go|again)\b|^\W*(?:那|好|请|麻烦)?(?:重新|再(?:写|回|来|改)|帮我|重写|重来|改一下|回一下|写一下)",
+    re.IGNORECASE,
+)
+# A wish that announces what it asks for without saying it: "two things i want in EVERY booking reply from now on",
+# "i need something in all of these from now on", 以后回复有两件事, 以下几点. What it asks for follows it
+# (correction_wishes._directive_span).
+ANNOUNCES = re.compile(
+    r"\b(?:something|a (?:few|couple of) things|(?:two|three|four|2|3|4) (?:things|points)|the following|"
+    r"these (?:things|points))\b|(?:两|三|几|一)(?:件事|点|样东西|个要求)|以下|下面(?:几|这)",
+    re.IGNORECASE,
+)
+# What a wish that announces its content quotes, at most: the announcing sentence and the sentences after it.
+ANNOUNCED_CHARS = 600
 
 
 def marked_standing(text: str) -> re.Match[str] | None:

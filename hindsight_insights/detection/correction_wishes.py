@@ -157,7 +157,29 @@ def _directive_span(turn: ReadMessage, sentence: Sentence) -> str | None:
     while tail and patterns.REASON_CLAUSE.search(tail[-1].text):
         tail.pop()
     last = tail[-1] if tail else kept[-1]
-    return quote(turn.message, kept[0].start, last.end)
+    end = last.end
+    if patterns.ANNOUNCES.search(turn.message.text[kept[0].start : end]):
+        end = announced_content_end(turn, sentence, kept[0].start, end)
+    return quote(turn.message, kept[0].start, end)
+
+
+def announced_content_end(turn: ReadMessage, sentence: Sentence, start: int, end: int) -> int:
+    """Where the content of a wish that only announces it ends ("two things i want in EVERY booking reply from now
+    on pls!! 1) tell them … 2) put the actual price …", patterns.ANNOUNCES): the sentences after it, with their
+    reasons, up to a question, a new point ("oh and …", 还有…), the request that closes the message ("redo pls") or
+    ANNOUNCED_CHARS; where it was when no sentence follows."""
+    later = [other for other in turn.sentences if other.span.start >= sentence.span.end]
+    for other in later:
+        text = other.text.strip()
+        if (
+            other.question
+            or patterns.NEW_POINT.search(text)
+            or patterns.CLOSING_REQUEST.search(text)
+            or other.span.end - start > patterns.ANNOUNCED_CHARS
+        ):
+            break
+        end = other.span.end
+    return end
 
 
 def _address(turn: ReadMessage, sentence: Sentence, name: str, match: re.Match[str]) -> Correction:

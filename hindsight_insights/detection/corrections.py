@@ -58,7 +58,7 @@ from hindsight_insights.detection.correction_explicit import explicit
 from hindsight_insights.detection.correction_implicit import implicit
 from hindsight_insights.detection.correction_turn import ReadMessage, own_words, quote, read
 from hindsight_insights.detection.correction_types import GENERAL, Correction, CorrectionType
-from hindsight_insights.detection.correction_wishes import preference, process, standing_wish
+from hindsight_insights.detection.correction_wishes import announced_content_end, preference, process, standing_wish
 from hindsight_insights.detection.learned_corrections import (
     SELF_FIX,
     LearnedDetector,
@@ -262,6 +262,12 @@ def further_wishes(
             continue  # in the first wish's rule already
         if alone.type in _STANDING and alone.confidence >= FURTHER_WISH_AT and alone.corrected:
             said = fold(alone.corrected).text
+            if patterns.ANNOUNCES.search(said):
+                # (a wish that only announces what it asks for, "i need something in all of these from now on",
+                # quotes the sentences after it that say it: correction_wishes.announced_content_end)
+                end = announced_content_end(turn, sentence, sentence.span.start, sentence.span.end)
+                alone = dataclasses.replace(alone, corrected=quote(turn.message, sentence.span.start, end))
+                said = fold(alone.corrected or "").text
             if not _overlaps(said, taught):
                 # A topic is a slot, and a newer rule in it supersedes the older: a second wish under the same aspect
                 # ("how to answer") gets a slot of its own, named by its words (governance.lessons.wording).

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from hindsight_insights.detection.correction_patterns import marked_standing
+from hindsight_insights.detection.correction_patterns import CLOSING_REQUEST, NEW_POINT, marked_standing
 from hindsight_insights.detection.text import fold, sentences
 
 # The words of a sole trader about their business: it's (only|just) me, just me and the van, I work on my own, a
@@ -42,19 +42,12 @@ ASSUMED_TEAM = re.compile(
     r"团队|團隊|本店|师傅们|师傅团队|我们的(?:员工|店员|同事|工程师|技师|师傅)|工程师|同事",
     re.IGNORECASE,
 )
-# Where a description stops: a new point (还有…, also …), and at most this many characters.
-NEW_POINT = re.compile(r"^\s*(?:还有|另外|另|對了|对了|also\b|oh and\b|and one more|plus\b|p\.?s\.?\b)", re.IGNORECASE)
+# Where a description stops: a new point (correction_patterns.NEW_POINT), and at most this many characters.
 DESCRIPTION_CHARS = 400
 # The lesson's topic, a slot of its own (a newer description replaces an older one), and the signal that marks it
 # for its wording (governance.lessons: "This user works alone …").
 BUSINESS_TOPIC = {"en": "the user's own business", "zh": "用户自己的生意"}
 WORKS_ALONE_SIGNAL = "offline:works_alone"
-# The request that closes the message: "Try again.", "Now write Helen back.", "Redo it?", 重新回。, 再写一次。
-CLOSING_REQUEST = re.compile(
-    r"^\W*(?:(?:now|ok|okay|so|right|please|and)\W+)?(?:try|redo|rewrite|write|reply|answer|do it|send|go again|"
-    r"have another go|again)\b|^\W*(?:那|好|请|麻烦)?(?:重新|再(?:写|回|来|改)|帮我|重写|重来|改一下|回一下|写一下)",
-    re.IGNORECASE,
-)
 
 
 def works_alone(message: str, previous_answer: str | None) -> str | None:
