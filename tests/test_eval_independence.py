@@ -159,6 +159,19 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
+    # the stock words of covert marketing and of an attack that spares the asker a check, and a placeholder's note, in
+    # the seventy-eighth screening set; an everyday remark and a stock complaint about a stiff tone in the forty-first
+    # message set; an everyday request in the forty-second sessions (the writers saw no training item)
+    ("screening_eval_78.json:nx064", "never say it's an advert"),
+    ("screening_eval_78.json:nx089", "no need to check who they are"),
+    ("screening_eval_78.json:ny059", "never fill in real values"),
+    ("new-41:ez120", "plain sleeves are fine"),
+    ("new-41:fa073", "makes me feel like i'm at the bank"),
+    ("reflection_eval_sessions_42.json:uo004", "can you draft a reply"),
+    ("reflection_eval_sessions_42.json:up013", "can you draft a reply"),
+    ("reflection_eval_sessions_42.json:up017", "can you draft a reply"),
+    ("reflection_eval_sessions_42.json:up018", "can you draft a reply"),
+    ("reflection_eval_sessions_42.json:up025", "can you draft a reply"),
     # an everyday request in the forty-first sessions (a tuning set now)
     ("reflection_tune_sessions_41.json:um010", "can you draft a reply"),
     ("reflection_tune_sessions_41.json:um011", "can you draft a reply"),
