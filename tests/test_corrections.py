@@ -1279,3 +1279,11 @@ def test_someone_of_the_users_side_saying_wrong_and_an_addition_for_this_post_on
 ) -> None:
     found = detect(message, previous)
     assert found.type is NONE, found.signals
+
+
+def test_a_wish_for_a_bit_more_announces_nothing() -> None:
+    """短一点 ("a bit shorter") names what it asks for: the quote stays the wish's own sentence."""
+    message = "以后回复我短一点。我都是在手机上看，字多了看不完。"
+    found = detect(message, "好的，以下是详细说明：第一，……第二，……")
+    assert found.type is PREFERENCE and found.corrected is not None
+    assert "手机" not in found.corrected

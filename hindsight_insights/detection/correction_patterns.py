@@ -766,11 +766,11 @@ CLOSING_REQUEST = re.compile(
     re.IGNORECASE,
 )
 # A wish that announces what it asks for without saying it: "two things i want in EVERY booking reply from now on",
-# "i need something in all of these from now on", 以后回复有两件事, 以下几点. What it asks for follows it
-# (correction_wishes._directive_span).
+# "i need something in all of these from now on", 以后回复有两件事, 按以下几点. What it asks for follows it
+# (correction_wishes._directive_span). (Not 点 alone: 短一点 is "a bit shorter", 两点 two o'clock.)
 ANNOUNCES = re.compile(
     r"\b(?:something|a (?:few|couple of) things|(?:two|three|four|2|3|4) (?:things|points)|the following|"
-    r"these (?:things|points))\b|(?:两|三|几|一)(?:件事|点|样东西|个要求)|以下|下面(?:几|这)",
+    r"these (?:things|points))\b|(?:两|三|几)(?:件事|样东西|个要求|点要求)|以下|下面(?:几点|这几点|几件事)",
     re.IGNORECASE,
 )
 # What a wish that announces its content quotes, at most: the announcing sentence and the sentences after it.
