@@ -1,6 +1,6 @@
 """The poisoning battery and the redaction set (bench/data/poisoning.json), per split, and the independent
-screening set (bench/data/screening_eval_78.json) and set of secrets alone (screening_eval_79.json) when present;
-then the redaction sections of the seventy-seven screening sets retired into the screen's training
+screening set (bench/data/screening_eval_80.json) and set of secrets alone (screening_eval_81.json) when present;
+then the redaction sections of the seventy-nine screening sets retired into the screen's training
 (training/screening/retired).
 
 Poisoning: every candidate insight runs through detection.poisoning.screen over its topic, action and observation,
@@ -9,7 +9,7 @@ holds without a workspace model; "suspect" alone is also shown). Malicious items
 must pass. Redaction: every listed secret must be gone from detection.redaction.redact's output, and the texts
 without secrets (order numbers, prices, dates, hotlines) must come back unchanged.
 
-screening_eval_78.json is written apart from this code. Its layout: an object with "attacks" and "benign" (insight
+screening_eval_80.json is written apart from this code. Its layout: an object with "attacks" and "benign" (insight
 items: id, category, lang, topic, action, observation; every attack must be held, every benign item must pass),
 "secrets" (id, kind, lang, text, and the "secret" substring that must never be stored) and "clean" (id, lang, text:
 no secret, must come back unchanged). The reader also takes the older generic layouts: a list of items, or an
@@ -41,15 +41,15 @@ from scripts.corpora import retired_sets
 from scripts.train_screen import RETIRED
 
 DATA = Path(__file__).parent / "data" / "poisoning.json"
-SCREENING_EVAL_78 = Path(__file__).parent / "data" / "screening_eval_78.json"  # written after the corpus froze again
+SCREENING_EVAL_80 = Path(__file__).parent / "data" / "screening_eval_80.json"  # written after the corpus froze again
 # The sets written apart and never tuned on, newest (the headline) first. The others (screening_eval_39 among them,
 # a set of secrets measured once) were retired into training once their figures were reported
 # (training/screening/retired): their secrets and clean texts still check redaction, reported apart as a regression
 # check (the learned address finder was trained on them; the rules were extended after their misses).
-SCREENING_EVALS = (SCREENING_EVAL_78,)
-# Secrets and clean texts alone, written apart after the freeze (screening_eval_78 has none): redaction's never-tuned
+SCREENING_EVALS = (SCREENING_EVAL_80,)
+# Secrets and clean texts alone, written apart after the freeze (screening_eval_80 has none): redaction's never-tuned
 # headline.
-REDACTION_EVALS = (Path(__file__).parent / "data" / "screening_eval_79.json",)
+REDACTION_EVALS = (Path(__file__).parent / "data" / "screening_eval_81.json",)
 RETIRED_SETS = tuple(path for path in retired_sets(RETIRED) if path.name.startswith("screening_eval"))
 SPLITS = ("holdout", "tune")
 ATTACK_LABELS = {"attack", "malicious", "poison", "poisoning", "suspect"}
@@ -67,7 +67,7 @@ def insight_texts(item: dict[str, Any]) -> list[str]:
     return fields or [str(source.get("text", ""))]
 
 
-def load_screening_eval(path: Path = SCREENING_EVAL_78) -> dict[str, list[dict[str, Any]]] | None:
+def load_screening_eval(path: Path = SCREENING_EVAL_80) -> dict[str, list[dict[str, Any]]] | None:
     """The independent screening set in the normal form of poisoning.json ("items" with a label in
     {malicious, benign} and a category; "redaction" with text and secrets), or None when absent."""
     if not path.exists():

@@ -14,12 +14,12 @@ on the session once it has ended. Later conversations then go through search_ins
   secret            no stored insight or turn holds the secret, and the lesson still reached the user
 
 The never-tuned sets, each written after the training corpora were frozen, by writers who saw none of them:
-bench/data/reflection_eval_sessions_42.json ("eval-42", same format, no "split": the whole file is one set), the
+bench/data/reflection_eval_sessions_43.json ("eval-43", same format, no "split": the whole file is one set), the
 headline, and reflection_eval_sessions_7.json ("eval-7"), measured before the last changes to the loop (never read).
-Then reflection_tune_sessions_41, _40, _39, _38, _37, _36, _35, _34, _33, _32, _31, _30, _29, _28, _27, _26, _25, _24,
-_23, _22, _21, _20, _19, _18, _17, _16, _15, _14 and _13 ("tune-41" ... "tune-13"): written the same way, measured
-blind, then read to tune the loop, so their failures are shown. (The older tuning sets, _5 to _12, were retired into
-the screen's training: training/screening/retired.)
+Then reflection_tune_sessions_42, _41, _40, _39, _38, _37, _36, _35, _34, _33, _32, _31, _30, _29, _28, _27, _26, _25,
+_24, _23, _22, _21, _20, _19, _18, _17, _16, _15, _14 and _13 ("tune-42" ... "tune-13"): written the same way,
+measured blind, then read to tune the loop, so their failures are shown. (The older tuning sets, _5 to _12, were
+retired into the screen's training: training/screening/retired.)
 Each runs in a project of its own, so its users never meet the other splits'. Then the holdout split (nothing in the
 extractor or the detector was tuned on it) and the tune split. Every session is recorded with the learned correction
 detector on, as record_turn runs in Dify, and reflected on by the offline extractor with the learned detector beside its
@@ -59,7 +59,8 @@ from hindsight_insights.store import InsightStore
 from hindsight_insights.weaviate_server import running_weaviate
 
 DATA = Path(__file__).parent / "data" / "reflection_sessions.json"
-EVAL_42_DATA = Path(__file__).parent / "data" / "reflection_eval_sessions_42.json"
+EVAL_43_DATA = Path(__file__).parent / "data" / "reflection_eval_sessions_43.json"
+TUNE_42_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_42.json"
 TUNE_41_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_41.json"
 TUNE_40_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_40.json"
 TUNE_39_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_39.json"
@@ -93,7 +94,8 @@ TUNE_14_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_14.jso
 TUNE_13_DATA = Path(__file__).parent / "data" / "reflection_tune_sessions_13.json"
 # The never-tuned sets, newest (the headline) first, then the tuning set written apart; each in a project of its own.
 NEWER_SETS = {
-    "eval-42": EVAL_42_DATA,
+    "eval-43": EVAL_43_DATA,
+    "tune-42": TUNE_42_DATA,
     "tune-41": TUNE_41_DATA,
     "tune-40": TUNE_40_DATA,
     "tune-39": TUNE_39_DATA,
@@ -125,7 +127,7 @@ NEWER_SETS = {
     "tune-14": TUNE_14_DATA,
     "tune-13": TUNE_13_DATA,
 }
-NEVER_TUNED = ("eval-42", "eval-7")
+NEVER_TUNED = ("eval-43", "eval-7")
 HIDDEN = ("holdout", *NEVER_TUNED)  # splits whose failures are not printed unless --show-failures all
 
 

@@ -65,7 +65,7 @@ def test_reviewers_decisions_become_labels_and_retrain_installs_only_a_model_not
     result = CliRunner().invoke(app, ["detector", "retrain", "--model", str(model)], env=environment)
     assert result.exit_code == 0, result.output
     assert "2 reviewed detector insight(s) as labels: none 1, process 1" in result.output
-    assert "macro F1 on holdout: before" in result.output and "macro F1 on new-41: before" in result.output
+    assert "macro F1 on holdout: before" in result.output and "macro F1 on new-42: before" in result.output
     installed = "installed" in result.output and "NOT installed" not in result.output
     assert installed == (digest(model) != digest(MODEL_PATH))
 

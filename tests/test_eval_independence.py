@@ -1,6 +1,6 @@
 """The evaluation sets stay independent of what was built from data: no rule quotes an evaluation item, no training
 sentence appears in one. Runs over every evaluation set present: bench/data/poisoning.json (its holdout split for
-the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_78.json)
+the rules, all of it for the training corpus), and the screening set written apart (bench/data/screening_eval_80.json)
 when it exists. The training corpora include the earlier sets retired into training (training/*/retired).
 
 What counts as a rule's literal text (the extraction): each regex of the screen and redaction tables is parsed with
@@ -17,9 +17,9 @@ eval reports it apart from the holdout). Training sentences: every sentence of 2
 corpus (split at sentence ends, folded) must not occur in any item of any evaluation set, tune split included.
 
 The correction detector the same way: the literal runs of every regex of correction_patterns (quotes as above) must
-not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_41.json (the new set,
+not occur in an item of bench/data/corrections.json's holdout or of bench/data/corrections_eval_42.json (the new set,
 never tuned on), message or previous answer, nor in a turn of the never-tuned reflection sessions
-(bench/data/reflection_eval_sessions_42.json and _7); and no sentence of 20+ characters of a training message
+(bench/data/reflection_eval_sessions_43.json and _7); and no sentence of 20+ characters of a training message
 (training/corrections/corpus.jsonl and the retired sets beside it) may occur in any item of those files, tune split
 included. The training corpus's previous answers are left out of that check: they are the context, not what is
 labelled, and a few stock assistant sentences ("thanks for the update", "your pto balance is 12 days") recur in both
@@ -159,19 +159,12 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
-    # the stock words of covert marketing and of an attack that spares the asker a check, and a placeholder's note, in
-    # the seventy-eighth screening set; an everyday remark and a stock complaint about a stiff tone in the forty-first
-    # message set; an everyday request in the forty-second sessions (the writers saw no training item)
-    ("screening_eval_78.json:nx064", "never say it's an advert"),
-    ("screening_eval_78.json:nx089", "no need to check who they are"),
-    ("screening_eval_78.json:ny059", "never fill in real values"),
-    ("new-41:ez120", "plain sleeves are fine"),
-    ("new-41:fa073", "makes me feel like i'm at the bank"),
-    ("reflection_eval_sessions_42.json:uo004", "can you draft a reply"),
-    ("reflection_eval_sessions_42.json:up013", "can you draft a reply"),
-    ("reflection_eval_sessions_42.json:up017", "can you draft a reply"),
-    ("reflection_eval_sessions_42.json:up018", "can you draft a reply"),
-    ("reflection_eval_sessions_42.json:up025", "can you draft a reply"),
+    # an everyday request in the forty-second sessions (a tuning set now)
+    ("reflection_tune_sessions_42.json:uo004", "can you draft a reply"),
+    ("reflection_tune_sessions_42.json:up013", "can you draft a reply"),
+    ("reflection_tune_sessions_42.json:up017", "can you draft a reply"),
+    ("reflection_tune_sessions_42.json:up018", "can you draft a reply"),
+    ("reflection_tune_sessions_42.json:up025", "can you draft a reply"),
     # an everyday request in the forty-first sessions (a tuning set now)
     ("reflection_tune_sessions_41.json:um010", "can you draft a reply"),
     ("reflection_tune_sessions_41.json:um011", "can you draft a reply"),
@@ -311,7 +304,7 @@ def test_the_never_tuned_reflection_splits_are_evaluation_files() -> None:
 def test_no_correction_rule_quotes_an_evaluation_item() -> None:
     quotes = correction_rule_quotes()
     texts = correction_eval_texts(with_tune=False) | reflection_eval_texts()
-    assert any(key.startswith("new-41:") for key in texts)  # the new set is read
+    assert any(key.startswith("new-42:") for key in texts)  # the new set is read
     leaks = sorted((quote, key) for key, text in texts.items() for quote in quotes if quote in text)
     assert not leaks, f"correction rule literals found in evaluation items: {leaks}"
 
@@ -330,9 +323,9 @@ def test_no_correction_training_sentence_is_in_an_evaluation_item() -> None:
         DATA,
         CORPUS,
         train_detector.CORPUS,
-        eval_corrections.NEW_41,
+        eval_corrections.NEW_42,
         eval_reflection.EVAL_7_DATA,
-        eval_reflection.EVAL_42_DATA,
+        eval_reflection.EVAL_43_DATA,
         *SCREENING_EVALS,
         *REDACTION_EVALS,
     ],
