@@ -2561,3 +2561,35 @@ def test_forms_in_more_calendars_birth_verbs_contracted_labels_and_addresses_in_
 )
 def test_an_opening_a_passwords_state_a_bare_postcode_and_an_offices_road_stay(text: str) -> None:
     assert_unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "kind"),
+    [
+        # a street's word before its name in Basque, Papiamento's neighbours and Malay, and parts parted by a spaced
+        # slash or dash, as a label squeezed onto one line
+        ("Bidali hona: Kale Zaharra 14, 2. esk. / 48005 Bilbo. Eskerrik asko.", "kale zaharra 14", "address"),
+        ("Livraison : Villa Les Pins – esc. C – 8 cours Napoléon – 20090 Bastia.", "8 cours napoléon", "address"),
+        ("Tolong hantar ke Jalan Ampang 50, 50450 Kuala Lumpur ya.", "jalan ampang 50", "address"),
+        # an Amex card's four-digit code after its own label, CID
+        ("Company card: Amex 3714 496353 98431 exp 11/27, CID 4821, for postage only", "4821", "bank_card"),
+        # the postcode and the town on the next line, as on an envelope, after German's "schicken … an:"
+        ("Bitte schick die Rechnung an:\nMeraner Gasse 7\n39100 Bozen\nDanke!", "meraner gasse 7", "address"),
+        # a Chinese estate's block, entrance, floor and flat written out in Chinese numerals
+        ("书到了麻烦寄给我，洛阳市涧西区南昌大道翠湖雅苑五栋三单元十二楼二号，谢谢", "十二楼二号", "address"),
+    ],
+)
+def test_streets_in_more_languages_envelope_lines_and_units_written_out_go(text: str, value: str, kind: str) -> None:
+    assert_redacted(text, value, kind)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "人民路步行街三栋楼都停电了，商户们都在等",  # three buildings counted, no entrance or floor after
+        "Version 2 – 2023 Edition – now in stock",  # a dash between a version and a year
+        "Meeting notes:\nRoom 112\n2024 budget review",  # a room and a year on the next line
+    ],
+)
+def test_buildings_counted_and_dashed_titles_stay(text: str) -> None:
+    assert_unchanged(text)

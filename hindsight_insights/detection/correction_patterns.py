@@ -373,7 +373,8 @@ ONE_TIME = re.compile(
     r"(这次|这回|这一次|本次|仅此一次|就这一次|今次|呢次|(?:就|只|仅)限?这一?[单份封]|"
     # (the one post or notice at hand, with what is done to it: 只加这一篇, 就这一条; for Saturday's message only,
     # december only: 3 training messages, all none)
-    r"(?:就|只|仅)[加放写发用做贴]?这一?[篇条期张]|"
+    # (只是这条朋友圈: "only this one")
+    r"(?:就|只|仅)是?[加放写发用做贴]?这一?[篇条期张]|"
     # (the post at hand named in English, or "only this …, that's all": 只是这个 post 罢了)
     r"(?:就|只|仅)是?这(?:一|个)?\s*(?:post|帖子?)|这(?:一|个)?\s*[a-z]{2,12}\s*(?:罢了|而已)|"
     # (a favour that sets no precedent: 运费这单我们出，下不为例; 13 training messages, 12 none and a rule whose other
@@ -386,7 +387,9 @@ ONE_TIME = re.compile(
     r"\b(?:just|only) (?:for )?(?:her|him)(?: though)?(?=\s*[,.;!]|\s*$)|\bnobody else gets\b|"
     # (the day or the week at hand as a clause of its own: "…分一下类，就今晚，我要给主持人串词用", 就这周: 2 training
     # messages, both none)
-    r"[，,、]\s*(?:就|只|仅)(?:今晚|今天|今日|这周|本周|这一?场|今早|明天)(?=[，,。！!；;]|$)|"
+    # (or a day of this week: 就这周六, 只这个星期天)
+    r"[，,、]\s*(?:就|只|仅)(?:今晚|今天|今日|这周|本周|这一?场|今早|明天|"
+    r"这个?(?:周|星期|礼拜)[一二三四五六日天末])(?=[，,。！!；;]|$)|"
     r"\bfor (?:this|that|[a-z]+'s) (?:message|post|notice|issue|edition|flyer|email|newsletter|poster) only\b|"
     r"\b(?:january|february|march|april|june|july|august|september|october|november|december) only\b|"
     r"(?:别的|其他|其它)(?:客户|订单|单子?)都?不用|"
@@ -398,6 +401,10 @@ ONE_TIME = re.compile(
     # the period or the edition at hand without a preposition: "Just this week add 'free recipe card with every 3'"
     r"\b(?:just|only) this (?:week|weekend|month|season|year|issue|edition|batch|run|round|term|trip|event|order|post|"
     r"board)\b(?!'s|’s)|"
+    # (or the day at hand, named: "just this boxing day", "only this saturday")
+    r"\b(?:just|only) this (?:[a-z]+ )?(?:day|eve|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b(?!'s|’s)|"
+    # (the one version at hand let go: "No need for the newsletter one, just the group")
+    r"\b(?:no need for|skip|forget|don'?t bother with) the [a-z]+ (?:one|version)\b|"
     r"\b(?:make|do|write|keep|put|send|word|draft|translate|format|have) (?:this|that) one\b|"
     # the one at hand as the subject of what it must be: "This one needs to be properly formal, it's going to …"
     r"^\W*this one (?:needs|has|must|should|ought)\b|"

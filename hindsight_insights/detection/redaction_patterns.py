@@ -165,8 +165,10 @@ NUMBER_LABELS: list[tuple[str, re.Pattern[str]]] = [
     (
         "bank_card",
         # a card's security code after its label (CVV 614, 安全码：382): with the number it pays
+        # (Amex calls it the CID, four digits on the front: "exp 09/28, CID 7312")
         re.compile(
-            r"(?<![a-z])(?:cvv2?|cvc2?|csc|card security code|安全码|卡背面后三位)\s*(?:[:：=]|是|为)?\s*"
+            r"(?<![a-z])(?:cvv2?|cvc2?|csc|cid|cvn|card security code|card verification (?:code|value|number)|"
+            r"安全码|安全碼|卡背面后三位)\s*(?:[:：=]|是|为)?\s*"
             r"(?P<value>\d{3,4})(?!\d)"
         ),
     ),
@@ -846,10 +848,16 @@ CHINESE_ESTATE = re.compile(
     rf"{_PLACE}{{1,12}}(?:小区|花园|家园|园|公寓|苑|新村|村|邨|社区|里|庭|府|湾|城|居|邸|庄|坊|墅)|"
     # (or an estate of any name on the road it stands on, its block numbered after it: 海甸五西路椰风水岸3期11栋)
     rf"(?:{_PLACE}|\d){{1,12}}(?:路|街|大道|大街|巷){_ZH_GAP}{_PLACE}{{2,10}}?"
-    rf"(?=(?:\s*[a-z\d一二三四五六七八九十]{{1,4}}\s*(?:期|区))?{_ZH_GAP}[a-z\d]{{1,5}}\s*(?:栋|幢|号楼|座)))"
+    # (the block in Chinese numerals too, as people write it out: 信江丽景三栋二单元十四楼一号)
+    rf"(?=(?:\s*[a-z\d一二三四五六七八九十]{{1,4}}\s*(?:期|区))?{_ZH_GAP}"
+    # (written out, only with an entrance or a floor after it: "三栋楼都停电了" counts buildings)
+    r"(?:[a-z\d]{1,5}\s*(?:栋|幢|号楼|座)|[一二三四五六七八九十]{1,4}\s*(?:栋|幢)"
+    r"(?=\s*[一二三四五六七八九十\d]{1,3}\s*(?:单元|楼|层)))))"
     r"(?:\s*[a-z\d一二三四五六七八九十]{1,4}\s*(?:期|区))?"
     rf"(?P<unit>(?:{_ZH_GAP}\s*[a-z\d一二三四五六七八九十]{{1,5}}\s*(?:栋|幢|号楼|座|单元|组))+"
-    rf"(?:{_ZH_GAP}\s*[a-z\d]{{1,5}}\s*(?:室|号|房|户)?)?|"
+    # (then the floor and the flat, in figures or written out: 1402室, 十四楼一号)
+    rf"(?:{_ZH_GAP}\s*(?:[a-z\d]{{1,5}}\s*(?:室|号|房|户)?|"
+    r"[一二三四五六七八九十]{1,3}\s*(?:楼|层)\s*[一二三四五六七八九十零〇\d]{1,4}\s*(?:室|号|房|户)))?|"
     # a building, entrance and room in dashes, as the north writes them (紫金花园7-2-301)
     r"\s*\d{1,3}-\d{1,2}-\d{3,4}(?![\d-])|"
     # a block named, not numbered, then its floor and flat (翠峰邨朗云楼18楼1807室)
@@ -906,6 +914,8 @@ HOME_LABEL = re.compile(
     r"(住址|家住|住在|家庭地址|居住地|现住|收货地址|寄到\s*:|(?:我|我们|他|她|他们|自己)家(?:的)?(?:地址|住址)?(?:是|在)?|"
     r"(?<![入居])住|home|(?:lives?|living|resides?|residing) at|address(?: is)?|"
     r"adresse|anschrift|wohnhaft(?: in)?|dirección|domicilio|indirizzo|endereço|住所|residence|domicile|"
+    # (German puts the particle of "schicken an" last, before the address: "schick mir bitte die Wolle an:")
+    r"(?<![a-z])an\s*:|"
     # "ship to Jane Doe, 42 Elm Street": the recipient's name may come between
     r"(?:ship|deliver|send|post|mail)(?:s|ed|ping|ing|y)? (?:it |this |them )?to(?: [a-z .'-]{1,30},)?)\W{0,12}$"
 )
@@ -923,7 +933,10 @@ _STREET_KIND_AFTER = (
 _STREET_KIND_BEFORE = (
     r"rue|avenue|av\.|boulevard|bd|place|chemin|allée|impasse|quai|cours|via|viale|piazza|corso|vicolo|calle|avenida|"
     # (and Spain's abbreviations: C/ de Verdi 48, Avda. …, Pza. …)
-    r"carrer|rua|praça|travessa|plaza|paseo|ulica|ul\.|c/|avda\.?|pza\.?"
+    r"carrer|rua|praça|travessa|plaza|paseo|ulica|ul\.|c/|avda\.?|pza\.?|"
+    # (Basque kale, Papiamento kaya, Malay and Indonesian jalan, Albanian rruga, Romanian strada and calea, Polish
+    # aleja: Kale Nagusia 21, Kaya Grandi 12, Jalan Ampang 50, Strada Lipscani 8)
+    r"kale|kaya|jalan|jl\.|rruga|strada|stradă|calea|aleja"
 )
 _STREET_KIND_IN_NAME = (
     # (not "ring" or "gate", which end English words: "during 2024", "investigate 5")
@@ -1002,10 +1015,11 @@ CHINESE_BUSINESS_IN_ADDRESS = re.compile(
 _ADDRESS_PART = r"[a-z\u00c0-\u024f\d .'º°()/-]"
 # Between the parts of an address, a comma or a line break: a label's lines ("27 Marchmont Crescent", "Edinburgh",
 # "EH9 1HN").
-# (or a slash with spaces around it, as a label squeezed onto one line: "12, rue de Bonnevoie / L-1261 Luxembourg")
-_PART_BREAK = r"(?:,\s*|[^\S\n]*\n\s*|[^\S\n]+/[^\S\n]+)"
+# (or a slash or a dash with spaces around it, as a label squeezed onto one line: "12, rue de Bonnevoie / L-1261
+# Luxembourg", "bât. B – 12 cours Grandval – 20000 Ajaccio")
+_PART_BREAK = r"(?:,\s*|[^\S\n]*\n\s*|[^\S\n]+[/–—][^\S\n]+)"
 STREET_WITH_POSTCODE = re.compile(
-    rf"{_STREET}{_UNIT}?(?:(?:{_PART_BREAK}{_ADDRESS_PART}{{1,30}}){{0,3}},?\s*(?:[a-z]{{1,2}}-)?{_POSTCODE}|"
+    rf"{_STREET}{_UNIT}?(?:(?:{_PART_BREAK}{_ADDRESS_PART}{{1,30}}){{0,3}}(?:{_PART_BREAK}|,?\s*)(?:[a-z]{{1,2}}-)?{_POSTCODE}|"
     # (a floor or a door may come first: "Jagtvej 119, 3. tv., 2200 København N")
     rf"(?:,\s*{_ADDRESS_PART}{{1,30}}?){{0,2}}{_PART_BREAK}(?:[a-z]{{1,2}}-)?(?!(?:19|20)\d\d\b)\d{{4}}(?=\s+{_TOWN})|"
     # (three digits, as Iceland writes them, only before a town that ends the clause: "Hafnarstræti 88, 600
@@ -1047,9 +1061,11 @@ JAPANESE_POSTAL_ADDRESS = re.compile(r"〒\s?\d{3}-\d{4}[^\n。，,；;！!？?]
 # A street whose name has no word for its kind, then the house number, a postcode and the town, as Central Europe
 # writes it (Lerchenfelder Gürtel 43/2/17, 1160 Wien): someone's when the number has a staircase or a flat after a
 # slash (its `unit` group) or a word for home comes before it; "Invoice 1234, 5000 units" stays.
+# (the postcode and the town may stand on the next line, as on an envelope: "Lauben 112\n39012 Meran")
 CONTINENTAL_LINE = re.compile(
-    rf"\b(?:{_LETTERS}{{3,}}\s+){{1,3}}\d{{1,5}}[a-z]?(?P<unit>(?:/\d{{1,4}}[a-z]?){{0,3}}),\s*(?:[a-z]{{1,2}}-)?"
-    rf"(?!(?:19|20)\d\d\b)(?:\d{{4,5}}|\d{{2}}-\d{{3}})\s+{_TOWN}(?:\s+{_TOWN})?"
+    rf"\b(?:{_LETTERS}{{3,}}[^\S\n]+){{1,3}}\d{{1,5}}[a-z]?(?P<unit>(?:/\d{{1,4}}[a-z]?){{0,3}})(?:,\s*|[^\S\n]*\n\s*)"
+    r"(?:[a-z]{1,2}-)?"
+    rf"(?!(?:19|20)\d\d\b)(?:\d{{4,5}}|\d{{2}}-\d{{3}})\s+{_TOWN}(?:[^\S\n]+{_TOWN})?"
 )
 # A street line without a postcode is someone's when, as in Chinese, it has a flat or unit, or a word for home comes
 # before it (HOME_LABEL); the town after it goes with it. A shop's "200 Market Street" alone stays.
