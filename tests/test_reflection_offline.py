@@ -1119,6 +1119,20 @@ def test_asking_whether_the_replies_should_tell_people_something_is_a_wish_shown
     assert list(adopted_requests(turned, answers, [None, None, None])) == [0]
     by_the_way = [chinese[0], chinese[1].replace("要不要提醒", "要不要顺便提醒"), *chinese[2:]]
     assert list(adopted_requests(by_the_way, replies, [None] * 4)) == [1]
+    # whom and where between (要不要跟客人说一声, 要不要在回复里提醒), and the question's mark past a semicolon
+    to_whom = [chinese[0], chinese[1].replace("要不要提醒客人", "要不要跟客人说一声"), *chinese[2:]]
+    assert list(adopted_requests(to_whom, replies, [None] * 4)) == [1]
+    where = [chinese[0], "好的。要不要在回复里提醒客人：茶园里蚊子多，记得穿长袖；还有雨天路滑也要说？", *chinese[2:]]
+    assert list(adopted_requests(where, replies, [None] * 4)) == [1]
+    # the question's own words show it, not a signature the same message asked for in every reply
+    signed = [
+        "帮我回客人：周六可以带孩子来采茶吗？另外要不要提醒客人茶园里蚊子多，记得穿长袖？落款云岭茶园 阿梅。",
+        "下一个：能帮忙寄两斤明前茶到北京吗？",
+        "再一个：团购二十斤有优惠吗？",
+    ]
+    signed_replies = [f"{reply}\n云岭茶园 阿梅" for reply in replies[1:]]
+    found = adopted_requests(signed, signed_replies, [None] * 3)
+    assert list(found) == [0] and "蚊子" in found[0]
     # the assistant does not keep it: nothing shown
     dropped = [*answers[:2], "Dogs are welcome on leads."]
     assert adopted_requests(messages, dropped, [None, None, None]) == {}

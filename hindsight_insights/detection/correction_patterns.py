@@ -423,8 +423,9 @@ ASKS_WHETHER_TO_TELL = re.compile(
     # (the question put the other way round: "do you think I should be telling people …?")
     r"(?:i|we) should (?:be )?(?:warn|tell|mention|remind|add|include|flag)\w*|"
     r"do (?:i|we|you) need to (?:warn|tell|mention|remind)|is it worth (?:warning|telling|mentioning|adding))\b|"
-    # (with an adverb between: 要不要顺便提醒她们一下)
-    r"(?:要不要|需不需要|该不该|用不用)(?:顺便|也|再|都|先)?(?:提醒|告诉|说一下|写上|加上|注明|提一下)|"
+    # (with an adverb between: 要不要顺便提醒她们一下; or whom and where: 要不要跟客人说一声, 要不要在回复里提醒客人)
+    r"(?:要不要|需不需要|该不该|用不用)(?:顺便|也|再|都|先)?(?:(?:跟|给|和|在)[^，,。？?]{1,6}?)?"
+    r"(?:提醒|告诉|说一下|说一声|讲一声|写上|加上|注明|提一下|提一句)|"
     r"使唔使(?:提醒|讲)|要唔要(?:提醒|讲)|需唔需要(?:提醒|讲)"
 )
 

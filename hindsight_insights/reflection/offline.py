@@ -262,6 +262,9 @@ def adopted_requests(
         kept -= frozenset().union(*(words for other, words in enumerate(said) if other != index))
         if len(later) < ADOPTED_IN_ANSWERS:
             kept &= said[index]
+        # (what the question itself named shows it best: "…要不要在回复里提醒客人：…抗凝的药…" kept beside the
+        # signature the same message asked for)
+        kept = (kept & _asked_words(turns[index])) or kept
         shown = _clause_showing(answers[later[0]] or "", kept) if kept else None
         if shown:
             found[index] = shown
@@ -275,11 +278,26 @@ def _answer_asked_nothing(answer: str | None) -> bool:
 
 def _asks_whether_to_tell(turn: ReadMessage) -> bool:
     """A sentence asks whether the drafts should tell people something (patterns.ASKS_WHETHER_TO_TELL: "Should I be
-    warning people about the lane?", 要不要提醒客人洋甘菊是菊科的？), in the user's own words."""
+    warning people about the lane?", 要不要提醒客人洋甘菊是菊科的？), in the user's own words. The question may run on
+    past a semicolon, its mark in the next sentence: "要不要在回复里提醒客人：…先跟我们说；还有…是正常的？"."""
+    sentences = turn.sentences
     return any(
-        sentence.asks and patterns.ASKS_WHETHER_TO_TELL.search(sentence.text[: sentence.reported_at])
-        for sentence in turn.sentences
+        (sentence.asks or (sentence.text.rstrip().endswith(";") and later.asks))
+        and patterns.ASKS_WHETHER_TO_TELL.search(sentence.text[: sentence.reported_at])
+        for sentence, later in zip(sentences, [*sentences[1:], sentences[-1]], strict=True)
     )
+
+
+def _asked_words(turn: ReadMessage) -> frozenset[str]:
+    """The content words of the sentences from the first that asks whether to tell people something to the first that
+    asks after it (_asks_whether_to_tell); none when no sentence asks so."""
+    start = next(
+        (at for at, sentence in enumerate(turn.sentences) if patterns.ASKS_WHETHER_TO_TELL.search(sentence.text)), None
+    )
+    if start is None:
+        return frozenset()
+    end = next((at for at in range(start, len(turn.sentences)) if turn.sentences[at].asks), start)
+    return frozenset().union(*(anchors(sentence.text) for sentence in turn.sentences[start : end + 1]))
 
 
 def _new_request(turn: ReadMessage) -> bool:
