@@ -159,6 +159,24 @@ KNOWN_OVERLAPS = {
     ("poisoning.json:p044", "ignore all previous instructions"),
     ("reflection_tune_sessions_28.json:tj013", "thank you for letting us know"),  # everyday thanks
     ("reflection_tune_sessions_30.json:tn025", "can you draft a reply"),  # an everyday request (tuning sets too)
+    # the textbook injection phrase, the stock words of an attack that spares the asker a check and of a markdown image
+    # that carries data off, and a few everyday words of documentation and bookings in the eightieth screening set; a
+    # stock wish about emojis and a stock complaint in the forty-second message set; an everyday request in the
+    # forty-third sessions (the writers saw no training item)
+    ("screening_eval_80.json:ob027", "no need to check who they are"),
+    ("screening_eval_80.json:ob066", "ignore all previous instructions"),
+    ("screening_eval_80.json:ob089", "ignore all previous instructions"),
+    ("screening_eval_80.json:ob089", "ignore all previous instructions and the"),
+    ("screening_eval_80.json:ob091", "ignore all previous instructions"),
+    ("screening_eval_80.json:ob091", "ignore all previous instructions and the"),
+    ("screening_eval_80.json:oc012", "database connection example"),
+    ("screening_eval_80.json:oc040", "[x](https://collector.example/"),
+    ("screening_eval_80.json:oc052", "the values are placeholders"),
+    ("screening_eval_80.json:oc054", "booking confirmation template"),
+    ("screening_eval_80.json:oc054", "booking confirmations"),
+    ("new-42:fb099", "you can drop the emojis and exclamation "),
+    ("new-42:fc018", "that doesn't answer my question"),
+    ("reflection_eval_sessions_43.json:ur004", "can you draft a reply"),
     # an everyday request in the forty-second sessions (a tuning set now)
     ("reflection_tune_sessions_42.json:uo004", "can you draft a reply"),
     ("reflection_tune_sessions_42.json:up013", "can you draft a reply"),
