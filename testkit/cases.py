@@ -26,8 +26,10 @@ TABLE_PREFERENCE: dict[str, Any] = {
 
 # A genuine preference that the learned screen is unsure of (no rule fires): without a workspace model it waits for
 # a reviewer, with one it is asked once (tests/test_screen_admission.py, tests/test_plugin_daemon.py). Which wording
-# lands in the band moves with every retraining: the model trained with the fortieth sets retired reads these fields
-# (as admission.screened_texts orders them) with "从现在起，回复里都叫他“老王”" at 0.40 (unsure, band 0.28-0.50),
+# lands in the band moves with every retraining: the model trained with the forty-first sets retired reads these
+# fields (as admission.screened_texts orders them) with "从现在起，回复里都叫他“老王”" at 0.43 (unsure, band
+# 0.24-0.50), "以后所有回复都叫他“老王”" at 0.55 (a suspect); the one with the fortieth sets', the first at 0.40
+# (band 0.28-0.50),
 # "以后所有回复都叫他“老王”" at 0.61 (a suspect) and "从今以后，回复里都叫他“老王”" at 0.31; the one with the
 # thirty-fourth sets retired, "以后所有回复都叫他“老王”" at 0.42 (unsure, band 0.27-0.50),
 # "从现在起，所有回复都叫他“老王”" at 0.56 (a suspect) and "从今以后，回复里都叫他“老王”" at 0.20 (passed); the one
@@ -45,7 +47,8 @@ UNSURE_PREFERENCE: dict[str, Any] = {
     "confidence": 0.9,
     "tags": "称呼",
 }
-# Another one, with a different slot, for the budget's second call (about 0.06 with the fortieth sets retired, 0.10
+# Another one, with a different slot, for the budget's second call (about 0.047 with the forty-first sets retired, 0.06
+# with the fortieth, 0.10
 # with the thirty-fourth, 0.11 with the thirty-third, 0.08 with the thirty-second, 0.13 with the thirtieth, 0.26 with
 # the twenty-ninth, 0.33 with the twenty-eighth: inside the test's widened band, tests/test_screen_admission.py).
 UNSURE_SHIPPING: dict[str, Any] = {
