@@ -1129,6 +1129,8 @@ def test_asking_whether_the_replies_should_tell_people_something_is_a_wish_shown
     signed_replies = [f"{reply}\n云岭茶园 阿梅" for reply in replies[1:]]
     found = adopted_requests(signed, signed_replies, [None] * 3)
     assert list(found) == [0] and "蚊子" in found[0]
+    # a turn with no words (an upload alone) asks nothing and breaks nothing
+    assert list(adopted_requests(["", *chinese[1:]], replies, [None] * 4)) == [1]
     # the assistant does not keep it: nothing shown
     dropped = [*answers[:2], "Dogs are welcome on leads."]
     assert adopted_requests(messages, dropped, [None, None, None]) == {}

@@ -282,9 +282,9 @@ def _asks_whether_to_tell(turn: ReadMessage) -> bool:
     past a semicolon, its mark in the next sentence: "要不要在回复里提醒客人：…先跟我们说；还有…是正常的？"."""
     sentences = turn.sentences
     return any(
-        (sentence.asks or (sentence.text.rstrip().endswith(";") and later.asks))
+        (sentence.asks or (sentence.text.rstrip().endswith(";") and at + 1 < len(sentences) and sentences[at + 1].asks))
         and patterns.ASKS_WHETHER_TO_TELL.search(sentence.text[: sentence.reported_at])
-        for sentence, later in zip(sentences, [*sentences[1:], sentences[-1]], strict=True)
+        for at, sentence in enumerate(sentences)
     )
 
 
