@@ -278,26 +278,28 @@ def _answer_asked_nothing(answer: str | None) -> bool:
 
 def _asks_whether_to_tell(turn: ReadMessage) -> bool:
     """A sentence asks whether the drafts should tell people something (patterns.ASKS_WHETHER_TO_TELL: "Should I be
-    warning people about the lane?", 要不要提醒客人洋甘菊是菊科的？), in the user's own words. The question may run on
-    past a semicolon, its mark in the next sentence: "要不要在回复里提醒客人：…先跟我们说；还有…是正常的？"."""
-    sentences = turn.sentences
-    return any(
-        (sentence.asks or (sentence.text.rstrip().endswith(";") and at + 1 < len(sentences) and sentences[at + 1].asks))
-        and patterns.ASKS_WHETHER_TO_TELL.search(sentence.text[: sentence.reported_at])
-        for at, sentence in enumerate(sentences)
-    )
+    warning people about the lane?", 要不要提醒客人洋甘菊是菊科的？), in the user's own words."""
+    return bool(_question_whether_to_tell(turn))
 
 
 def _asked_words(turn: ReadMessage) -> frozenset[str]:
-    """The content words of the sentences from the first that asks whether to tell people something to the first that
-    asks after it (_asks_whether_to_tell); none when no sentence asks so."""
-    start = next(
-        (at for at, sentence in enumerate(turn.sentences) if patterns.ASKS_WHETHER_TO_TELL.search(sentence.text)), None
-    )
-    if start is None:
-        return frozenset()
-    end = next((at for at in range(start, len(turn.sentences)) if turn.sentences[at].asks), start)
-    return frozenset().union(*(anchors(sentence.text) for sentence in turn.sentences[start : end + 1]))
+    """The content words of the question whether to tell people something; none when the turn asks none."""
+    return frozenset().union(*(anchors(sentence.text) for sentence in _question_whether_to_tell(turn)))
+
+
+def _question_whether_to_tell(turn: ReadMessage) -> Sequence[Sentence]:
+    """The sentences of the first question whether to tell people something: its own, or two when it runs on past a
+    semicolon, its mark in the next sentence ("要不要在回复里提醒客人：…先跟我们说；还有…是正常的？"); none
+    without one."""
+    sentences = turn.sentences
+    for at, sentence in enumerate(sentences):
+        if not patterns.ASKS_WHETHER_TO_TELL.search(sentence.text[: sentence.reported_at]):
+            continue
+        if sentence.asks:
+            return sentences[at : at + 1]
+        if sentence.text.rstrip().endswith(";") and at + 1 < len(sentences) and sentences[at + 1].asks:
+            return sentences[at : at + 2]
+    return []
 
 
 def _new_request(turn: ReadMessage) -> bool:
